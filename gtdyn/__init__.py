@@ -1,0 +1,19 @@
+"""gtdyn: robot dynamics as GTSAM factor graphs (Xie & Dellaert, "A Unified Method for Solving Inverse,
+Forward, and Hybrid Manipulator Dynamics using Factor Graphs").
+
+    import gtdyn
+    robot = gtdyn.load_robot("puma560")
+    r = gtdyn.inverse_dynamics(robot, q, v, qdd)
+    r.tau, r.bayes_net, r.dag()
+"""
+
+from gtdyn.dynamics import GRAVITY, DynamicsResult, forward_dynamics, hybrid_dynamics, inverse_dynamics
+from gtdyn.errors import IndeterminateSystemError, ModelError
+from gtdyn.models import bundled_path, load_robot
+from gtdyn.robot import Joint, Link, Robot
+
+__all__ = [
+    "GRAVITY", "DynamicsResult", "IndeterminateSystemError", "Joint", "Link", "ModelError", "Robot",
+    "bundled_path", "forward_dynamics", "hybrid_dynamics", "inverse_dynamics", "load_robot",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,59 @@
+"""Plain descriptions of links and joints, as parsers read them from a file (no gtsam, no physics).
+
+A parser (URDF, SDF) produces a ``RobotDescription``; ``gtdyn.robot.build_robot`` turns it into an
+immutable ``Robot`` (merging fixed joints, checking topology and inertias).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A link as written in the file.
+
+    ``inertial_origin`` is the 4×4 pose of the inertial (CoM) frame in the link frame, ``inertia`` the 3×3
+    inertia about the CoM expressed in that frame. A link without ``<inertial>`` has ``has_inertial``
+    False and zero mass and inertia.
+    """
+
+    name: str
+    mass: float = 0.0
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    inertial_origin: np.ndarray = field(default_factory=lambda: np.eye(4))
+    has_inertial: bool = False
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """A joint as written in the file.
+
+    ``origin`` is the 4×4 pose of the joint frame in the parent link frame; at zero joint value the child
+    link frame coincides with the joint frame. ``axis`` is expressed in the joint frame.
+    """
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray = field(default_factory=lambda: np.eye(4))
+    axis: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0]))
+    lower: float = -np.inf
+    upper: float = np.inf
+    effort: float = np.inf
+    velocity: float = np.inf
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    """Everything a parser read: the robot's name, its links and joints in file order, and the source."""
+
+    name: str
+    links: tuple[LinkSpec, ...]
+    joints: tuple[JointSpec, ...]
+    source: str = "<memory>"

@@ -1,0 +1,227 @@
+"""Inverse, forward and hybrid dynamics: one linear factor graph, eliminated in a chosen ordering.
+
+Each call computes the kinematics (poses, twists) from q and q̇, builds the linear dynamics graph with the
+given quantities known, eliminates it into a ``gtsam.GaussianBayesNet`` and back-substitutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import gtsam
+import networkx as nx
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.errors import IndeterminateSystemError
+from gtdyn.graph import Problem, dynamics_graph
+from gtdyn.kinematics import KinematicState, forward_kinematics
+from gtdyn.orderings import resolve_ordering
+from gtdyn.robot import Robot
+from gtdyn.spatial import Ad
+
+GRAVITY = (0.0, 0.0, -9.81)  # m/s², world frame; Pinocchio's default too
+
+
+@dataclass(frozen=True, eq=False)
+class DynamicsResult:
+    """The solution of one dynamics problem, with the elimination that produced it.
+
+    Vectors are in ``robot.joint_names`` order. ``wrenches[joint]`` is the wrench [m; f] that the joint's
+    parent exerts on its child, in the child's CoM frame; ``twist_accels[link]`` is V̇ in the link's CoM
+    frame; ``ordering`` lists the eliminated variables' labels in elimination order.
+    """
+
+    robot: Robot
+    problem: str  # "inverse", "forward" or "hybrid"
+    q: np.ndarray
+    v: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    wrenches: dict[str, np.ndarray]
+    twist_accels: dict[str, np.ndarray]
+    twists: dict[str, np.ndarray]
+    graph: gtsam.GaussianFactorGraph
+    bayes_net: gtsam.GaussianBayesNet
+    elimination_ordering: gtsam.Ordering
+
+    @property
+    def ordering(self) -> list[str]:
+        o = self.elimination_ordering
+        return [keys.label(o.at(i)) for i in range(o.size())]
+
+    def dag(self) -> nx.DiGraph:
+        """The Bayes net as a networkx DAG with labelled nodes (see ``gtdyn.dag``)."""
+        from gtdyn.dag import bayes_net_dag
+
+        return bayes_net_dag(self.bayes_net)
+
+    def __repr__(self) -> str:
+        rows = "\n".join(f"  {n:>12s}  q̈ = {a: .6g}  τ = {t: .6g}" for n, a, t in zip(self.robot.joint_names, self.qdd, self.tau))
+        return f"DynamicsResult({self.problem} dynamics of '{self.robot.name}', ordering {self.ordering}):\n{rows}"
+
+
+def inverse_dynamics(robot: Robot, q, v, qdd, *, gravity=GRAVITY, external_wrenches=None, ordering=None) -> DynamicsResult:
+    """Torques τ that produce joint accelerations ``qdd`` at state (q, v).
+
+    ``external_wrenches`` maps a link (or merged frame) name to the wrench [m; f] its environment applies
+    to it, expressed in that link's frame. ``ordering`` is a strategy name, a list of labels/keys or a callable.
+    """
+    n = robot.num_dofs
+    qdd = _joint_vector(robot, "qdd", qdd)
+    return _solve(robot, q, v, Problem(known_qdd={j: qdd[j - 1] for j in range(1, n + 1)}), gravity, external_wrenches, ordering)
+
+
+def forward_dynamics(robot: Robot, q, v, tau, *, gravity=GRAVITY, external_wrenches=None, ordering=None) -> DynamicsResult:
+    """Joint accelerations q̈ produced by torques ``tau`` at state (q, v). Arguments as ``inverse_dynamics``."""
+    n = robot.num_dofs
+    tau = _joint_vector(robot, "tau", tau)
+    return _solve(robot, q, v, Problem(known_tau={j: tau[j - 1] for j in range(1, n + 1)}), gravity, external_wrenches, ordering)
+
+
+def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], *, gravity=GRAVITY,
+                    external_wrenches=None, ordering=None) -> DynamicsResult:
+    """Given q̈ at some joints and τ at the others (dicts by joint name), solve for the rest.
+
+    Every joint must appear in exactly one of ``qdd`` and ``tau``.
+    """
+    known_qdd = _joint_dict(robot, "qdd", qdd)
+    known_tau = _joint_dict(robot, "tau", tau)
+    both = [robot.joints[j - 1].name for j in known_qdd if j in known_tau]
+    if both:
+        raise ValueError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, not both")
+    neither = [joint.name for joint in robot.joints if joint.index not in known_qdd and joint.index not in known_tau]
+    if neither:
+        raise ValueError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
+    return _solve(robot, q, v, Problem(known_qdd, known_tau), gravity, external_wrenches, ordering)
+
+
+# ----------------------------------------------------------------------------------------------------
+
+
+def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering) -> DynamicsResult:
+    q = _joint_vector(robot, "q", q)
+    v = _joint_vector(robot, "v", v)
+    gravity = _finite_vector("gravity", gravity, 3)
+    kin = forward_kinematics(robot, q, v)
+    wrenches_com = _external_wrenches(robot, external_wrenches)
+    graph = dynamics_graph(robot, kin, problem, gravity, wrenches_com)
+    order = resolve_ordering(ordering, robot, problem, graph)
+    bayes_net = eliminate(graph, order)
+    return _result(robot, problem, kin, graph, bayes_net, order, bayes_net.optimize())
+
+
+def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering) -> gtsam.GaussianBayesNet:
+    """Sequential elimination; an indeterminate system raises IndeterminateSystemError naming its free variables."""
+    try:
+        return graph.eliminateSequential(order)
+    except RuntimeError as e:
+        if "ndeterminate" not in str(e) and "ndeterminant" not in str(e):
+            raise
+        free = free_variables(graph)
+        raise IndeterminateSystemError(
+            "the dynamics equations do not determine "
+            + (", ".join(free) if free else "every unknown")
+            + " (a massless link, or a mechanism that needs more constraints)",
+            free,
+        ) from None
+
+
+def free_variables(graph: gtsam.GaussianFactorGraph, tol: float = 1e-9) -> list[str]:
+    """Labels of the unknowns that have a component in the null space of the graph's dense Jacobian."""
+    A, _ = graph.jacobian()
+    ordered = _jacobian_column_keys(graph)
+    _, s, Vt = np.linalg.svd(A)
+    rank = int(np.sum(s > tol * max(1.0, s[0])))
+    null = Vt[rank:]
+    out, col = [], 0
+    for key in ordered:
+        d = keys.dim(key)
+        if null.size and np.max(np.abs(null[:, col:col + d])) > 1e-6:
+            out.append(keys.label(key))
+        col += d
+    return out
+
+
+def _jacobian_column_keys(graph: gtsam.GaussianFactorGraph) -> list[int]:
+    """The key order of GaussianFactorGraph.jacobian()'s columns (GTSAM orders them by key)."""
+    return sorted(set(graph.keyVector()))
+
+
+def _result(robot, problem, kin: KinematicState, graph, bayes_net, order, x: gtsam.VectorValues) -> DynamicsResult:
+    def scalar(known: Mapping[int, float], key_fn, j: int) -> float:
+        return known[j] if j in known else float(x.at(key_fn(j))[0])
+
+    idx = range(1, robot.num_dofs + 1)
+    return DynamicsResult(
+        robot=robot,
+        problem=problem.kind,
+        q=kin.q,
+        v=kin.v,
+        qdd=np.array([scalar(problem.known_qdd, keys.joint_accel_key, j) for j in idx]),
+        tau=np.array([scalar(problem.known_tau, keys.torque_key, j) for j in idx]),
+        wrenches={joint.name: np.array(x.at(keys.wrench_key(joint.index))) for joint in robot.joints},
+        twist_accels={link.name: np.array(x.at(keys.twist_accel_key(link.index))) for link in robot.links},
+        twists={link.name: kin.V[link.index] for link in robot.links},
+        graph=graph,
+        bayes_net=bayes_net,
+        elimination_ordering=order,
+    )
+
+
+# -- argument checking ---------------------------------------------------------------------------------
+
+
+def _finite_vector(name: str, x, n: int) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected {n} numbers, got {x!r}") from None
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected a vector of length {n}, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains non-finite values {a.tolist()}")
+    return a
+
+
+def _joint_vector(robot: Robot, name: str, x) -> np.ndarray:
+    try:
+        return _finite_vector(name, x, robot.num_dofs)
+    except ValueError as e:
+        raise ValueError(f"{e} (one per joint of '{robot.name}': {', '.join(robot.joint_names)})") from None
+
+
+def _joint_dict(robot: Robot, name: str, d) -> dict[int, float]:
+    if not isinstance(d, Mapping):
+        raise ValueError(f"{name}: expected a dict from joint name to value, got {type(d).__name__}")
+    names = set(robot.joint_names)
+    unknown = [k for k in d if k not in names]
+    if unknown:
+        raise ValueError(f"{name}: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")
+    out = {}
+    for k, value in d.items():
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}['{k}']: expected a number, got {value!r}") from None
+        if not np.isfinite(value):
+            raise ValueError(f"{name}['{k}']: non-finite value {value}")
+        out[robot.joint(k).index] = value
+    return out
+
+
+def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:
+    """Wrenches given in link/frame coordinates → wrenches in the moving links' CoM frames, by link index."""
+    out: dict[int, np.ndarray] = {}
+    for frame, wrench in (wrenches or {}).items():
+        if frame not in robot.frames:
+            raise ValueError(f"external_wrenches: unknown link or frame '{frame}' (links: {', '.join(robot.frames)})")
+        body, bTf = robot.frames[frame]
+        if robot.is_base(body):
+            raise ValueError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")
+        F_f = _finite_vector(f"external_wrenches['{frame}']", wrench, 6)
+        link = robot.link(body)
+        fTcom = bTf.inverse().compose(link.lTcom)
+        out[link.index] = out.get(link.index, np.zeros(6)) + Ad(fTcom).T @ F_f
+    return out

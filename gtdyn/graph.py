@@ -1,0 +1,132 @@
+"""The transcriber: a Robot, its kinematic state and which variables are known → a linear factor graph.
+
+Given q and q̇ (and so every pose and twist), eq. 5–7 are linear in V̇, F, q̈ and τ. Each equation becomes one
+``gtsam.JacobianFactor`` with a hard (``Constrained``) noise model; variables that the problem gives
+(q̈ of inverse-dynamics joints, τ of forward-dynamics joints) move to the right-hand side. The result is
+the paper's *simplified* graph (Fig. 4a, 6a, 9a): only unknowns are nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import gtsam
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.equations import LinearEquation, gravity_wrench, torque_equation, twist_accel_equation, wrench_equation
+from gtdyn.kinematics import KinematicState
+from gtdyn.robot import Robot
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Which joint quantities are given: ``known_qdd[j]`` / ``known_tau[j]`` by joint index (1..n).
+
+    Every joint has exactly one of the two given; the other is an unknown of the graph.
+    """
+
+    known_qdd: Mapping[int, float] = field(default_factory=dict)
+    known_tau: Mapping[int, float] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        if not self.known_tau:
+            return "inverse"
+        if not self.known_qdd:
+            return "forward"
+        return "hybrid"
+
+
+class Key(int):
+    """Marks an equation role as an unknown variable (a gtsam key) rather than a known value."""
+
+
+def hard(dim: int) -> gtsam.noiseModel.Base:
+    """The noise model of an equality constraint."""
+    return gtsam.noiseModel.Constrained.All(dim)
+
+
+def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray) -> gtsam.JacobianFactor:
+    """A hard JacobianFactor Σ A_k x_k = rhs on any number of keys.
+
+    GTSAM's Python constructors stop at three keys; beyond that (a link with several child joints) the
+    factor is made by linearising a CustomFactor with the same constant blocks, which is exact.
+    """
+    model = hard(len(rhs))
+    if len(terms) <= 3:
+        flat = [x for key, A in terms for x in (key, A)]
+        return gtsam.JacobianFactor(*flat, rhs, model)
+
+    blocks = [A for _, A in terms]
+
+    def error(this, values, H):
+        if H is not None:
+            for k, A in enumerate(blocks):
+                H[k] = A
+        return sum(A @ values.atVector(key) for key, A in terms) - rhs
+
+    factor = gtsam.CustomFactor(model, [key for key, _ in terms], error)
+    at_zero = gtsam.Values()
+    for key, A in terms:
+        at_zero.insert(key, np.zeros(A.shape[1]))
+    return gtsam.JacobianFactor(factor.linearize(at_zero))
+
+
+def _add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: dict):
+    """Add eq as a hard linear factor. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or to
+    a known value, which moves to the right-hand side."""
+    rhs = np.array(eq.rhs, dtype=float)
+    terms = []
+    for name, coefficient in eq.coefficients.items():
+        role = roles[name]
+        if isinstance(role, Key):
+            terms.append((int(role), np.asarray(coefficient, dtype=float)))
+        else:
+            rhs = rhs - coefficient @ np.atleast_1d(role)
+    graph.push_back(linear_factor(terms, rhs))
+
+
+def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,
+                   external_wrenches: Mapping[int, np.ndarray] | None = None) -> gtsam.GaussianFactorGraph:
+    """The linear dynamics graph: eq. 5 and 7 per joint, eq. 6 per moving link.
+
+    ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame.
+    """
+    external_wrenches = external_wrenches or {}
+    graph = gtsam.GaussianFactorGraph()
+    zero = np.zeros(6)
+    for joint in robot.joints:
+        j, p = joint.index, robot.link(joint.parent).index
+        S = joint.screw_axis
+        # eq. 5: the fixed base has V̇_0 = 0 (gravity is explicit in eq. 6)
+        accel = twist_accel_equation(kin.cTp[j], S, kin.V[j], kin.v[j - 1])
+        _add_equation(graph, accel, {
+            "A_c": Key(keys.twist_accel_key(j)),
+            "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
+            "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
+        })
+        # eq. 7
+        _add_equation(graph, torque_equation(S), {
+            "F": Key(keys.wrench_key(j)),
+            "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j)),
+        })
+    for link in robot.links:
+        i = link.index
+        children = robot.child_joints(link.name)
+        eq = wrench_equation(link.G, kin.V[i], [kin.cTp[c.index] for c in children],
+                             gravity_wrench(link.mass, kin.wT[i], gravity), external_wrenches.get(i, zero))
+        roles = {"A": Key(keys.twist_accel_key(i)), "F_parent": Key(keys.wrench_key(i))}
+        roles.update({f"F_child{k}": Key(keys.wrench_key(c.index)) for k, c in enumerate(children)})
+        _add_equation(graph, eq, roles)
+    return graph
+
+
+def unknown_keys(robot: Robot, problem: Problem) -> list[int]:
+    """Every unknown of the linear graph, in a fixed documented order: τ, F, V̇, q̈ by index."""
+    out = [keys.torque_key(j.index) for j in robot.joints if j.index not in problem.known_tau]
+    out += [keys.wrench_key(j.index) for j in robot.joints]
+    out += [keys.twist_accel_key(link.index) for link in robot.links]
+    out += [keys.joint_accel_key(j.index) for j in robot.joints if j.index not in problem.known_qdd]
+    return out

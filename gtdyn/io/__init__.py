@@ -1,0 +1,1 @@
+"""Readers from robot description files to ``RobotDescription`` (no gtsam, no physics here)."""

@@ -1,0 +1,102 @@
+"""Variable keys and their human labels: the only place keys are built.
+
+Link quantities are indexed by link (1..n, base 0), joint quantities by joint (1..n); in a tree joint i's
+child is link i, so the labels read like the paper's figures.
+
+=========  =======  ====================  ==========
+variable   symbol   plain label (lists)   pretty label
+=========  =======  ====================  ==========
+τ_j        t        t3                    τ3
+F_j        F        F3                    F3
+V̇_i        A        A3                    V̇3
+q̈_j        a        a3                    q̈3
+V_i        V        V3                    V3
+q_j        q        q3                    q3
+q̇_j        v        v3                    q̇3
+wT_i       T        T3                    T3
+=========  =======  ====================  ==========
+"""
+
+from __future__ import annotations
+
+import re
+
+import gtsam
+
+_PRETTY = {"t": "τ", "F": "F", "A": "V̇", "a": "q̈", "V": "V", "q": "q", "v": "q̇", "T": "T"}
+KINDS = {"t": "torque", "F": "wrench", "A": "twist_accel", "a": "joint_accel", "V": "twist",
+         "q": "joint_angle", "v": "joint_vel", "T": "pose"}
+DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6}
+
+
+def torque_key(j: int) -> int:
+    return gtsam.symbol("t", j)
+
+
+def wrench_key(j: int) -> int:
+    return gtsam.symbol("F", j)
+
+
+def twist_accel_key(i: int) -> int:
+    return gtsam.symbol("A", i)
+
+
+def joint_accel_key(j: int) -> int:
+    return gtsam.symbol("a", j)
+
+
+def twist_key(i: int) -> int:
+    return gtsam.symbol("V", i)
+
+
+def joint_angle_key(j: int) -> int:
+    return gtsam.symbol("q", j)
+
+
+def joint_vel_key(j: int) -> int:
+    return gtsam.symbol("v", j)
+
+
+def pose_key(i: int) -> int:
+    return gtsam.symbol("T", i)
+
+
+def _split(key: int) -> tuple[str, int]:
+    s = gtsam.Symbol(key)
+    return chr(s.chr()), s.index()
+
+
+def kind(key: int) -> str:
+    """'torque', 'wrench', 'twist_accel', 'joint_accel', … for a gtdyn key."""
+    return KINDS[_split(key)[0]]
+
+
+def dim(key: int) -> int:
+    return DIMS[_split(key)[0]]
+
+
+def index(key: int) -> int:
+    return _split(key)[1]
+
+
+def label(key: int) -> str:
+    """Plain label such as 't3', 'F1', 'A2', 'a1' (what users write in custom orderings)."""
+    c, i = _split(key)
+    return f"{c}{i}"
+
+
+def pretty(key: int) -> str:
+    """Label for people: 'τ3', 'F1', 'V̇2', 'q̈1'."""
+    c, i = _split(key)
+    return f"{_PRETTY[c]}{i}"
+
+
+_LABEL = re.compile(r"^([tFAaVqvT])(\d+)$")
+
+
+def parse_label(text: str) -> int:
+    """The key for a plain label ('t3', 'F1', …); ValueError for anything else."""
+    m = _LABEL.match(text.strip())
+    if not m:
+        raise ValueError(f"'{text}' is not a variable label (expected e.g. t1, F2, A3, a1)")
+    return gtsam.symbol(m.group(1), int(m.group(2)))

@@ -1,0 +1,47 @@
+"""Spatial algebra, thin over gtsam.Pose3, in the Lynch & Park / GTSAM order: twist [ω; v], wrench [m; f]."""
+
+from __future__ import annotations
+
+import gtsam
+import numpy as np
+
+
+def skew(w: np.ndarray) -> np.ndarray:
+    """[w]: the 3×3 matrix with [w] x = w × x."""
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def Ad(aTb: gtsam.Pose3) -> np.ndarray:
+    """Adjoint of aTb: maps a twist expressed in frame b to frame a (V_a = Ad(aTb) V_b)."""
+    return aTb.AdjointMap()
+
+
+def ad(V: np.ndarray) -> np.ndarray:
+    """Lie bracket matrix [ad_V] = [[ω], 0; [v], [ω]] (paper 001, §II)."""
+    return gtsam.Pose3.adjointMap(np.asarray(V, dtype=float))
+
+
+def spatial_inertia(mass: float, inertia: np.ndarray) -> np.ndarray:
+    """G = diag(I_com, m·I3), the spatial inertia about and in the centre-of-mass frame."""
+    G = np.zeros((6, 6))
+    G[:3, :3] = inertia
+    G[3:, 3:] = mass * np.eye(3)
+    return G
+
+
+def screw_exp(S: np.ndarray, theta: float) -> gtsam.Pose3:
+    """exp([S]θ) for a unit screw axis S = [ω; v]."""
+    return gtsam.Pose3.Expmap(np.asarray(S, dtype=float) * theta)
+
+
+def pose(R: np.ndarray | None = None, p: np.ndarray | None = None) -> gtsam.Pose3:
+    """A Pose3 from a rotation matrix and a translation (identity where omitted)."""
+    rot = gtsam.Rot3() if R is None else gtsam.Rot3(np.asarray(R, dtype=float))
+    return gtsam.Pose3(rot, np.zeros(3) if p is None else np.asarray(p, dtype=float))
+
+
+def transform_inertia(mass: float, inertia_com: np.ndarray, aTcom: gtsam.Pose3) -> np.ndarray:
+    """Spatial inertia of a body expressed in frame a, given its inertia about its CoM frame."""
+    comTa = aTcom.inverse()
+    Adj = Ad(comTa)
+    return Adj.T @ spatial_inertia(mass, inertia_com) @ Adj
