@@ -8,12 +8,12 @@ Forward, and Hybrid Manipulator Dynamics using Factor Graphs").
 """
 
 from gtdyn.dynamics import GRAVITY, DynamicsResult, forward_dynamics, hybrid_dynamics, inverse_dynamics
-from gtdyn.errors import IndeterminateSystemError, ModelError
+from gtdyn.errors import IndeterminateSystemError, ModelError, ModelWarning
 from gtdyn.models import bundled_path, load_robot
 from gtdyn.robot import Joint, Link, Robot
 
 __all__ = [
-    "GRAVITY", "DynamicsResult", "IndeterminateSystemError", "Joint", "Link", "ModelError", "Robot",
+    "GRAVITY", "DynamicsResult", "IndeterminateSystemError", "Joint", "Link", "ModelError", "ModelWarning", "Robot",
     "bundled_path", "forward_dynamics", "hybrid_dynamics", "inverse_dynamics", "load_robot",
 ]
 __version__ = "0.1.0"

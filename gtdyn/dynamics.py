@@ -108,11 +108,11 @@ def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering) 
     wrenches_com = _external_wrenches(robot, external_wrenches)
     graph = dynamics_graph(robot, kin, problem, gravity, wrenches_com)
     order = resolve_ordering(ordering, robot, problem, graph)
-    bayes_net = eliminate(graph, order)
+    bayes_net = eliminate(graph, order, robot)
     return _result(robot, problem, kin, graph, bayes_net, order, bayes_net.optimize())
 
 
-def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering) -> gtsam.GaussianBayesNet:
+def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, robot: Robot | None = None) -> gtsam.GaussianBayesNet:
     """Sequential elimination; an indeterminate system raises IndeterminateSystemError naming its free variables."""
     try:
         return graph.eliminateSequential(order)
@@ -120,12 +120,22 @@ def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering) -> gtsam.
         if "ndeterminate" not in str(e) and "ndeterminant" not in str(e):
             raise
         free = free_variables(graph)
+        named = [f"{label} ({_owner(robot, label)})" if robot else label for label in free]
         raise IndeterminateSystemError(
             "the dynamics equations do not determine "
-            + (", ".join(free) if free else "every unknown")
+            + (", ".join(named) if named else "every unknown")
             + " (a massless link, or a mechanism that needs more constraints)",
             free,
         ) from None
+
+
+def _owner(robot: Robot, label: str) -> str:
+    """The joint or link a variable label belongs to."""
+    key = keys.parse_label(label)
+    i = keys.index(key)
+    if keys.kind(key) in ("twist_accel", "twist", "pose"):
+        return f"link {robot.links[i - 1].name}"
+    return f"joint {robot.joints[i - 1].name}"
 
 
 def free_variables(graph: gtsam.GaussianFactorGraph, tol: float = 1e-9) -> list[str]:

@@ -5,6 +5,10 @@ class ModelError(ValueError):
     """A robot description (URDF/SDF file or model data) is malformed or describes an unusable robot."""
 
 
+class ModelWarning(UserWarning):
+    """A robot description loads, but something in it is suspect (e.g. a physically invalid inertia)."""
+
+
 class IndeterminateSystemError(RuntimeError):
     """The dynamics equations do not determine every unknown (e.g. a massless link in forward dynamics).
 

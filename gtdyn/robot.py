@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import warnings
+
 import gtsam
 import numpy as np
 
 from gtdyn.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
-from gtdyn.errors import ModelError
+from gtdyn.errors import ModelError, ModelWarning
 from gtdyn.spatial import Ad, pose, screw_exp, spatial_inertia
 
 # A moving subtree whose inertia seen along its joint's axis is below this is treated as massless:
@@ -227,7 +229,9 @@ def _check_inertial(ls: LinkSpec, src: str) -> None:
     eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
     scale = max(1.0, float(np.max(np.abs(eig))))
     if eig[0] < -1e-9 * scale:
-        raise ModelError(f"{where} has an inertia that is not positive semi-definite (eigenvalues {eig})")
+        # Real robot files ship such data (Pinocchio accepts it); use it as given, but say so.
+        warnings.warn(f"{where} has an inertia that is not positive semi-definite (eigenvalues {eig}); "
+                      "it is used as given", ModelWarning, stacklevel=4)
     if not np.all(np.isfinite(ls.inertial_origin)):
         raise ModelError(f"{where} has a non-finite <origin>")
 
@@ -315,18 +319,22 @@ def _make_joint(js: JointSpec, index: int, links: dict, root: str) -> Joint:
 
 
 def _check_determined(robot: Robot) -> None:
-    """Every joint must move some inertia along its axis, or forward dynamics cannot determine its q̈.
+    """Warn about joints that move no inertia along their axis: forward dynamics cannot determine their q̈.
 
-    Checked at q = 0 with the subtree's composite inertia, in the child's CoM frame.
+    Checked at q = 0 with the subtree's composite inertia, in the child's CoM frame. Inverse dynamics stays
+    determined, so such robots load; a solve that leaves those q̈ unknown raises IndeterminateSystemError.
     """
     composite = {link.name: link.G.copy() for link in robot.links}
+    massless = []
     for joint in reversed(robot.joints):  # leaves first
         S = joint.screw_axis
         if S @ composite[joint.child] @ S < MASSLESS_TOLERANCE:
-            raise ModelError(
-                f"{robot.source}: joint '{joint.name}' moves only massless links (from '{joint.child}' on); "
-                "its acceleration would be undetermined. Give those links an <inertial>, or make the joint fixed"
-            )
+            massless.append(joint.name)
         if not robot.is_base(joint.parent):
             Adj = Ad(joint.rest_pose.inverse())  # child's dynamics frame -> parent's
             composite[joint.parent] += Adj.T @ composite[joint.child] @ Adj
+    if massless:
+        warnings.warn(
+            f"{robot.source}: joints {', '.join(reversed(massless))} move only massless links, so forward "
+            "dynamics cannot determine their accelerations (inverse dynamics can). Give those links an "
+            "<inertial>, or make the joints fixed", ModelWarning, stacklevel=3)

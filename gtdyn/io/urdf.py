@@ -20,6 +20,10 @@ def read_urdf(path: str) -> RobotDescription:
     root = parse_xml(path)
     if root.tag != "robot":
         raise ModelError(f"{path}: the root element is <{root.tag}>, expected <robot>")
+    if not root.get("name"):
+        raise ModelError(f"{path}: <robot> has no name")
+    if root.find("link") is None:
+        raise ModelError(f"{path}: <robot name='{root.get('name')}'> has no <link>")
     _check_required_parts(root, path)
     try:
         urdf_robot = yourdfpy.URDF._parse_robot(xml_element=root)
