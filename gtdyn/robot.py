@@ -337,4 +337,4 @@ def _check_determined(robot: Robot) -> None:
         warnings.warn(
             f"{robot.source}: joints {', '.join(reversed(massless))} move only massless links, so forward "
             "dynamics cannot determine their accelerations (inverse dynamics can). Give those links an "
-            "<inertial>, or make the joints fixed", ModelWarning, stacklevel=3)
+            "<inertial>, or make the joints fixed", ModelWarning, stacklevel=4)

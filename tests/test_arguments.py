@@ -1,0 +1,104 @@
+"""Bad arguments give a ValueError naming the argument; custom orderings are checked and honoured."""
+
+import numpy as np
+import pytest
+
+import gtdyn
+
+
+@pytest.fixture(scope="module")
+def rrr():
+    return gtdyn.load_robot("rrr")
+
+
+Z = np.zeros(3)
+
+
+@pytest.mark.parametrize("arg", ["q", "v", "qdd"])
+@pytest.mark.parametrize("value, message", [
+    (np.zeros(2), "expected a vector of length 3"),
+    (np.zeros((3, 1)), "expected a vector of length 3"),
+    (np.array([0.0, np.nan, 0.0]), "non-finite"),
+    (np.array([0.0, np.inf, 0.0]), "non-finite"),
+    (["a", "b", "c"], "expected 3 numbers"),
+])
+def test_bad_vectors_name_the_argument(rrr, arg, value, message):
+    args = {"q": Z, "v": Z, "qdd": Z, arg: value}
+    with pytest.raises(ValueError, match=message) as info:
+        gtdyn.inverse_dynamics(rrr, args["q"], args["v"], args["qdd"])
+    assert str(info.value).startswith(f"{arg}:") and "j1, j2, j3" in str(info.value)
+
+
+def test_bad_tau_and_gravity(rrr):
+    with pytest.raises(ValueError, match="^tau: expected a vector of length 3"):
+        gtdyn.forward_dynamics(rrr, Z, Z, np.zeros(4))
+    with pytest.raises(ValueError, match="^gravity: expected a vector of length 3"):
+        gtdyn.inverse_dynamics(rrr, Z, Z, Z, gravity=(0, -9.81))
+
+
+def test_hybrid_dict_errors(rrr):
+    with pytest.raises(ValueError, match=r"^qdd: unknown joints j9"):
+        gtdyn.hybrid_dynamics(rrr, Z, Z, qdd={"j9": 1.0}, tau={"j1": 0, "j2": 0, "j3": 0})
+    with pytest.raises(ValueError, match=r"given in both.*j2|j2.*given in both"):
+        gtdyn.hybrid_dynamics(rrr, Z, Z, qdd={"j1": 1.0, "j2": 0.0}, tau={"j2": 0.0, "j3": 0.0})
+    with pytest.raises(ValueError, match="j3 are in neither"):
+        gtdyn.hybrid_dynamics(rrr, Z, Z, qdd={"j1": 1.0}, tau={"j2": 0.0})
+    with pytest.raises(ValueError, match=r"^tau\['j2'\]: non-finite"):
+        gtdyn.hybrid_dynamics(rrr, Z, Z, qdd={"j1": 1.0, "j3": 0.0}, tau={"j2": float("nan")})
+    with pytest.raises(ValueError, match="^qdd: expected a dict"):
+        gtdyn.hybrid_dynamics(rrr, Z, Z, qdd=[1.0], tau={})
+
+
+def test_external_wrench_errors(rrr):
+    with pytest.raises(ValueError, match="unknown link or frame 'hand'"):
+        gtdyn.inverse_dynamics(rrr, Z, Z, Z, external_wrenches={"hand": np.zeros(6)})
+    with pytest.raises(ValueError, match="fixed to the base"):
+        gtdyn.inverse_dynamics(rrr, Z, Z, Z, external_wrenches={"base_link": np.ones(6)})
+    with pytest.raises(ValueError, match=r"external_wrenches\['tip'\]: expected a vector of length 6"):
+        gtdyn.inverse_dynamics(rrr, Z, Z, Z, external_wrenches={"tip": np.ones(3)})
+
+
+def test_external_wrench_on_merged_frame_equals_static_balance(rrr):
+    """A 1 N push along +y at the tip (3 m from j1 when straight) needs −3, −2, −1 N·m to hold still."""
+    tau = gtdyn.inverse_dynamics(rrr, Z, Z, Z, external_wrenches={"tip": [0, 0, 0, 0, 1.0, 0]}).tau
+    np.testing.assert_allclose(tau, [-3.0, -2.0, -1.0], atol=1e-12)
+
+
+def test_custom_ordering_lists(rrr):
+    rng = np.random.default_rng(12)
+    q, v, a = rng.normal(size=(3, 3))
+    default = gtdyn.inverse_dynamics(rrr, q, v, a)
+    # paper Fig. 5: τ3..τ1, F1..F3, V̇3..V̇1
+    labels = ["t3", "t2", "t1", "F1", "F2", "F3", "A3", "A2", "A1"]
+    r = gtdyn.inverse_dynamics(rrr, q, v, a, ordering=labels)
+    assert r.ordering == labels
+    np.testing.assert_allclose(r.tau, default.tau, rtol=1e-12, atol=1e-12)
+    from gtdyn import keys
+    r_keys = gtdyn.inverse_dynamics(rrr, q, v, a, ordering=[keys.parse_label(x) for x in labels])
+    assert r_keys.ordering == labels
+    called = gtdyn.inverse_dynamics(rrr, q, v, a, ordering=lambda robot, problem, graph: list(reversed(labels)))
+    assert called.ordering == list(reversed(labels))
+
+
+@pytest.mark.parametrize("ordering, message", [
+    (["t1", "t2", "t3", "F1", "F2", "F3", "A1", "A2"], "missing: A3"),
+    (["t1", "t2", "t3", "F1", "F2", "F3", "A1", "A2", "A3", "a1"], "not unknowns of this problem: a1"),
+    (["t1", "t1", "t2", "t3", "F1", "F2", "F3", "A1", "A2", "A3"], "repeated: t1"),
+    (["x1"], "'x1' is not a variable label"),
+    ("rnea-ish", "unknown strategy 'rnea-ish'"),
+    (3.5, "expected a strategy name"),
+])
+def test_bad_orderings(rrr, ordering, message):
+    with pytest.raises((ValueError, TypeError), match=message) as info:
+        gtdyn.inverse_dynamics(rrr, Z, Z, Z, ordering=ordering)
+    assert str(info.value).startswith("ordering:")
+
+
+def test_result_contents(rrr):
+    r = gtdyn.forward_dynamics(rrr, [0.1, 0.2, 0.3], [0.5, -0.5, 1.0], [1.0, 2.0, 3.0], ordering="natural")
+    assert set(r.wrenches) == {"j1", "j2", "j3"} and set(r.twist_accels) == {"l1", "l2", "l3"}
+    assert r.bayes_net.size() == len(r.ordering) == 3 * 3  # one conditional each for F, V̇ and q̈ per joint
+    dag = r.dag()
+    assert set(dag.nodes[n]["label"] for n in dag) == set(r.ordering)
+    assert {dag.nodes[n]["kind"] for n in dag} == {"wrench", "twist_accel", "joint_accel"}
+    assert "forward dynamics of 'rrr'" in repr(r)

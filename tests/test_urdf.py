@@ -1,0 +1,273 @@
+"""URDF reading: frames, fixed-joint merging, topology errors, bad files, and real robots."""
+
+import glob
+import os
+import subprocess
+import sys
+import warnings
+
+import gtsam
+import numpy as np
+import pytest
+from lxml import etree
+from references import PinocchioReference, erd_root, rel_err
+
+import gtdyn
+from gtdyn import ModelError, ModelWarning
+
+HEADER = '<?xml version="1.0"?>\n'
+
+
+def write(tmp_path, body: str, name="robot") -> str:
+    path = tmp_path / f"{name}.urdf"
+    path.write_text(HEADER + body)
+    return str(path)
+
+
+def link(name, mass=1.0, xyz="0 0 0", rpy="0 0 0", inertia='ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"'):
+    return (f'<link name="{name}"><inertial><origin xyz="{xyz}" rpy="{rpy}"/><mass value="{mass}"/>'
+            f"<inertia {inertia}/></inertial></link>")
+
+
+def joint(name, parent, child, kind="revolute", xyz="0 0 0", rpy="0 0 0", axis="0 0 1"):
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>'
+            + ('<limit lower="-3" upper="3" effort="10" velocity="5"/>' if kind in ("revolute", "prismatic") else "")
+            + "</joint>")
+
+
+def robot_xml(*parts, name="r"):
+    return f'<robot name="{name}">' + "".join(parts) + "</robot>"
+
+
+# -- what a valid file means ----------------------------------------------------------------------------
+
+
+def test_bundled_models_load():
+    puma = gtdyn.load_robot("puma560")
+    assert puma.joint_names == [f"joint{i}" for i in range(1, 7)] and puma.num_dofs == 6
+    assert [link.mass for link in puma.links] == [0.0, 17.4, 4.8, 0.82, 0.34, 0.09]
+    assert gtdyn.load_robot("rrr").num_dofs == 3 and gtdyn.load_robot("rr").num_dofs == 2
+    assert gtdyn.load_robot(gtdyn.bundled_path("rrr")).num_dofs == 3
+
+
+def test_puma_urdf_is_the_generated_dh_model():
+    """urdf/puma560.urdf is exactly what gtdyn.io.dh writes from the toolbox's DH table (no hand drift)."""
+    from gtdyn.io.dh import puma560_urdf
+
+    with open(gtdyn.bundled_path("puma560")) as f:
+        assert f.read() == puma560_urdf()
+
+
+def test_puma_kinematics_match_standard_dh():
+    """Flange pose from our model equals the product of standard-DH matrices, written out here."""
+    from gtdyn.io.dh import PUMA560
+    from gtdyn.kinematics import forward_kinematics
+
+    def dh(theta, d, a, alpha):
+        ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
+        return np.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st], [0, sa, ca, d], [0, 0, 0, 1]])
+
+    robot = gtdyn.load_robot("puma560")
+    rng = np.random.default_rng(9)
+    for _ in range(10):
+        q = rng.uniform(-np.pi, np.pi, 6)
+        T = np.eye(4)
+        for qi, row in zip(q, PUMA560):
+            T = T @ dh(qi, row.d, row.a, row.alpha)
+        kin = forward_kinematics(robot, q, np.zeros(6))
+        link6, l6Tflange = robot.frames["flange"]
+        wTflange = kin.wT[6].compose(robot.link(link6).lTcom.inverse()).compose(l6Tflange)
+        np.testing.assert_allclose(wTflange.matrix(), T, atol=1e-12)
+
+
+def test_inertial_frame_rotation_and_axis_normalisation(tmp_path):
+    path = write(tmp_path, robot_xml(
+        '<link name="base"/>', link("a", 2.0, xyz="0.1 0.2 0.3", rpy="0.3 -0.2 1.0",
+                                    inertia='ixx="0.3" ixy="0.01" ixz="0.02" iyy="0.2" iyz="0.03" izz="0.25"'),
+        joint("j", "base", "a", axis="0 0 2")))
+    robot = gtdyn.load_robot(path)
+    j = robot.joint("j")
+    np.testing.assert_allclose(j.axis, [0, 0, 1])
+    np.testing.assert_allclose(robot.link("a").lTcom.translation(), [0.1, 0.2, 0.3])
+    np.testing.assert_allclose(robot.link("a").lTcom.rotation().matrix(), gtsam.Rot3.RzRyRx(0.3, -0.2, 1.0).matrix())
+    ref = PinocchioReference(path, robot)
+    rng = np.random.default_rng(10)
+    for _ in range(5):
+        q, v, a = rng.normal(size=(3, 1))
+        assert rel_err(gtdyn.inverse_dynamics(robot, q, v, a).tau, ref.rnea(q, v, a)) < 1e-9
+
+
+def test_fixed_joints_merge_inertia(tmp_path):
+    """A two-body rigid assembly behaves like one body: compare with Pinocchio, which merges the same way."""
+    path = write(tmp_path, robot_xml(
+        '<link name="base"/>', link("a", 2.0, xyz="0.1 0 0"), link("b", 3.0, xyz="0 0.2 0", rpy="0.5 0 0"),
+        link("c", 1.0), joint("j1", "base", "a", axis="0 1 0"),
+        joint("weld", "a", "b", kind="fixed", xyz="0.5 0 0", rpy="0 0.3 0"),
+        joint("j2", "b", "c", xyz="0 0 0.4", axis="1 0 0")))
+    robot = gtdyn.load_robot(path)
+    assert robot.joint_names == ["j1", "j2"] and robot.link_names == ["a", "c"]
+    assert robot.link("a").mass == pytest.approx(5.0)
+    assert robot.joint("j2").parent == "a" and robot.frames["b"][0] == "a"
+    ref = PinocchioReference(path, robot)
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        q, v, a = rng.normal(size=(3, 2))
+        assert rel_err(gtdyn.inverse_dynamics(robot, q, v, a).tau, ref.rnea(q, v, a)) < 1e-9
+
+
+def test_tree_topology_queries():
+    robot = gtdyn.load_robot(os.path.join(erd_root(), "panda_description/urdf/panda.urdf"))
+    fingers = robot.child_joints(robot.joint("panda_finger_joint1").parent)
+    assert {j.name for j in fingers} == {"panda_finger_joint1", "panda_finger_joint2"}
+    assert all(j.type == "prismatic" for j in fingers)
+    # root -> leaves: every joint's parent link comes before its child link
+    seen = {robot.base.name}
+    for j in robot.joints:
+        assert j.parent in seen
+        seen.add(j.child)
+    assert robot.parent_joint(robot.base.name) is None
+
+
+def test_robot_is_immutable():
+    robot = gtdyn.load_robot("rr")
+    with pytest.raises(AttributeError):
+        robot.name = "other"
+    with pytest.raises(ValueError):
+        robot.link("l1").inertia[0, 0] = 5.0
+
+
+@pytest.mark.parametrize("kind", ["continuous", "prismatic"])
+def test_joint_kinds(tmp_path, kind):
+    path = write(tmp_path, robot_xml('<link name="base"/>', link("a"), link("b", xyz="0.2 0 0"),
+                                     joint("j1", "base", "a", kind=kind, axis="1 1 0"),
+                                     joint("j2", "a", "b", kind="revolute", xyz="0 0 0.3", axis="0 1 0")))
+    robot = gtdyn.load_robot(path)
+    expected = "prismatic" if kind == "prismatic" else "revolute"
+    assert robot.joint("j1").type == expected
+    ref = PinocchioReference(path, robot)
+    q, v, a = np.array([0.3, -0.4]), np.array([1.0, 0.5]), np.array([0.2, -2.0])
+    assert rel_err(gtdyn.inverse_dynamics(robot, q, v, a).tau, ref.rnea(q, v, a)) < 1e-9
+
+
+# -- bad files -------------------------------------------------------------------------------------------
+
+BAD = {
+    "malformed_xml": ("<robot name='r'><link name='a'>", "malformed XML"),
+    "not_a_robot": ("<model name='r'/>", "expected <robot>"),
+    "empty_robot": ("<robot name='r'></robot>", "has no <link>"),
+    "no_robot_name": ("<robot><link name='a'/></robot>", "<robot> has no name"),
+    "two_roots": (robot_xml('<link name="a"/>', '<link name="b"/>', link("c"), joint("j", "a", "c")), "several root links (a, b)"),
+    "cycle": (robot_xml('<link name="base"/>', link("a"), link("b"), joint("j1", "base", "a"), joint("j2", "a", "b"),
+                        joint("j3", "b", "a")), "link 'a' is the child of several joints (j1, j3)"),
+    "cycle_no_root": (robot_xml(link("a"), link("b"), joint("j1", "a", "b"), joint("j2", "b", "a")), "cycle"),
+    "dangling_child": (robot_xml('<link name="base"/>', joint("j", "base", "ghost")), "joint 'j' names child link 'ghost'"),
+    "dangling_parent": (robot_xml(link("a"), joint("j", "ghost", "a")), "joint 'j' names parent link 'ghost'"),
+    "unknown_type": (robot_xml('<link name="base"/>', link("a"), joint("j", "base", "a", kind="floating")), "joint 'j' has type 'floating'"),
+    "zero_axis": (robot_xml('<link name="base"/>', link("a"), joint("j", "base", "a", axis="0 0 0")), "joint 'j' has a zero"),
+    "negative_mass": (robot_xml('<link name="base"/>', link("a", mass=-1.0), joint("j", "base", "a")), "link 'a' <inertial> has mass -1.0"),
+    "duplicate_link": (robot_xml('<link name="base"/>', link("a"), link("a"), joint("j", "base", "a")), "duplicate link name 'a'"),
+    "missing_child": (robot_xml('<link name="base"/>', link("a"),
+                                '<joint name="j" type="revolute"><parent link="base"/></joint>'), "joint 'j' has no <child"),
+    "no_mass": (robot_xml('<link name="base"/>', '<link name="a"><inertial><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>',
+                          joint("j", "base", "a")), "link 'a' <inertial> has no <mass>"),
+    "bad_number": (robot_xml('<link name="base"/>', link("a", mass="heavy"), joint("j", "base", "a")), "cannot read URDF"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_files_raise_model_error_naming_the_element(tmp_path, case):
+    text, message = BAD[case]
+    path = write(tmp_path, text, case)
+    with pytest.raises(ModelError) as info:
+        gtdyn.load_robot(path)
+    assert message in str(info.value) and path in str(info.value)
+
+
+def test_missing_file_and_unknown_suffix(tmp_path):
+    with pytest.raises(ModelError, match="no such file"):
+        gtdyn.load_robot(tmp_path / "nothing.urdf")
+    with pytest.raises(ModelError, match="unsupported robot file type"):
+        gtdyn.load_robot(tmp_path / "robot.stl")
+    with pytest.raises(ModelError, match="unsupported robot file type"):
+        gtdyn.load_robot("puma")
+
+
+def test_external_entities_are_not_expanded(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("leaked")
+    text = (f'<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY x SYSTEM "file://{secret}">]>\n'
+            '<robot name="&x;"><link name="base"/></robot>')
+    path = tmp_path / "xxe.urdf"
+    path.write_text(text)
+    try:
+        robot = gtdyn.load_robot(path)
+    except ModelError:
+        return  # refusing the file is fine too
+    assert "leaked" not in robot.name
+
+
+def test_massless_moving_leaf_warns_and_forward_dynamics_names_it(tmp_path):
+    path = write(tmp_path, robot_xml('<link name="base"/>', link("a"), '<link name="tip"/>',
+                                     joint("j1", "base", "a"), joint("j2", "a", "tip", xyz="1 0 0")))
+    with pytest.warns(ModelWarning, match="j2 move only massless links"):
+        robot = gtdyn.load_robot(path)
+    # inverse dynamics stays determined ...
+    tau = gtdyn.inverse_dynamics(robot, [0.1, 0.2], [0.3, 0.4], [1.0, 2.0]).tau
+    assert tau[1] == pytest.approx(0.0, abs=1e-12)
+    # ... forward dynamics does not, and says which variables are free
+    with pytest.raises(gtdyn.IndeterminateSystemError) as info:
+        gtdyn.forward_dynamics(robot, [0.1, 0.2], [0.3, 0.4], [1.0, 0.0])
+    assert "a2" in info.value.free_variables and "joint j2" in str(info.value)
+    assert "a1" not in info.value.free_variables
+
+
+def test_massless_intermediate_link_is_fine(tmp_path):
+    """A massless link between two joints is allowed: the subtree beyond it carries the inertia."""
+    path = write(tmp_path, robot_xml('<link name="base"/>', '<link name="mid"/>', link("a", xyz="0.3 0 0"),
+                                     joint("j1", "base", "mid"), joint("j2", "mid", "a", axis="0 1 0")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        robot = gtdyn.load_robot(path)
+    assert gtdyn.forward_dynamics(robot, [0.1, 0.2], [0.0, 0.0], [0.0, 0.0]).qdd.shape == (2,)
+
+
+# -- real robots -------------------------------------------------------------------------------------------
+
+
+def erd_urdfs():
+    """Every URDF in example-robot-data whose joints are all of the supported kinds."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(erd_root(), "**", "*.urdf"), recursive=True)):
+        root = etree.parse(path).getroot()
+        kinds = {j.get("type") for j in root.iter("joint") if j.get("type")}
+        if kinds <= {"revolute", "continuous", "prismatic", "fixed"} and root.find("link") is not None:
+            out.append(path)
+    return out
+
+
+def test_every_example_robot_data_urdf_loads():
+    paths = erd_urdfs()
+    assert len(paths) >= 60
+    names = {os.path.basename(p) for p in paths}
+    assert {"ur5_robot.urdf", "panda.urdf", "kinova.urdf", "z1.urdf", "talos_reduced.urdf", "tiago.urdf"} <= names
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelWarning)  # some ship indefinite inertias or massless fingers
+        for path in paths:
+            robot = gtdyn.load_robot(path)
+            ref = PinocchioReference(path, robot)  # same joints as Pinocchio's reading of the file
+            assert robot.num_dofs == ref.model.nv
+
+
+def test_bundled_models_load_after_non_editable_install(tmp_path):
+    """pip install (no -e) into a scratch target; the installed package finds its bundled URDFs."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), repo], check=True, capture_output=True)
+    code = ("import gtdyn, sys; r = gtdyn.load_robot('puma560'); "
+            "assert gtdyn.__file__.startswith(sys.argv[1]), gtdyn.__file__; print(r.num_dofs, gtdyn.bundled_path('rrr'))")
+    out = subprocess.run([sys.executable, "-c", code, str(target)], cwd=tmp_path, check=True, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(target)})
+    count, path = out.stdout.split()
+    assert count == "6" and path.startswith(str(target)) and os.path.isfile(path)
