@@ -62,13 +62,9 @@ def test_custom_gravity_and_none(setup):
     robot, _, _ = setup
     rng = np.random.default_rng(3)
     for g in [(0.0, 0.0, 0.0), tuple(rng.normal(size=3) * 9.81)]:
-        ref = PinocchioReference(ref_path(robot), robot, gravity=g)
+        ref = PinocchioReference(robot.source, robot, gravity=g)
         q, v, a = random_state(rng, robot.num_dofs)
         assert rel_err(gtdyn.inverse_dynamics(robot, q, v, a, gravity=g).tau, ref.rnea(q, v, a)) < TOL
-
-
-def ref_path(robot):
-    return robot.source
 
 
 def test_large_tree_talos():
