@@ -11,9 +11,10 @@ from gtdyn.dynamics import GRAVITY, DynamicsResult, forward_dynamics, hybrid_dyn
 from gtdyn.errors import IndeterminateSystemError, ModelError, ModelWarning
 from gtdyn.models import bundled_path, load_robot
 from gtdyn.robot import Joint, Link, Robot
+from gtdyn.three_pass import ThreePassResult, featherstone_hybrid_dynamics
 
 __all__ = [
     "GRAVITY", "DynamicsResult", "IndeterminateSystemError", "Joint", "Link", "ModelError", "ModelWarning", "Robot",
-    "bundled_path", "forward_dynamics", "hybrid_dynamics", "inverse_dynamics", "load_robot",
+    "ThreePassResult", "bundled_path", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics", "inverse_dynamics", "load_robot",
 ]
 __version__ = "0.1.0"

@@ -1,9 +1,14 @@
 """The transcriber: a Robot, its kinematic state and which variables are known → a linear factor graph.
 
 Given q and q̇ (and so every pose and twist), eq. 5–7 are linear in V̇, F, q̈ and τ. Each equation becomes one
-``gtsam.JacobianFactor`` with a hard (``Constrained``) noise model; variables that the problem gives
-(q̈ of inverse-dynamics joints, τ of forward-dynamics joints) move to the right-hand side. The result is
-the paper's *simplified* graph (Fig. 4a, 6a, 9a): only unknowns are nodes.
+``gtsam.JacobianFactor``; variables that the problem gives (q̈ of inverse-dynamics joints, τ of
+forward-dynamics joints) move to the right-hand side. The result is the paper's *simplified* graph
+(Fig. 4a, 6a, 9a): only unknowns are nodes.
+
+Every equation is exact. The system is square (13 equations and 13 unknowns per joint), so a determined
+system is solved exactly whatever the row weights; ``constrained=True`` marks the rows as GTSAM hard
+constraints (``noiseModel.Constrained``), ``False`` gives them unit weight so that they can be eliminated
+by Householder QR, which is backward stable in every variable ordering (see ``gtdyn.dynamics.eliminate``).
 """
 
 from __future__ import annotations
@@ -43,18 +48,18 @@ class Key(int):
     """Marks an equation role as an unknown variable (a gtsam key) rather than a known value."""
 
 
-def hard(dim: int) -> gtsam.noiseModel.Base:
-    """The noise model of an equality constraint."""
-    return gtsam.noiseModel.Constrained.All(dim)
+def noise(dim: int, constrained: bool) -> gtsam.noiseModel.Base:
+    """GTSAM's hard-constraint model, or unit weights for an exact equation in a square system."""
+    return gtsam.noiseModel.Constrained.All(dim) if constrained else gtsam.noiseModel.Unit.Create(dim)
 
 
-def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray) -> gtsam.JacobianFactor:
-    """A hard JacobianFactor Σ A_k x_k = rhs on any number of keys.
+def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray, constrained: bool = False) -> gtsam.JacobianFactor:
+    """A JacobianFactor Σ A_k x_k = rhs on any number of keys.
 
     GTSAM's Python constructors stop at three keys; beyond that (a link with several child joints) the
     factor is made by linearising a CustomFactor with the same constant blocks, which is exact.
     """
-    model = hard(len(rhs))
+    model = noise(len(rhs), constrained)
     if len(terms) <= 3:
         flat = [x for key, A in terms for x in (key, A)]
         return gtsam.JacobianFactor(*flat, rhs, model)
@@ -74,25 +79,32 @@ def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray) -> gtsam
     return gtsam.JacobianFactor(factor.linearize(at_zero))
 
 
-def _add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: dict):
-    """Add eq as a hard linear factor. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or to
-    a known value, which moves to the right-hand side."""
+def _add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: dict, constrained: bool,
+                  column_norms: dict | None) -> None:
+    """Add eq as a linear factor. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or to a known
+    value, which moves to the right-hand side. Squared column norms of the unknowns accumulate in
+    ``column_norms`` (for the pivot check of ``gtdyn.dynamics.eliminate``)."""
     rhs = np.array(eq.rhs, dtype=float)
     terms = []
     for name, coefficient in eq.coefficients.items():
         role = roles[name]
         if isinstance(role, Key):
-            terms.append((int(role), np.asarray(coefficient, dtype=float)))
+            block = np.asarray(coefficient, dtype=float)
+            terms.append((int(role), block))
+            if column_norms is not None:
+                column_norms[int(role)] = column_norms.get(int(role), 0.0) + np.einsum("ij,ij->j", block, block)
         else:
             rhs = rhs - coefficient @ np.atleast_1d(role)
-    graph.push_back(linear_factor(terms, rhs))
+    graph.push_back(linear_factor(terms, rhs, constrained))
 
 
 def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,
-                   external_wrenches: Mapping[int, np.ndarray] | None = None) -> gtsam.GaussianFactorGraph:
+                   external_wrenches: Mapping[int, np.ndarray] | None = None,
+                   constrained: bool = False, column_norms: dict | None = None) -> gtsam.GaussianFactorGraph:
     """The linear dynamics graph: eq. 5 and 7 per joint, eq. 6 per moving link.
 
-    ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame.
+    ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. If given,
+    ``column_norms`` receives each unknown's squared column norms.
     """
     external_wrenches = external_wrenches or {}
     graph = gtsam.GaussianFactorGraph()
@@ -106,12 +118,12 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
             "A_c": Key(keys.twist_accel_key(j)),
             "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
-        })
+        }, constrained, column_norms)
         # eq. 7
         _add_equation(graph, torque_equation(S), {
             "F": Key(keys.wrench_key(j)),
             "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j)),
-        })
+        }, constrained, column_norms)
     for link in robot.links:
         i = link.index
         children = robot.child_joints(link.name)
@@ -119,7 +131,7 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
                              gravity_wrench(link.mass, kin.wT[i], gravity), external_wrenches.get(i, zero))
         roles = {"A": Key(keys.twist_accel_key(i)), "F_parent": Key(keys.wrench_key(i))}
         roles.update({f"F_child{k}": Key(keys.wrench_key(c.index)) for k, c in enumerate(children)})
-        _add_equation(graph, eq, roles)
+        _add_equation(graph, eq, roles, constrained, column_norms)
     return graph
 
 

@@ -1,6 +1,22 @@
-"""Elimination orderings: a registry of small named strategies, explicit label/key lists, or callables.
+"""Elimination orderings as algorithms (paper 001 §IV–VI): a registry of small named strategies, explicit
+label/key lists, or callables.
 
-A strategy is ``fn(robot, problem, graph) -> gtsam.Ordering`` over the graph's unknowns.
+A strategy is ``fn(robot, problem, graph) -> gtsam.Ordering`` over exactly the graph's unknowns.
+
+On trees, "root→leaf" is the order of ``robot.joints`` (depth-first pre-order: every joint after its parent
+joint) and "leaf→root" its reverse (every joint before its parent joint), which is how the classical
+recursive algorithms visit a tree:
+
+* ``rnea`` (inverse): all τ leaf→root, then wrenches F root→leaf, then twist accelerations V̇ leaf→root.
+  Back-substitution runs in reverse: V̇ root→leaf (forward pass), F leaf→root (backward pass), τ = Sᵀ F —
+  Algorithm 1 of the paper.
+* ``crba`` (forward): all wrenches leaf→root, then all twist accelerations leaf→root, then all q̈: the
+  wrenches fold each subtree into a composite body, leaving the dense mass-matrix system in q̈ (§V-A).
+* ``aba`` (forward and hybrid): for each joint leaf→root its τ (if unknown), F, V̇ and q̈ (if unknown) in
+  turn: each link's articulated inertia is formed before its parent's (§V-A; on hybrid problems this is
+  Featherstone's articulated-body hybrid dynamics, with prescribed-acceleration joints passed through).
+* ``colamd`` (GTSAM's COLAMD), ``nd`` (GTSAM's METIS nested dissection), ``md`` (plain minimum degree on
+  the variable graph, as the paper's Table III), ``natural`` (by key).
 """
 
 from __future__ import annotations
@@ -8,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import gtsam
+import networkx as nx
 
 from gtdyn import keys
 from gtdyn.graph import Problem
@@ -15,16 +32,66 @@ from gtdyn.robot import Robot
 
 Strategy = Callable[[Robot, Problem, gtsam.GaussianFactorGraph], gtsam.Ordering]
 STRATEGIES: dict[str, Strategy] = {}
+APPLIES_TO: dict[str, tuple[str, ...]] = {}
+ALL_PROBLEMS = ("inverse", "forward", "hybrid")
 
 
-def strategy(name: str):
-    """Register a named ordering strategy."""
+def strategy(name: str, problems: tuple[str, ...] = ALL_PROBLEMS):
+    """Register a named ordering strategy for the problems it applies to."""
 
     def register(fn: Strategy) -> Strategy:
         STRATEGIES[name] = fn
+        APPLIES_TO[name] = problems
         return fn
 
     return register
+
+
+def applicable(problem_kind: str) -> list[str]:
+    """Names of the strategies that apply to a problem kind ('inverse', 'forward', 'hybrid')."""
+    return [name for name, kinds in APPLIES_TO.items() if problem_kind in kinds]
+
+
+def _ordering(key_list: list[int]) -> gtsam.Ordering:
+    ordering = gtsam.Ordering()
+    for k in key_list:
+        ordering.push_back(k)
+    return ordering
+
+
+def _unknown(problem: Problem, known: str, j: int) -> bool:
+    return j not in (problem.known_tau if known == "tau" else problem.known_qdd)
+
+
+@strategy("rnea", problems=("inverse",))
+def rnea(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """τ leaf→root, F root→leaf, V̇ leaf→root: back-substitution is RNEA (Algorithm 1)."""
+    root_first = [j.index for j in robot.joints]
+    leaf_first = root_first[::-1]
+    return _ordering([keys.torque_key(j) for j in leaf_first] + [keys.wrench_key(j) for j in root_first]
+                     + [keys.twist_accel_key(j) for j in leaf_first])
+
+
+@strategy("crba", problems=("forward",))
+def crba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """All F leaf→root, then all V̇ leaf→root, then all q̈ leaf→root (composite bodies, then M q̈ = τ − h)."""
+    leaf_first = [j.index for j in reversed(robot.joints)]
+    return _ordering([keys.wrench_key(j) for j in leaf_first] + [keys.twist_accel_key(j) for j in leaf_first]
+                     + [keys.joint_accel_key(j) for j in leaf_first])
+
+
+@strategy("aba", problems=("forward", "hybrid"))
+def aba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """Per joint leaf→root: τ (if unknown), F, V̇, q̈ (if unknown) — articulated bodies, leaves first."""
+    order = []
+    for joint in reversed(robot.joints):
+        j = joint.index
+        if _unknown(problem, "tau", j):
+            order.append(keys.torque_key(j))
+        order += [keys.wrench_key(j), keys.twist_accel_key(j)]
+        if _unknown(problem, "qdd", j):
+            order.append(keys.joint_accel_key(j))
+    return _ordering(order)
 
 
 @strategy("colamd")
@@ -33,10 +100,42 @@ def colamd(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> 
     return gtsam.Ordering.ColamdGaussianFactorGraph(graph)
 
 
+@strategy("nd")
+def nested_dissection(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """GTSAM's METIS nested dissection: recursive separators, post-order."""
+    return gtsam.Ordering.MetisGaussianFactorGraph(graph)
+
+
+@strategy("md")
+def minimum_degree(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """Plain minimum degree on the variable graph: repeatedly eliminate a variable with the fewest
+    neighbours (ties: τ, q̈, F, V̇, then index), connecting its neighbours (fill-in)."""
+    g = variable_graph(graph)
+    tie = {"torque": 0, "joint_accel": 1, "wrench": 2, "twist_accel": 3}
+    order = []
+    while g:
+        x = min(g.nodes, key=lambda k: (g.degree(k), tie.get(keys.kind(k), 9), keys.index(k)))
+        neighbours = list(g.neighbors(x))
+        g.add_edges_from((a, b) for i, a in enumerate(neighbours) for b in neighbours[i + 1:])
+        g.remove_node(x)
+        order.append(x)
+    return _ordering(order)
+
+
 @strategy("natural")
 def natural(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """Keys in increasing numeric order (by variable symbol, then index)."""
     return gtsam.Ordering.NaturalGaussianFactorGraph(graph)
+
+
+def variable_graph(graph: gtsam.GaussianFactorGraph) -> nx.Graph:
+    """Undirected graph of the unknowns: an edge wherever two variables share a factor."""
+    g = nx.Graph()
+    for i in range(graph.size()):
+        factor_keys = list(graph.at(i).keys())
+        g.add_nodes_from(factor_keys)
+        g.add_edges_from((a, b) for n, a in enumerate(factor_keys) for b in factor_keys[n + 1:])
+    return g
 
 
 def graph_keys(graph: gtsam.GaussianFactorGraph) -> list[int]:
@@ -51,11 +150,14 @@ def resolve_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.Gaus
         return _checked([ordering.at(i) for i in range(ordering.size())], graph)
     if isinstance(ordering, str):
         if ordering not in STRATEGIES:
-            raise ValueError(f"ordering: unknown strategy '{ordering}'; known: {', '.join(sorted(STRATEGIES))}")
-        return STRATEGIES[ordering](robot, problem, graph)
+            raise ValueError(f"ordering: unknown strategy '{ordering}'; known: {', '.join(STRATEGIES)}")
+        if problem.kind not in APPLIES_TO[ordering]:
+            raise ValueError(f"ordering: '{ordering}' applies to {' and '.join(APPLIES_TO[ordering])} dynamics, not "
+                             f"{problem.kind}; for {problem.kind} dynamics use {', '.join(applicable(problem.kind))} "
+                             "or an explicit list")
+        return _checked_ordering(STRATEGIES[ordering](robot, problem, graph), graph)
     if callable(ordering):
-        result = ordering(robot, problem, graph)
-        return resolve_ordering(result, robot, problem, graph) if not isinstance(result, gtsam.Ordering) else result
+        return resolve_ordering(ordering(robot, problem, graph), robot, problem, graph)
     if isinstance(ordering, Sequence):
         return _checked([_as_key(x) for x in ordering], graph)
     raise TypeError(f"ordering: expected a strategy name, a list of labels/keys or a callable, got {type(ordering).__name__}")
@@ -70,10 +172,15 @@ def _as_key(x) -> int:
     return int(x)
 
 
+def _checked_ordering(ordering: gtsam.Ordering, graph) -> gtsam.Ordering:
+    return _checked([ordering.at(i) for i in range(ordering.size())], graph)
+
+
 def _checked(order: list[int], graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     wanted = graph_keys(graph)
-    unknown = [keys.label(k) for k in order if k not in set(wanted)]
-    missing = [keys.label(k) for k in wanted if k not in set(order)]
+    wanted_set, order_set = set(wanted), set(order)
+    unknown = [keys.label(k) for k in order if k not in wanted_set]
+    missing = [keys.label(k) for k in wanted if k not in order_set]
     repeated = sorted({keys.label(k) for k in order if order.count(k) > 1})
     problems = []
     if unknown:
@@ -84,7 +191,4 @@ def _checked(order: list[int], graph: gtsam.GaussianFactorGraph) -> gtsam.Orderi
         problems.append(f"repeated: {', '.join(repeated)}")
     if problems:
         raise ValueError("ordering: " + "; ".join(problems) + f" (the unknowns are {', '.join(keys.label(k) for k in wanted)})")
-    result = gtsam.Ordering()
-    for k in order:
-        result.push_back(k)
-    return result
+    return _ordering(order)

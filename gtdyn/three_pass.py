@@ -1,0 +1,59 @@
+"""Featherstone's three-pass hybrid dynamics (paper 001 §VI-A; Featherstone, RBDA §9.2), built from three
+eliminations of our own graphs, as the baseline that a single hybrid elimination is compared with.
+
+With I the joints whose q̈ is given (inverse-dynamics joints) and F those whose τ is given:
+
+1. inverse dynamics with q̈_I as given and q̈_F = 0 gives the bias torques τ⁰ (velocity, gravity and the
+   prescribed accelerations' effect);
+2. forward dynamics of the F joints with the I joints locked: M_FF q̈_F = τ_F − τ⁰_F, i.e. the hybrid graph at
+   q̇ = 0, without gravity or external wrenches, with q̈_I = 0 and τ_F − τ⁰_F given (ABA ordering);
+3. inverse dynamics with every q̈ known gives τ_I.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtdyn.dynamics import GRAVITY, DynamicsResult, _joint_dict, _joint_vector, _solve
+from gtdyn.graph import Problem
+from gtdyn.robot import Robot
+
+
+@dataclass(frozen=True, eq=False)
+class ThreePassResult:
+    """q̈ and τ in ``robot.joint_names`` order, and the three DynamicsResults that produced them."""
+
+    qdd: np.ndarray
+    tau: np.ndarray
+    passes: tuple[DynamicsResult, DynamicsResult, DynamicsResult]
+    problem: str = "hybrid"
+
+
+def featherstone_hybrid_dynamics(robot: Robot, q, v, qdd, tau, *, gravity=GRAVITY, external_wrenches=None,
+                                 inverse_ordering="rnea", forward_ordering="aba") -> ThreePassResult:
+    """Same arguments and answer as ``hybrid_dynamics`` (q̈ given for some joints, τ for the others)."""
+    given_qdd, given_tau = _joint_dict(robot, "qdd", qdd), _joint_dict(robot, "tau", tau)
+    both = [robot.joints[j - 1].name for j in given_qdd if j in given_tau]
+    missing = [jt.name for jt in robot.joints if jt.index not in given_qdd and jt.index not in given_tau]
+    if both or missing:
+        raise ValueError(f"qdd, tau: every joint needs exactly one of q̈ or τ (both: {both}, neither: {missing})")
+    n = robot.num_dofs
+    v = _joint_vector(robot, "v", v)
+    all_joints = range(1, n + 1)
+
+    # 1. bias torques: prescribed q̈ on I, zero on F
+    bias = _solve(robot, q, v, Problem(known_qdd={j: given_qdd.get(j, 0.0) for j in all_joints}),
+                  gravity, external_wrenches, inverse_ordering)
+    # 2. forward dynamics of the F joints with the I joints locked
+    locked = _solve(robot, q, np.zeros(n),
+                    Problem(known_qdd={j: 0.0 for j in given_qdd},
+                            known_tau={j: t - bias.tau[j - 1] for j, t in given_tau.items()}),
+                    (0.0, 0.0, 0.0), None, forward_ordering)
+    qdd_full = np.array([given_qdd.get(j, locked.qdd[j - 1]) for j in all_joints])
+    # 3. torques of the I joints
+    final = _solve(robot, q, v, Problem(known_qdd={j: qdd_full[j - 1] for j in all_joints}),
+                   gravity, external_wrenches, inverse_ordering)
+    tau_full = np.array([given_tau.get(j, final.tau[j - 1]) for j in all_joints])
+    return ThreePassResult(qdd_full, tau_full, (bias, locked, final))

@@ -1,0 +1,133 @@
+"""Orderings as algorithms (paper 001 §IV–VI): the DAGs they give and that they all give the same answer."""
+
+import numpy as np
+import pytest
+from references import erd_path, rel_err
+
+import gtdyn
+from gtdyn.orderings import APPLIES_TO, STRATEGIES, applicable
+
+TOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def rrr():
+    return gtdyn.load_robot("rrr")
+
+
+def parent_sets(result) -> dict[str, set[str]]:
+    dag = result.dag()
+    return {dag.nodes[n]["label"]: {dag.nodes[p]["label"] for p in dag.predecessors(n)} for n in dag}
+
+
+def test_rnea_dag_is_algorithm_1(rrr):
+    """Paper Algorithm 1 / Fig. 5(d), read off line by line: V̇1 from nothing unknown, V̇i from V̇i−1,
+    F3 from V̇3, Fi from Fi+1 and V̇i, τi from Fi."""
+    rng = np.random.default_rng(14)
+    for _ in range(5):  # any configuration: the structure must not depend on the numbers
+        q, v, a = rng.normal(size=(3, 3))
+        r = gtdyn.inverse_dynamics(rrr, q, v, a, ordering="rnea")
+        assert r.ordering == ["t3", "t2", "t1", "F1", "F2", "F3", "A3", "A2", "A1"]
+        assert parent_sets(r) == {
+            "A1": set(), "A2": {"A1"}, "A3": {"A2"},
+            "F3": {"A3"}, "F2": {"F3", "A2"}, "F1": {"F2", "A1"},
+            "t1": {"F1"}, "t2": {"F2"}, "t3": {"F3"},
+        }
+
+
+def test_rnea_metrics_by_hand(rrr):
+    """Algorithm 1 has 10 arrows and no fill; its largest conditional is F1 | V̇1, F2. Operation count
+    Σ f³/3 + f²s + fs²: τ (f=1, s=6) 3×(1/3+6+36), F1 and F2 (6, 12) 2×1368, F3 V̇3 V̇2 (6, 6) 3×504, V̇1 (6, 0) 72."""
+    m = gtdyn.inverse_dynamics(rrr, [0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [1, 2, 3], ordering="rnea").metrics()
+    assert m["edges"] == 10 and m["fill_in"] == 0 and m["largest_clique"] == 3 and m["tree_width"] == 2
+    assert m["ops"] == pytest.approx(3 * (1 / 3 + 6 + 36) + 2 * 1368 + 3 * 504 + 72)
+
+
+def test_crba_has_more_edges_than_aba(rrr):
+    """Paper Fig. 7 / §V-A: CRBA's DAG has more edges than ABA's. On the 3R arm we find 22 and 18."""
+    rng = np.random.default_rng(15)
+    for _ in range(5):
+        q, v, tau = rng.normal(size=(3, 3))
+        crba = gtdyn.forward_dynamics(rrr, q, v, tau, ordering="crba").metrics()
+        aba = gtdyn.forward_dynamics(rrr, q, v, tau, ordering="aba").metrics()
+        assert crba["edges"] > aba["edges"], f"CRBA {crba['edges']} edges, ABA {aba['edges']}"
+        assert crba["ops"] > aba["ops"]
+        assert (crba["edges"], aba["edges"]) == (22, 18)  # the counts this test found; see docstring
+
+
+def test_table_iii_md_and_custom_have_equal_edges(rrr):
+    """Paper §VI-B: its MD and CUSTOM hybrid orderings (Table III) give DAGs with equally many edges."""
+    md = ["t1", "a2", "a3", "A3", "F1", "A1", "F2", "A2", "F3"]
+    custom = ["t1", "a2", "a3", "F1", "A1", "A3", "F3", "A2", "F2"]
+    q, v = [0.3, -0.2, 0.5], [0.1, 0.4, -0.3]
+    a = gtdyn.hybrid_dynamics(rrr, q, v, qdd={"j1": 1.0}, tau={"j2": 0.5, "j3": -0.5}, ordering=md)
+    b = gtdyn.hybrid_dynamics(rrr, q, v, qdd={"j1": 1.0}, tau={"j2": 0.5, "j3": -0.5}, ordering=custom)
+    assert a.metrics()["edges"] == b.metrics()["edges"]
+    assert rel_err(a.qdd, b.qdd) < TOL and rel_err(a.tau, b.tau) < TOL
+
+
+ROBOTS = {
+    "puma560": lambda: gtdyn.bundled_path("puma560"),
+    "ur5": lambda: erd_path("ur_description/urdf/ur5_robot.urdf"),
+    "panda (tree)": lambda: erd_path("panda_description/urdf/panda.urdf"),
+    "talos arm+gripper (tree)": lambda: erd_path("talos_data/robots/talos_left_arm.urdf"),
+}
+
+
+@pytest.fixture(params=sorted(ROBOTS), scope="module")
+def robot(request):
+    return gtdyn.load_robot(ROBOTS[request.param]())
+
+
+@pytest.mark.parametrize("problem", ["inverse", "forward", "hybrid"])
+def test_every_strategy_gives_the_same_solution(robot, problem):
+    rng = np.random.default_rng(16)
+    n = robot.num_dofs
+    q, v, a = rng.uniform(-np.pi, np.pi, n), rng.uniform(-2, 2, n), rng.uniform(-5, 5, n)
+    tau = gtdyn.inverse_dynamics(robot, q, v, a).tau
+    split = np.arange(n) % 2 == 0
+    results = {}
+    for name in applicable(problem):
+        if problem == "inverse":
+            r = gtdyn.inverse_dynamics(robot, q, v, a, ordering=name)
+        elif problem == "forward":
+            r = gtdyn.forward_dynamics(robot, q, v, tau, ordering=name)
+        else:
+            r = gtdyn.hybrid_dynamics(robot, q, v, qdd={robot.joint_names[i]: a[i] for i in range(n) if split[i]},
+                                      tau={robot.joint_names[i]: tau[i] for i in range(n) if not split[i]}, ordering=name)
+        results[name] = r
+        assert rel_err(r.qdd, a) < TOL and rel_err(r.tau, tau) < TOL, name
+        assert r.dag().number_of_nodes() == len(r.ordering) == r.bayes_net.size()
+    assert set(results) == {name for name, kinds in APPLIES_TO.items() if problem in kinds}
+    if problem == "hybrid":
+        three = gtdyn.featherstone_hybrid_dynamics(robot, q, v, {robot.joint_names[i]: a[i] for i in range(n) if split[i]},
+                                                   {robot.joint_names[i]: tau[i] for i in range(n) if not split[i]})
+        assert rel_err(three.qdd, a) < TOL and rel_err(three.tau, tau) < TOL
+        assert [p.problem for p in three.passes] == ["inverse", "hybrid", "inverse"]
+
+
+def test_applicability_is_checked_and_named(rrr):
+    z = np.zeros(3)
+    with pytest.raises(ValueError, match="'rnea' applies to inverse dynamics, not forward; for forward dynamics use crba, aba"):
+        gtdyn.forward_dynamics(rrr, z, z, z, ordering="rnea")
+    with pytest.raises(ValueError, match="'crba' applies to forward dynamics, not inverse"):
+        gtdyn.inverse_dynamics(rrr, z, z, z, ordering="crba")
+    with pytest.raises(ValueError, match="not hybrid"):
+        gtdyn.hybrid_dynamics(rrr, z, z, qdd={"j1": 0}, tau={"j2": 0, "j3": 0}, ordering="rnea")
+    assert set(STRATEGIES) == {"rnea", "crba", "aba", "colamd", "nd", "md", "natural"}
+
+
+def test_tree_meaning_of_classical_orderings():
+    """On a tree, RNEA's wrenches go parent before child and its V̇ child before parent; ABA finishes each
+    joint's subtree before the joint itself."""
+    robot = gtdyn.load_robot(erd_path("panda_description/urdf/panda.urdf"))
+    n = robot.num_dofs
+    rnea = gtdyn.inverse_dynamics(robot, np.zeros(n), np.zeros(n), np.zeros(n), ordering="rnea").ordering
+    aba = gtdyn.forward_dynamics(robot, np.zeros(n), np.zeros(n), np.zeros(n), ordering="aba").ordering
+    for joint in robot.joints:
+        parent = robot.parent_joint(joint.parent)
+        if parent is None:
+            continue
+        j, p = joint.index, parent.index
+        assert rnea.index(f"F{p}") < rnea.index(f"F{j}") and rnea.index(f"A{j}") < rnea.index(f"A{p}")
+        assert aba.index(f"a{j}") < aba.index(f"F{p}")
