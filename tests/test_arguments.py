@@ -102,3 +102,28 @@ def test_result_contents(rrr):
     assert set(dag.nodes[n]["label"] for n in dag) == set(r.ordering)
     assert {dag.nodes[n]["kind"] for n in dag} == {"wrench", "twist_accel", "joint_accel"}
     assert "forward dynamics of 'rrr'" in repr(r)
+
+
+def test_both_elimination_paths_agree_and_detect_singular_systems(rrr, tmp_path):
+    from gtdyn.orderings import applicable
+
+    rng = np.random.default_rng(18)
+    q, v, tau = rng.normal(size=(3, 3))
+    for name in applicable("forward"):
+        qr = gtdyn.forward_dynamics(rrr, q, v, tau, ordering=name, elimination="qr").qdd
+        hard = gtdyn.forward_dynamics(rrr, q, v, tau, ordering=name, elimination="constrained").qdd
+        np.testing.assert_allclose(qr, hard, rtol=1e-10, atol=1e-10)
+    path = tmp_path / "massless.urdf"
+    path.write_text('<robot name="m"><link name="b"/><link name="a"><inertial><mass value="1"/>'
+                    '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link><link name="tip"/>'
+                    '<joint name="j1" type="continuous"><parent link="b"/><child link="a"/></joint>'
+                    '<joint name="j2" type="continuous"><parent link="a"/><child link="tip"/><origin xyz="1 0 0"/></joint></robot>')
+    with pytest.warns(gtdyn.ModelWarning):
+        robot = gtdyn.load_robot(path)
+    for elimination in ("qr", "constrained"):
+        for ordering in ("aba", "colamd", "natural"):
+            with pytest.raises(gtdyn.IndeterminateSystemError) as info:
+                gtdyn.forward_dynamics(robot, [0, 0], [0, 0], [0, 0], ordering=ordering, elimination=elimination)
+            assert "a2" in info.value.free_variables
+    with pytest.raises(ValueError, match="^elimination: 'lu' is not one of qr, constrained"):
+        gtdyn.forward_dynamics(rrr, q, v, tau, elimination="lu")

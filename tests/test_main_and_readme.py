@@ -32,13 +32,24 @@ def test_main_job_on_other_robots_and_bad_input(capsys):
     assert err.strip() == "gtdyn: error: no/such/robot.urdf: no such file"
 
 
-def test_readme_api_example_runs():
+def readme_blocks():
     with open(os.path.join(ROOT, "README.md")) as f:
-        readme = f.read()
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+        return re.findall(r"```python\n(.*?)```", f.read(), flags=re.S)
+
+
+def test_readme_api_example_runs():
+    blocks = readme_blocks()
     assert blocks, "README has no python example"
     namespace = {}
     exec(compile(blocks[0], "README.md", "exec"), namespace)
     r, f, h = namespace["r"], namespace["f"], namespace["h"]
     np.testing.assert_allclose(f.qdd, np.ones(6), atol=1e-9)
     assert h.problem == "hybrid" and np.isfinite(h.tau).all()
+
+
+def test_readme_dag_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(readme_blocks()[1], "README.md", "exec"), namespace)
+    for name in ("aba.png", "aba.dot", "steps.png"):
+        assert (tmp_path / name).stat().st_size > 0
