@@ -23,6 +23,7 @@ import datetime
 import os
 import platform
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -356,7 +357,7 @@ def bar_chart(rows: list[Row], path: str, title: str) -> None:
         ax.set_title(f"{kind} dynamics", fontsize=10)
         ax.invert_yaxis()
         ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(textwrap.fill(title, 150), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -364,6 +365,7 @@ def bar_chart(rows: list[Row], path: str, title: str) -> None:
 def scaling_plot(rows: list[Row], path: str, title: str) -> None:
     """Elimination time and DAG edges against the number of joints, log axes, one curve per ordering."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullLocator
 
     kinds = [k for k in PROBLEMS if any(r.problem == k for r in rows)]
     fig = Figure(figsize=(5.2 * len(kinds), 8.0))
@@ -375,16 +377,19 @@ def scaling_plot(rows: list[Row], path: str, title: str) -> None:
             n, t, e = zip(*pts)
             axes[0][col].plot(n, t, marker="o", label=method)
             axes[1][col].plot(n, e, marker="o", label=method)
+        sizes = sorted({r.dofs for r in sub})
         for row, label in ((0, "elimination µs (median)"), (1, "DAG edges")):
             ax = axes[row][col]
             ax.set_xscale("log")
             ax.set_yscale("log")
+            ax.set_xticks(sizes, [str(n) for n in sizes])
+            ax.xaxis.set_minor_locator(NullLocator())
             ax.set_xlabel("joints in a serial chain")
             ax.set_ylabel(label)
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
         axes[0][col].set_title(f"{kind} dynamics", fontsize=10)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
