@@ -37,7 +37,8 @@ from gtdyn.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.graph import Problem, dynamics_graph
 from gtdyn.kinematics import forward_kinematics
 from gtdyn.orderings import applicable, resolve_ordering
-from gtdyn.robot import Robot, build_robot
+from gtdyn.build import build_robot
+from gtdyn.robot import Robot
 
 PROBLEMS = ("inverse", "forward", "hybrid")
 BASELINE = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}  # the paper's reference rows

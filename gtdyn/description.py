@@ -33,8 +33,11 @@ class LinkSpec:
 class JointSpec:
     """A joint as written in the file.
 
-    ``origin`` is the 4×4 pose of the joint frame in the parent link frame; at zero joint value the child
-    link frame coincides with the joint frame. ``axis`` is expressed in the joint frame.
+    ``origin`` is the 4×4 pose of the joint frame in the parent link frame, and ``child_pose`` the pose of the
+    child link frame in the joint frame at zero joint value (identity in URDF, where the child link frame *is*
+    the joint frame; SDF places link and joint frames independently). The joint moves its child by
+    exp([axis] q) in the joint frame: parent_T_child(q) = origin · exp([axis] q) · child_pose. ``axis`` is a
+    unit vector in the joint frame. ``actuated`` False marks a passive joint (τ = 0).
     """
 
     name: str
@@ -47,13 +50,22 @@ class JointSpec:
     upper: float = np.inf
     effort: float = np.inf
     velocity: float = np.inf
+    child_pose: np.ndarray = field(default_factory=lambda: np.eye(4))
+    actuated: bool = True
 
 
 @dataclass(frozen=True)
 class RobotDescription:
-    """Everything a parser read: the robot's name, its links and joints in file order, and the source."""
+    """Everything a parser read: the robot's name, its links and joints in file order, and the source.
+
+    ``allow_loops``: the format can describe closed kinematic loops (SDF), so a link may be the child of several
+    joints; ``base``: the link fixed to the world, if the file says so (SDF's joint to ``world``), else the one
+    link that is no joint's child.
+    """
 
     name: str
     links: tuple[LinkSpec, ...]
     joints: tuple[JointSpec, ...]
     source: str = "<memory>"
+    allow_loops: bool = False
+    base: str | None = None

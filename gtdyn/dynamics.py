@@ -6,6 +6,7 @@ given quantities known, eliminates it into a ``gtsam.GaussianBayesNet`` and back
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from gtdyn import keys
 from gtdyn.errors import IndeterminateSystemError
 from gtdyn.graph import Problem, dynamics_graph
 from gtdyn.kinematics import KinematicState, forward_kinematics
+from gtdyn.loops import check_closed, loop_plane_normal
 from gtdyn.orderings import resolve_ordering
 from gtdyn.robot import Robot
 from gtdyn.spatial import Ad
@@ -89,44 +91,62 @@ class DynamicsResult:
 
 
 def inverse_dynamics(robot: Robot, q, v, qdd, *, gravity=GRAVITY, external_wrenches=None, ordering=None,
-                     elimination="qr") -> DynamicsResult:
+                     elimination="qr", planar=None) -> DynamicsResult:
     """Torques τ that produce joint accelerations ``qdd`` at state (q, v).
 
     ``external_wrenches`` maps a link (or merged frame) name to the wrench [m; f] its environment applies
     to it, expressed in that link's frame. ``ordering`` is a strategy name, a list of labels/keys or a callable.
     ``elimination`` is "qr" (Householder QR of the exact equations: accurate in every ordering) or
     "constrained" (GTSAM's elimination of Constrained factors, as GTDynamics does).
+
+    Closed loops: q, v and qdd give every joint (loop-closing ones too) and must close every loop (see
+    ``gtdyn.close_loops``); passive joints have τ = 0 and actuated ones get the τ that produce the motion —
+    the least-norm τ if the loop is redundantly actuated. ``planar`` (None: detect per loop; True: require;
+    False: never) adds the planar factor to planar loops.
     """
-    n = robot.num_dofs
     qdd = _joint_vector(robot, "qdd", qdd)
-    return _solve(robot, q, v, Problem(known_qdd={j: qdd[j - 1] for j in range(1, n + 1)}), gravity, external_wrenches, ordering,
-                  elimination)
+    known_tau = {j.index: 0.0 for j in robot.joints if not j.actuated}
+    problem = Problem(known_qdd={j: qdd[j - 1] for j in range(1, robot.num_dofs + 1)}, known_tau=known_tau,
+                      problem_kind="inverse")
+    return _solve(robot, q, v, problem, gravity, external_wrenches, ordering, elimination, planar)
 
 
 def forward_dynamics(robot: Robot, q, v, tau, *, gravity=GRAVITY, external_wrenches=None, ordering=None,
-                     elimination="qr") -> DynamicsResult:
-    """Joint accelerations q̈ produced by torques ``tau`` at state (q, v). Arguments as ``inverse_dynamics``."""
-    n = robot.num_dofs
+                     elimination="qr", planar=None) -> DynamicsResult:
+    """Joint accelerations q̈ produced by torques ``tau`` at state (q, v). Arguments as ``inverse_dynamics``;
+    ``tau`` is 0 at passive joints."""
     tau = _joint_vector(robot, "tau", tau)
-    return _solve(robot, q, v, Problem(known_tau={j: tau[j - 1] for j in range(1, n + 1)}), gravity, external_wrenches, ordering,
-                  elimination)
+    passive = [j.name for j in robot.joints if not j.actuated and tau[j.index - 1] != 0.0]
+    if passive:
+        raise ValueError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
+    problem = Problem(known_tau={j: tau[j - 1] for j in range(1, robot.num_dofs + 1)}, problem_kind="forward")
+    return _solve(robot, q, v, problem, gravity, external_wrenches, ordering, elimination, planar)
 
 
 def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], *, gravity=GRAVITY,
-                    external_wrenches=None, ordering=None, elimination="qr") -> DynamicsResult:
+                    external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
     """Given q̈ at some joints and τ at the others (dicts by joint name), solve for the rest.
 
-    Every joint must appear in exactly one of ``qdd`` and ``tau``.
+    Every actuated joint must appear in exactly one of ``qdd`` and ``tau``; passive joints have τ = 0 and
+    their q̈ is solved for.
     """
     known_qdd = _joint_dict(robot, "qdd", qdd)
     known_tau = _joint_dict(robot, "tau", tau)
     both = [robot.joints[j - 1].name for j in known_qdd if j in known_tau]
     if both:
         raise ValueError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, not both")
+    passive_qdd = [robot.joints[j - 1].name for j in known_qdd if not robot.joints[j - 1].actuated]
+    if passive_qdd:
+        raise ValueError(f"qdd: joints {', '.join(passive_qdd)} are passive (τ = 0), so their q̈ is solved for")
+    passive_tau = [robot.joints[j - 1].name for j, t in known_tau.items() if not robot.joints[j - 1].actuated and t != 0]
+    if passive_tau:
+        raise ValueError(f"tau: joints {', '.join(passive_tau)} are passive, so their torque is 0")
+    known_tau.update({j.index: 0.0 for j in robot.joints if not j.actuated})
     neither = [joint.name for joint in robot.joints if joint.index not in known_qdd and joint.index not in known_tau]
     if neither:
         raise ValueError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
-    return _solve(robot, q, v, Problem(known_qdd, known_tau), gravity, external_wrenches, ordering, elimination)
+    return _solve(robot, q, v, Problem(known_qdd, known_tau), gravity, external_wrenches,
+                  ordering, elimination, planar)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -136,20 +156,69 @@ ELIMINATIONS = ("qr", "constrained")
 PIVOT_TOLERANCE = 1e-10  # |R_kk| below this fraction of the column's norm: the system is (nearly) singular
 
 
-def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, elimination="qr") -> DynamicsResult:
+RESIDUAL_TOLERANCE = 1e-8  # ‖Ax − b‖ / ‖b‖ above this: the given data are inconsistent (closed loops)
+
+
+def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, elimination="qr",
+           planar=None) -> DynamicsResult:
     if elimination not in ELIMINATIONS:
         raise ValueError(f"elimination: '{elimination}' is not one of {', '.join(ELIMINATIONS)}")
     q = _joint_vector(robot, "q", q)
     v = _joint_vector(robot, "v", v)
     gravity = _finite_vector("gravity", gravity, 3)
     kin = forward_kinematics(robot, q, v)
+    if robot.loop_joints:
+        check_closed(robot, kin)
+        problem = dataclasses.replace(problem, planar=_planar_loops(robot, kin, planar))
     wrenches_com = _external_wrenches(robot, external_wrenches)
+    try:
+        return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination)
+    except IndeterminateSystemError as e:
+        redundant = [j for j in robot.joints if f"t{j.index}" in e.free_variables]
+        if not redundant:
+            raise
+    # More actuators than the loop's degrees of freedom: least-norm torques, by soft minimum-torque factors
+    # on the hard equations (which needs GTSAM's constrained elimination).
+    unknown_tau = tuple(j.index for j in robot.joints if j.index not in problem.known_tau)
+    problem = dataclasses.replace(problem, minimum_torque=unknown_tau)
+    return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, "constrained")
+
+
+def _planar_loops(robot: Robot, kin, planar) -> dict[int, np.ndarray]:
+    if planar is False:
+        return {}
+    out = {}
+    for joint, loop in zip(robot.loop_joints, robot.loops):
+        normal = loop_plane_normal(robot, kin, loop)
+        if normal is None and planar is True:
+            raise ValueError(f"planar: the loop {', '.join(loop)} is not planar")
+        if normal is not None:
+            out[joint.index] = normal
+    return out
+
+
+def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination) -> DynamicsResult:
     norms: dict[int, np.ndarray] = {}
     graph = dynamics_graph(robot, kin, problem, gravity, wrenches_com, constrained=elimination == "constrained",
                            column_norms=norms)
     order = resolve_ordering(ordering, robot, problem, graph)
     bayes_net = eliminate(graph, order, robot, elimination, norms)
-    return _result(robot, problem, kin, graph, bayes_net, order, bayes_net.optimize())
+    solution = bayes_net.optimize()
+    if robot.loop_joints:  # more equations than unknowns: the data must satisfy all of them
+        _check_consistent(robot, kin, problem, gravity, wrenches_com, solution)
+    return _result(robot, problem, kin, graph, bayes_net, order, solution)
+
+
+def _check_consistent(robot, kin, problem, gravity, wrenches_com, solution) -> None:
+    hard = dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()), gravity, wrenches_com)
+    zero = gtsam.VectorValues()
+    for key in set(hard.keyVector()):
+        zero.insert(key, np.zeros(keys.dim(key)))
+    residual, scale = np.sqrt(2 * hard.error(solution)), np.sqrt(2 * hard.error(zero))
+    if residual > RESIDUAL_TOLERANCE * max(scale, 1.0):
+        given = "qdd" if problem.known_qdd else "the given data"
+        raise ValueError(f"{given}: the equations are inconsistent (relative residual {residual / max(scale, 1.0):.3g}); "
+                         "on closed loops q̈ must satisfy the loops' acceleration constraints (see gtdyn.close_loops)")
 
 
 def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, robot: Robot | None = None,

@@ -52,21 +52,52 @@ def gravity_wrench(mass: float, wTi: gtsam.Pose3, gravity: np.ndarray) -> np.nda
     return np.concatenate([np.zeros(3), mass * wTi.rotation().unrotate(np.asarray(gravity, float))])
 
 
-def wrench_equation(G: np.ndarray, V: np.ndarray, child_poses: list[gtsam.Pose3],
-                    gravity_term: np.ndarray, external: np.ndarray) -> LinearEquation:
-    """Eq. 6 for one link, with any number of child joints, explicit gravity and an external wrench:
+def wrench_equation(G: np.ndarray, V: np.ndarray, out_poses: list[gtsam.Pose3], gravity_term: np.ndarray,
+                    external: np.ndarray, joints_in: int = 1) -> LinearEquation:
+    """Eq. 6 for one link, with any number of joints on it, explicit gravity and an external wrench:
 
-        G V̇ − F_parent + Σ_c [Ad_cTi]ᵀ F_c = [ad_V]ᵀ G V + F_gravity + F_ext
+        G V̇ − Σ_in F_in + Σ_out [Ad_cTi]ᵀ F_out = [ad_V]ᵀ G V + F_gravity + F_ext
 
-    ``child_poses[k]`` is the pose cTi of this link's frame in child joint k's child frame; coefficient
-    names are "A", "F_parent" and "F_child0", "F_child1", ….
+    The link is the child of the ``joints_in`` joints "F_in0", "F_in1", … (its tree joint and any loop joints
+    closing on it) and the parent of the joints "F_out0", …; ``out_poses[k]`` is the pose cTi of this link's
+    frame in out-joint k's child frame.
     """
-    coefficients = {"A": G, "F_parent": -I6}
-    for k, cTi in enumerate(child_poses):
-        coefficients[f"F_child{k}"] = Ad(cTi).T
+    coefficients = {"A": G}
+    for k in range(joints_in):
+        coefficients[f"F_in{k}"] = -I6
+    for k, cTi in enumerate(out_poses):
+        coefficients[f"F_out{k}"] = Ad(cTi).T
     return LinearEquation(coefficients, ad(V).T @ G @ V + gravity_term + external)
 
 
 def torque_equation(S: np.ndarray) -> LinearEquation:
     """Eq. 7:  Sᵀ F − τ = 0."""
     return LinearEquation({"F": _column(S).T, "tau": -np.ones((1, 1))}, np.zeros(1))
+
+
+def planar_directions(wTc: gtsam.Pose3, normal: np.ndarray) -> np.ndarray:
+    """3×6 selector of the out-of-plane wrench components in a link frame: the force along the plane normal
+    and the moments about two in-plane axes. In a planar loop these circulate around the loop without
+    affecting the motion, so they are indeterminate; the subspace they span is the same at every reference
+    point, so the link's CoM frame serves."""
+    n = np.asarray(normal, float) / np.linalg.norm(normal)
+    u1 = np.cross(n, [1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.cross(n, [0.0, 1.0, 0.0])
+    u1 /= np.linalg.norm(u1)
+    u2 = np.cross(n, u1)
+    R = wTc.rotation()
+    P = np.zeros((3, 6))
+    P[0, 3:] = R.unrotate(n)
+    P[1, :3] = R.unrotate(u1)
+    P[2, :3] = R.unrotate(u2)
+    return P
+
+
+def planar_equation(wTc: gtsam.Pose3, normal: np.ndarray) -> LinearEquation:
+    """The planar factor of paper 001 §VII on a loop joint's wrench:  P F = 0, P = planar_directions."""
+    return LinearEquation({"F": planar_directions(wTc, normal)}, np.zeros(3))
+
+
+def minimum_torque_equation() -> LinearEquation:
+    """The minimum-torque factor of paper 001 §VII: τ = 0, as a soft (least-squares) equation, so that a
+    redundantly actuated loop gets the least-norm torques."""
+    return LinearEquation({"tau": np.ones((1, 1))}, np.zeros(1))

@@ -20,23 +20,33 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.equations import LinearEquation, gravity_wrench, torque_equation, twist_accel_equation, wrench_equation
+from gtdyn.equations import (LinearEquation, gravity_wrench, minimum_torque_equation, planar_equation, torque_equation,
+                             twist_accel_equation, wrench_equation)
 from gtdyn.kinematics import KinematicState
 from gtdyn.robot import Robot
 
 
 @dataclass(frozen=True)
 class Problem:
-    """Which joint quantities are given: ``known_qdd[j]`` / ``known_tau[j]`` by joint index (1..n).
+    """Which joint quantities are given: ``known_qdd[j]`` / ``known_tau[j]`` by joint index (1..m).
 
-    Every joint has exactly one of the two given; the other is an unknown of the graph.
+    On a tree every joint has exactly one of the two given. Passive joints of closed loops have τ = 0 given;
+    in inverse dynamics of a loop their q̈ is given too (the motion is prescribed for every joint).
+    ``planar[j]`` is the plane normal (world) of a planar loop closed by joint j: its planar factor;
+    ``minimum_torque`` lists joints whose unknown τ gets a soft minimum-torque factor. ``kind`` is what the
+    user asked for; left empty, it is read off the known sets (all q̈ given: inverse; no q̈: forward).
     """
 
     known_qdd: Mapping[int, float] = field(default_factory=dict)
     known_tau: Mapping[int, float] = field(default_factory=dict)
+    planar: Mapping[int, np.ndarray] = field(default_factory=dict)
+    minimum_torque: tuple[int, ...] = ()
+    problem_kind: str = ""
 
     @property
     def kind(self) -> str:
+        if self.problem_kind:
+            return self.problem_kind
         if not self.known_tau:
             return "inverse"
         if not self.known_qdd:
@@ -80,7 +90,7 @@ def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray, constrai
 
 
 def _add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: dict, constrained: bool,
-                  column_norms: dict | None) -> None:
+                  column_norms: dict | None, soft: bool = False) -> None:
     """Add eq as a linear factor. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or to a known
     value, which moves to the right-hand side. Squared column norms of the unknowns accumulate in
     ``column_norms`` (for the pivot check of ``gtdyn.dynamics.eliminate``)."""
@@ -95,27 +105,33 @@ def _add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: d
                 column_norms[int(role)] = column_norms.get(int(role), 0.0) + np.einsum("ij,ij->j", block, block)
         else:
             rhs = rhs - coefficient @ np.atleast_1d(role)
-    graph.push_back(linear_factor(terms, rhs, constrained))
+    if soft:  # a least-squares preference, never a constraint
+        flat = [x for key, A in terms for x in (key, A)]
+        graph.push_back(gtsam.JacobianFactor(*flat, rhs, gtsam.noiseModel.Unit.Create(len(rhs))))
+    else:
+        graph.push_back(linear_factor(terms, rhs, constrained))
 
 
 def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,
                    external_wrenches: Mapping[int, np.ndarray] | None = None,
                    constrained: bool = False, column_norms: dict | None = None) -> gtsam.GaussianFactorGraph:
-    """The linear dynamics graph: eq. 5 and 7 per joint, eq. 6 per moving link.
+    """The linear dynamics graph: eq. 5 and 7 per joint, eq. 6 per moving link, a planar factor per planar
+    loop and soft minimum-torque factors where the problem asks for them.
 
     ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. If given,
-    ``column_norms`` receives each unknown's squared column norms.
+    ``column_norms`` receives each unknown's squared column norms (hard equations only).
     """
     external_wrenches = external_wrenches or {}
     graph = gtsam.GaussianFactorGraph()
     zero = np.zeros(6)
     for joint in robot.joints:
         j, p = joint.index, robot.link(joint.parent).index
+        c = robot.link(joint.child).index
         S = joint.screw_axis
         # eq. 5: the fixed base has V̇_0 = 0 (gravity is explicit in eq. 6)
-        accel = twist_accel_equation(kin.cTp[j], S, kin.V[j], kin.v[j - 1])
+        accel = twist_accel_equation(kin.cTp[j], S, kin.V[c], kin.v[j - 1])
         _add_equation(graph, accel, {
-            "A_c": Key(keys.twist_accel_key(j)),
+            "A_c": Key(keys.twist_accel_key(c)),
             "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
         }, constrained, column_norms)
@@ -126,19 +142,17 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
         }, constrained, column_norms)
     for link in robot.links:
         i = link.index
-        children = robot.child_joints(link.name)
-        eq = wrench_equation(link.G, kin.V[i], [kin.cTp[c.index] for c in children],
-                             gravity_wrench(link.mass, kin.wT[i], gravity), external_wrenches.get(i, zero))
-        roles = {"A": Key(keys.twist_accel_key(i)), "F_parent": Key(keys.wrench_key(i))}
-        roles.update({f"F_child{k}": Key(keys.wrench_key(c.index)) for k, c in enumerate(children)})
+        into, out_of = robot.joints_into(link.name), robot.joints_out_of(link.name)
+        eq = wrench_equation(link.G, kin.V[i], [kin.cTp[c.index] for c in out_of],
+                             gravity_wrench(link.mass, kin.wT[i], gravity), external_wrenches.get(i, zero), len(into))
+        roles = {"A": Key(keys.twist_accel_key(i))}
+        roles.update({f"F_in{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(into)})
+        roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
         _add_equation(graph, eq, roles, constrained, column_norms)
+    for j, normal in problem.planar.items():
+        child = robot.link(robot.joints[j - 1].child).index
+        _add_equation(graph, planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, constrained,
+                      column_norms)
+    for j in problem.minimum_torque:
+        _add_equation(graph, minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, constrained, None, soft=True)
     return graph
-
-
-def unknown_keys(robot: Robot, problem: Problem) -> list[int]:
-    """Every unknown of the linear graph, in a fixed documented order: τ, F, V̇, q̈ by index."""
-    out = [keys.torque_key(j.index) for j in robot.joints if j.index not in problem.known_tau]
-    out += [keys.wrench_key(j.index) for j in robot.joints]
-    out += [keys.twist_accel_key(link.index) for link in robot.links]
-    out += [keys.joint_accel_key(j.index) for j in robot.joints if j.index not in problem.known_qdd]
-    return out

@@ -6,7 +6,8 @@ import os
 from importlib import resources
 
 from gtdyn.errors import ModelError
-from gtdyn.robot import Robot, build_robot
+from gtdyn.build import build_robot
+from gtdyn.robot import Robot
 
 BUNDLED = {"puma560": "puma560.urdf", "rrr": "rrr.urdf", "rr": "rr.urdf"}
 

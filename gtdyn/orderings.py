@@ -17,6 +17,12 @@ recursive algorithms visit a tree:
   Featherstone's articulated-body hybrid dynamics, with prescribed-acceleration joints passed through).
 * ``colamd`` (GTSAM's COLAMD), ``nd`` (GTSAM's METIS nested dissection), ``md`` (plain minimum degree on
   the variable graph, as the paper's Table III), ``natural`` (by key).
+
+On closed loops RNEA, CRBA and ABA run on the spanning tree, and the variables of the loop-closing joints
+(their wrench, and q̈ or τ where unknown) are eliminated last: the tree is eliminated with the loop wrenches as
+unknown external wrenches, leaving a small system in the loop wrenches — where the constraint-embedding
+methods of papers 002/003 put the loop constraint forces (and where Lagrange-multiplier methods solve for
+them).
 """
 
 from __future__ import annotations
@@ -63,35 +69,48 @@ def _unknown(problem: Problem, known: str, j: int) -> bool:
     return j not in (problem.known_tau if known == "tau" else problem.known_qdd)
 
 
+def _loop_variables(robot: Robot, problem: Problem) -> list[int]:
+    """The loop-closing joints' unknowns, eliminated after the spanning tree."""
+    out = []
+    for joint in robot.loop_joints:
+        j = joint.index
+        out += [keys.torque_key(j)] if _unknown(problem, "tau", j) else []
+        out.append(keys.wrench_key(j))
+        out += [keys.joint_accel_key(j)] if _unknown(problem, "qdd", j) else []
+    return out
+
+
 @strategy("rnea", problems=("inverse",))
 def rnea(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """τ leaf→root, F root→leaf, V̇ leaf→root: back-substitution is RNEA (Algorithm 1)."""
-    root_first = [j.index for j in robot.joints]
+    root_first = [j.index for j in robot.tree_joints]
     leaf_first = root_first[::-1]
-    return _ordering([keys.torque_key(j) for j in leaf_first] + [keys.wrench_key(j) for j in root_first]
-                     + [keys.twist_accel_key(j) for j in leaf_first])
+    return _ordering([keys.torque_key(j) for j in leaf_first if _unknown(problem, "tau", j)]
+                     + [keys.wrench_key(j) for j in root_first] + [keys.twist_accel_key(j) for j in leaf_first]
+                     + _loop_variables(robot, problem))
 
 
 @strategy("crba", problems=("forward",))
 def crba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """All F leaf→root, then all V̇ leaf→root, then all q̈ leaf→root (composite bodies, then M q̈ = τ − h)."""
-    leaf_first = [j.index for j in reversed(robot.joints)]
+    leaf_first = [j.index for j in reversed(robot.tree_joints)]
     return _ordering([keys.wrench_key(j) for j in leaf_first] + [keys.twist_accel_key(j) for j in leaf_first]
-                     + [keys.joint_accel_key(j) for j in leaf_first])
+                     + [keys.joint_accel_key(j) for j in leaf_first if _unknown(problem, "qdd", j)]
+                     + _loop_variables(robot, problem))
 
 
 @strategy("aba", problems=("forward", "hybrid"))
 def aba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """Per joint leaf→root: τ (if unknown), F, V̇, q̈ (if unknown) — articulated bodies, leaves first."""
     order = []
-    for joint in reversed(robot.joints):
+    for joint in reversed(robot.tree_joints):
         j = joint.index
         if _unknown(problem, "tau", j):
             order.append(keys.torque_key(j))
         order += [keys.wrench_key(j), keys.twist_accel_key(j)]
         if _unknown(problem, "qdd", j):
             order.append(keys.joint_accel_key(j))
-    return _ordering(order)
+    return _ordering(order + _loop_variables(robot, problem))
 
 
 @strategy("colamd")

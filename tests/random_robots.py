@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from gtdyn.description import JointSpec, LinkSpec, RobotDescription
-from gtdyn.robot import Robot, build_robot
+from gtdyn.build import build_robot
+from gtdyn.robot import Robot
 
 
 def random_rotation(rng: np.random.Generator) -> np.ndarray:

@@ -1,0 +1,233 @@
+"""From a ``RobotDescription`` (what a parser read) to the immutable ``Robot``: check names, topology and
+inertias, find the spanning tree and the loop-closing joints, merge fixed joints, and compute each joint's
+rest pose and screw axis between dynamics (CoM) frames.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+
+import gtsam
+import numpy as np
+
+from gtdyn.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
+from gtdyn.errors import ModelError, ModelWarning
+from gtdyn.robot import Joint, Link, Robot
+from gtdyn.spatial import Ad, pose
+
+# A moving subtree whose inertia seen along its joint's axis is below this is treated as massless:
+# its joint acceleration would be undetermined in forward dynamics (kg·m² or kg).
+MASSLESS_TOLERANCE = 1e-12
+
+
+def _frozen(a) -> np.ndarray:
+    a = np.array(a, dtype=float)
+    a.flags.writeable = False
+    return a
+
+
+def build_robot(description: RobotDescription) -> Robot:
+    """Check a description, merge fixed joints and build the Robot (spanning-tree joints, then loop joints)."""
+    src = description.source
+    link_specs = _unique(description.links, "link", src)
+    joint_specs = _unique(description.joints, "joint", src)
+    for js in joint_specs.values():
+        _check_joint_spec(js, link_specs, src)
+    for ls in link_specs.values():
+        _check_inertial(ls, src)
+    root = _find_root(description, link_specs, joint_specs, src)
+    tree_order, closing = _spanning_tree(root, joint_specs, link_specs, src)
+
+    # Merge fixed joints of the tree: each original link belongs to a body (a moving link or the base).
+    body_of = {root: (root, np.eye(4))}  # link -> (body link name, bodyTlink 4×4)
+    moving: list[JointSpec] = []
+    for js in tree_order:
+        body, bTp = body_of[js.parent]
+        if js.type == "fixed":
+            body_of[js.child] = (body, bTp @ js.origin @ js.child_pose)
+        else:
+            body_of[js.child] = (js.child, np.eye(4))
+            moving.append(_reattach(js, body_of))
+    loop_moving = [_reattach(js, body_of) for js in closing]
+
+    members: dict[str, list[tuple[LinkSpec, np.ndarray]]] = {}
+    for name, (body, bTl) in body_of.items():
+        members.setdefault(body, []).append((link_specs[name], bTl))
+    links = {}
+    for index, body in enumerate([root] + [js.child for js in moving]):
+        mass, inertia, lTcom = _composite_inertial(members[body])
+        links[body] = Link(body, index, mass, _frozen(inertia), lTcom)
+
+    joints = [_make_joint(js, i + 1, links, root, closes_loop=i >= len(moving))
+              for i, js in enumerate(moving + loop_moving)]
+    frames = {name: (body, pose(bTl[:3, :3], bTl[:3, 3])) for name, (body, bTl) in body_of.items()}
+    robot = Robot(description.name, links[root], tuple(links[js.child] for js in moving), tuple(joints), frames, src)
+    if not closing:  # with loops, the closure constraints can determine what a subtree alone would not
+        _check_determined(robot)
+    return robot
+
+
+def _unique(items: Iterable, kind: str, src: str) -> dict:
+    out = {}
+    for item in items:
+        if not item.name:
+            raise ModelError(f"{src}: a <{kind}> has no name")
+        if item.name in out:
+            raise ModelError(f"{src}: duplicate {kind} name '{item.name}'")
+        out[item.name] = item
+    return out
+
+
+def _check_joint_spec(js: JointSpec, links: dict, src: str) -> None:
+    where = f"{src}: joint '{js.name}'"
+    if js.type not in JOINT_TYPES:
+        raise ModelError(f"{where} has type '{js.type}'; supported types are {', '.join(JOINT_TYPES)}")
+    for role, name in (("parent", js.parent), ("child", js.child)):
+        if name not in links:
+            raise ModelError(f"{where} names {role} link '{name}', which is not defined")
+    if js.parent == js.child:
+        raise ModelError(f"{where} connects link '{js.parent}' to itself")
+    if not (np.all(np.isfinite(js.origin)) and np.all(np.isfinite(js.child_pose))):
+        raise ModelError(f"{where} has a non-finite <origin>/<pose>")
+    if js.type != "fixed":
+        n = np.linalg.norm(js.axis)
+        if not np.isfinite(n) or n < 1e-12:
+            raise ModelError(f"{where} has a zero or non-finite <axis> {list(js.axis)}")
+
+
+def _check_inertial(ls: LinkSpec, src: str) -> None:
+    where = f"{src}: link '{ls.name}' <inertial>"
+    if not np.isfinite(ls.mass) or ls.mass < 0:
+        raise ModelError(f"{where} has mass {ls.mass}; it must be finite and non-negative")
+    inertia = np.asarray(ls.inertia, dtype=float)
+    if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+        raise ModelError(f"{where} has a malformed or non-finite inertia")
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    scale = max(1.0, float(np.max(np.abs(eig))))
+    if eig[0] < -1e-9 * scale:
+        # Real robot files ship such data (Pinocchio accepts it); use it as given, but say so.
+        warnings.warn(f"{where} has an inertia that is not positive semi-definite (eigenvalues {eig}); "
+                      "it is used as given", ModelWarning, stacklevel=4)
+    if not np.all(np.isfinite(ls.inertial_origin)):
+        raise ModelError(f"{where} has a non-finite <origin>")
+
+
+def _find_root(description: RobotDescription, links: dict, joints: dict, src: str) -> str:
+    children: dict[str, list[str]] = {}
+    for js in joints.values():
+        children.setdefault(js.child, []).append(js.name)
+    if not description.allow_loops:
+        for link, names in children.items():
+            if len(names) > 1:
+                raise ModelError(
+                    f"{src}: link '{link}' is the child of several joints ({', '.join(names)}); "
+                    "a tree needs exactly one parent joint per link (closed loops are described in SDF)")
+    if description.base is not None:
+        if description.base not in links:
+            raise ModelError(f"{src}: the base link '{description.base}' is not defined")
+        return description.base
+    roots = [name for name in links if name not in children]
+    if len(roots) > 1:
+        raise ModelError(f"{src}: several root links ({', '.join(roots)}); a robot needs exactly one base link")
+    if not roots:
+        raise ModelError(f"{src}: every link is the child of a joint, so the joints form a cycle and there is no base")
+    return roots[0]
+
+
+def _spanning_tree(root: str, joints: dict, links: dict, src: str) -> tuple[list[JointSpec], list[JointSpec]]:
+    """Tree joints in depth-first pre-order from the root (children in file order, as Pinocchio numbers
+    them), and the joints that close loops (their child was reached first through another joint)."""
+    by_parent: dict[str, list[JointSpec]] = {}
+    for js in joints.values():
+        by_parent.setdefault(js.parent, []).append(js)
+    order: list[JointSpec] = []
+    reached = {root}
+    stack = list(reversed(by_parent.get(root, [])))
+    while stack:
+        js = stack.pop()
+        if js.child in reached:
+            continue
+        reached.add(js.child)
+        order.append(js)
+        stack.extend(reversed(by_parent.get(js.child, [])))
+    unreachable = [name for name in links if name not in reached]
+    if unreachable:
+        raise ModelError(f"{src}: links {', '.join(unreachable)} cannot be reached from the base '{root}' by going from "
+                         "parent to child (they are disconnected, or their joints form a cycle among themselves)")
+    tree = {js.name for js in order}
+    closing = [js for js in joints.values() if js.name not in tree]
+    for js in closing:
+        if js.type == "fixed":
+            raise ModelError(f"{src}: fixed joint '{js.name}' closes a loop; rigid loops are not supported")
+    return order, closing
+
+
+def _reattach(js: JointSpec, body_of: dict) -> JointSpec:
+    """The joint re-attached to the bodies its parent and child links were merged into."""
+    parent_body, bTp = body_of[js.parent]
+    child_body, bTc = body_of[js.child]
+    return JointSpec(js.name, js.type, parent_body, child_body, bTp @ js.origin,
+                     np.asarray(js.axis, float) / np.linalg.norm(js.axis), js.lower, js.upper, js.effort,
+                     js.velocity, js.child_pose @ np.linalg.inv(bTc), js.actuated)
+
+
+def _composite_inertial(members: list[tuple[LinkSpec, np.ndarray]]) -> tuple[float, np.ndarray, gtsam.Pose3]:
+    """Mass, inertia about the CoM and CoM frame (in the body link frame) of links rigidly merged together.
+
+    A body made of one link keeps that link's inertial frame (rotated frames included); a merged body uses
+    a CoM frame parallel to the body link frame.
+    """
+    massive = [(ls, bTl) for ls, bTl in members if ls.mass > 0 or np.any(ls.inertia)]
+    if len(massive) == 1:
+        ls, bTl = massive[0]
+        bTcom = bTl @ ls.inertial_origin
+        return ls.mass, np.asarray(ls.inertia, float), pose(bTcom[:3, :3], bTcom[:3, 3])
+    if not massive:
+        return 0.0, np.zeros((3, 3)), gtsam.Pose3()
+    mass = sum(ls.mass for ls, _ in massive)
+    coms = [(bTl @ ls.inertial_origin) for ls, bTl in massive]
+    com = sum(ls.mass * c[:3, 3] for (ls, _), c in zip(massive, coms)) / mass if mass > 0 else np.zeros(3)
+    inertia = np.zeros((3, 3))
+    for (ls, _), c in zip(massive, coms):
+        R, d = c[:3, :3], c[:3, 3] - com
+        inertia += R @ ls.inertia @ R.T + ls.mass * (d @ d * np.eye(3) - np.outer(d, d))  # parallel axis
+    return mass, inertia, pose(None, com)
+
+
+def _make_joint(js: JointSpec, index: int, links: dict, root: str, closes_loop: bool) -> Joint:
+    """pTc(q) = origin · exp([axis] q) · child_pose between link frames becomes rest_pose · exp([S] q)
+    between dynamics frames, with S the axis seen from the child's CoM frame."""
+    parent, child = links[js.parent], links[js.child]
+    pTj = pose(js.origin[:3, :3], js.origin[:3, 3])
+    jTc = pose(js.child_pose[:3, :3], js.child_pose[:3, 3])
+    # The base's dynamics frame is its link frame (the world); a moving link's is its CoM frame.
+    pdynTp = gtsam.Pose3() if js.parent == root else parent.lTcom.inverse()
+    jTcdyn = jTc.compose(child.lTcom)
+    axis = np.asarray(js.axis, float)
+    joint_screw = np.concatenate([axis, np.zeros(3)]) if js.type != "prismatic" else np.concatenate([np.zeros(3), axis])
+    kind = "prismatic" if js.type == "prismatic" else "revolute"
+    return Joint(js.name, index, kind, js.parent, js.child, pTj, _frozen(axis), _frozen(Ad(jTcdyn.inverse()) @ joint_screw),
+                 pdynTp.compose(pTj).compose(jTcdyn), js.lower, js.upper, js.effort, js.velocity, js.actuated, closes_loop)
+
+
+def _check_determined(robot: Robot) -> None:
+    """Warn about joints that move no inertia along their axis: forward dynamics cannot determine their q̈.
+
+    Checked at q = 0 with the subtree's composite inertia, in the child's CoM frame. Inverse dynamics stays
+    determined, so such robots load; a solve that leaves those q̈ unknown raises IndeterminateSystemError.
+    """
+    composite = {link.name: link.G.copy() for link in robot.links}
+    massless = []
+    for joint in reversed(robot.joints):  # leaves first
+        S = joint.screw_axis
+        if S @ composite[joint.child] @ S < MASSLESS_TOLERANCE:
+            massless.append(joint.name)
+        if not robot.is_base(joint.parent):
+            Adj = Ad(joint.rest_pose.inverse())  # child's dynamics frame -> parent's
+            composite[joint.parent] += Adj.T @ composite[joint.child] @ Adj
+    if massless:
+        warnings.warn(
+            f"{robot.source}: joints {', '.join(reversed(massless))} move only massless links, so forward "
+            "dynamics cannot determine their accelerations (inverse dynamics can). Give those links an "
+            "<inertial>, or make the joints fixed", ModelWarning, stacklevel=4)
