@@ -136,26 +136,37 @@ def _find_root(description: RobotDescription, links: dict, joints: dict, src: st
 
 
 def _spanning_tree(root: str, joints: dict, links: dict, src: str) -> tuple[list[JointSpec], list[JointSpec]]:
-    """Tree joints in depth-first pre-order from the root (children in file order, as Pinocchio numbers
-    them), and the joints that close loops (their child was reached first through another joint)."""
+    """The spanning tree and the joints that close loops.
+
+    Tree joints are chosen breadth-first from the root (each link joins the tree by its shortest path from
+    the base, so a loop closes at the joint farthest from it: the five-bar's end-effector joint), then
+    numbered depth-first in file order, which for a plain tree is Pinocchio's numbering.
+    """
     by_parent: dict[str, list[JointSpec]] = {}
     for js in joints.values():
         by_parent.setdefault(js.parent, []).append(js)
-    order: list[JointSpec] = []
-    reached = {root}
-    stack = list(reversed(by_parent.get(root, [])))
-    while stack:
-        js = stack.pop()
-        if js.child in reached:
-            continue
-        reached.add(js.child)
-        order.append(js)
-        stack.extend(reversed(by_parent.get(js.child, [])))
+    tree_joint_of: dict[str, JointSpec] = {}
+    frontier, reached = [root], {root}
+    while frontier:
+        next_frontier = []
+        for link in frontier:
+            for js in by_parent.get(link, []):
+                if js.child not in reached:
+                    reached.add(js.child)
+                    tree_joint_of[js.child] = js
+                    next_frontier.append(js.child)
+        frontier = next_frontier
     unreachable = [name for name in links if name not in reached]
     if unreachable:
         raise ModelError(f"{src}: links {', '.join(unreachable)} cannot be reached from the base '{root}' by going from "
                          "parent to child (they are disconnected, or their joints form a cycle among themselves)")
-    tree = {js.name for js in order}
+    tree = {js.name for js in tree_joint_of.values()}
+    order: list[JointSpec] = []
+    stack = [js for js in reversed(by_parent.get(root, [])) if js.name in tree]
+    while stack:
+        js = stack.pop()
+        order.append(js)
+        stack.extend(c for c in reversed(by_parent.get(js.child, [])) if c.name in tree)
     closing = [js for js in joints.values() if js.name not in tree]
     for js in closing:
         if js.type == "fixed":

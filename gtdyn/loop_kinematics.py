@@ -1,0 +1,132 @@
+"""Loop kinematics as factor graphs: from the independent joints' values, the joint values, velocities and
+accelerations that close every loop.
+
+* Position: pose factors (forward kinematics) on every joint, tree and loop-closing alike, with the
+  independent joints fixed; nonlinear, solved by Gauss–Newton from an initial guess, which selects the
+  branch (elbow up or down, …).
+* Velocity: eq. 4 on every joint, linear in the link twists and the dependent q̇.
+* Acceleration: eq. 5 on every joint, linear in the link accelerations and the dependent q̈.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import gtsam
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.dynamics import _joint_dict, _joint_vector, eliminate
+from gtdyn.equations import twist_accel_equation, twist_equation
+from gtdyn.factors import PoseFactor, joint_prior
+from gtdyn.graph import Key, _add_equation
+from gtdyn.kinematics import forward_kinematics
+from gtdyn.robot import Robot
+
+MAX_ITERATIONS = 50
+STEP_TOLERANCE = 1e-13
+
+
+@dataclass(frozen=True)
+class LoopState:
+    """A state that closes every loop (vectors in ``robot.joint_names`` order) and how well it does:
+    the largest pose mismatch (rad or m), twist mismatch and acceleration-equation residual over the loops."""
+
+    q: np.ndarray
+    v: np.ndarray
+    qdd: np.ndarray
+    position_residual: float
+    velocity_residual: float
+    acceleration_residual: float
+    iterations: int
+
+
+def close_loops(robot: Robot, q: Mapping[str, float], v: Mapping[str, float] | None = None,
+                qdd: Mapping[str, float] | None = None, *, guess=None) -> LoopState:
+    """Joint values, velocities and accelerations that close every loop, given those of the independent
+    joints (the keys of ``q``; ``v`` and ``qdd`` default to zero for them). ``guess`` (all joints) starts the
+    position solve and so picks the assembly branch; default zeros (the model's rest configuration)."""
+    given = _joint_dict(robot, "q", q)
+    given_v = _joint_dict(robot, "v", v or {})
+    given_qdd = _joint_dict(robot, "qdd", qdd or {})
+    for name, d in (("v", given_v), ("qdd", given_qdd)):
+        extra = [robot.joints[j - 1].name for j in d if j not in given]
+        if extra:
+            raise ValueError(f"{name}: joints {', '.join(extra)} are not among the independent joints given in q")
+    start = np.zeros(robot.num_dofs) if guess is None else _joint_vector(robot, "guess", guess)
+    q_all, iterations = solve_positions(robot, given, start)
+    v_all = solve_rates(robot, q_all, {j: given_v.get(j, 0.0) for j in given}, order=1)
+    qdd_all = solve_rates(robot, q_all, {j: given_qdd.get(j, 0.0) for j in given}, order=2, v=v_all)
+    kin = forward_kinematics(robot, q_all, v_all)
+    return LoopState(q_all, v_all, qdd_all,
+                     max((float(np.max(np.abs(r))) for r in kin.pose_closure.values()), default=0.0),
+                     max((float(np.max(np.abs(r))) for r in kin.twist_closure.values()), default=0.0),
+                     acceleration_residual(robot, q_all, v_all, qdd_all), iterations)
+
+
+def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) -> tuple[np.ndarray, int]:
+    """Gauss–Newton on the pose-factor graph; returns all joint values and the iterations used."""
+    graph = gtsam.NonlinearFactorGraph()
+    for joint in robot.joints:
+        p, c = robot.link(joint.parent).index, robot.link(joint.child).index
+        graph.add(PoseFactor(joint, None if p == 0 else keys.pose_key(p), keys.pose_key(c), keys.joint_angle_key(joint.index)))
+    for j, value in given.items():
+        graph.add(joint_prior(keys.joint_angle_key(j), value))
+    values = gtsam.Values()
+    start = start.copy()
+    for j, value in given.items():
+        start[j - 1] = value
+    kin = forward_kinematics(robot, start, np.zeros(robot.num_dofs))
+    for joint in robot.joints:
+        values.insert(keys.joint_angle_key(joint.index), np.array([start[joint.index - 1]]))
+    for link in robot.links:
+        values.insert(keys.pose_key(link.index), kin.wT[link.index])
+    for iteration in range(1, MAX_ITERATIONS + 1):
+        linear = graph.linearize(values)
+        for i in range(linear.size()):  # exact equations: unit weights, so Householder QR applies
+            linear.at(i).setModel(False, np.ones(linear.at(i).rows()))
+        delta = eliminate(linear, gtsam.Ordering.ColamdGaussianFactorGraph(linear), robot).optimize()
+        values = values.retract(delta)
+        if np.max(np.abs(delta.vector())) < STEP_TOLERANCE:
+            break
+    q_all = np.array([values.atVector(keys.joint_angle_key(j.index))[0] for j in robot.joints])
+    residual = max(float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size()))
+    if residual > 1e-9:
+        raise ValueError(f"q: no assembly closes the loops from these independent joint values "
+                         f"(residual {residual:.3g} after {iteration} Gauss–Newton steps); the loop may be out of reach")
+    return q_all, iteration
+
+
+def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int, v: np.ndarray | None = None) -> np.ndarray:
+    """The linear velocity (order 1, eq. 4) or acceleration (order 2, eq. 5) problem around every joint."""
+    kin = forward_kinematics(robot, q, np.zeros(robot.num_dofs) if v is None else v)
+    graph = gtsam.GaussianFactorGraph()
+    rate_key = keys.joint_vel_key if order == 1 else keys.joint_accel_key
+    link_key = keys.twist_key if order == 1 else keys.twist_accel_key
+    for joint in robot.joints:
+        j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
+        if order == 1:
+            eq, names = twist_equation(kin.cTp[j], joint.screw_axis), ("V_c", "V_p", "v")
+        else:
+            eq, names = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[c], kin.v[j - 1]), ("A_c", "A_p", "a")
+        _add_equation(graph, eq, {names[0]: Key(link_key(c)), names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
+                                  names[2]: given[j] if j in given else Key(rate_key(j))}, False, None)
+    solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), robot).optimize()
+    return np.array([given[j.index] if j.index in given else solution.at(rate_key(j.index))[0] for j in robot.joints])
+
+
+def acceleration_residual(robot: Robot, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> float:
+    """Largest violation of eq. 5 across the loop-closing joints by the tree's link accelerations."""
+    kin = forward_kinematics(robot, q, v)
+    A = [np.zeros(6)] * (len(robot.links) + 1)
+    for joint in robot.tree_joints:
+        j, p = joint.index, robot.link(joint.parent).index
+        eq = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[j], kin.v[j - 1])
+        A[j] = eq.rhs - eq.coefficients["A_p"] @ A[p] - eq.coefficients["a"] @ np.array([qdd[j - 1]])
+    worst = 0.0
+    for joint in robot.loop_joints:
+        j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
+        eq = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[c], kin.v[j - 1])
+        worst = max(worst, float(np.max(np.abs(eq.error({"A_c": A[c], "A_p": A[p], "a": qdd[j - 1]})))))
+    return worst
