@@ -2,8 +2,8 @@
 accelerations that close every loop.
 
 * Position: pose factors (forward kinematics) on every joint, tree and loop-closing alike, with the
-  independent joints fixed; nonlinear, solved by Gauss–Newton from an initial guess, which selects the
-  branch (elbow up or down, …).
+  independent joints fixed; nonlinear, solved by Gauss–Newton with backtracking (a step is halved until the
+  error falls) from an initial guess, which selects the branch (elbow up or down, …).
 * Velocity: eq. 4 on every joint, linear in the link twists and the dependent q̇.
 * Acceleration: eq. 5 on every joint, linear in the link accelerations and the dependent q̈.
 """
@@ -82,13 +82,21 @@ def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) ->
         values.insert(keys.joint_angle_key(joint.index), np.array([start[joint.index - 1]]))
     for link in robot.links:
         values.insert(keys.pose_key(link.index), kin.wT[link.index])
+    error = _squared_error(graph, values)
     for iteration in range(1, MAX_ITERATIONS + 1):
         linear = graph.linearize(values)
         for i in range(linear.size()):  # exact equations: unit weights, so Householder QR applies
             linear.at(i).setModel(False, np.ones(linear.at(i).rows()))
         delta = eliminate(linear, gtsam.Ordering.ColamdGaussianFactorGraph(linear), robot).optimize()
-        values = values.retract(delta)
-        if np.max(np.abs(delta.vector())) < STEP_TOLERANCE:
+        step = 1.0
+        while True:
+            trial = values.retract(delta.scale(step))
+            trial_error = _squared_error(graph, trial)
+            if trial_error <= error or step < 1e-6:
+                break
+            step /= 2
+        values, error = trial, trial_error
+        if step * np.max(np.abs(delta.vector())) < STEP_TOLERANCE:
             break
     q_all = np.array([values.atVector(keys.joint_angle_key(j.index))[0] for j in robot.joints])
     residual = max(float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size()))
@@ -96,6 +104,10 @@ def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) ->
         raise ValueError(f"q: no assembly closes the loops from these independent joint values "
                          f"(residual {residual:.3g} after {iteration} Gauss–Newton steps); the loop may be out of reach")
     return q_all, iteration
+
+
+def _squared_error(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> float:
+    return sum(float(np.sum(graph.at(i).unwhitenedError(values) ** 2)) for i in range(graph.size()))
 
 
 def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int, v: np.ndarray | None = None) -> np.ndarray:

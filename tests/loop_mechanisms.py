@@ -1,11 +1,11 @@
 """Planar closed-loop mechanisms built directly as descriptions (independent of any file reader), moving in
-the x–z plane with joint axes along y, assembled at zero joint values."""
+the x–z plane with joint axes along y, assembled at zero joint values. ``gtdyn.build.build_robot`` turns
+them into robots; ``loop_references.LagrangeReference`` into an independent reference."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.build import build_robot
 from gtdyn.description import JointSpec, LinkSpec, RobotDescription
 
 Y = np.array([0.0, 1.0, 0.0])
@@ -41,7 +41,7 @@ def parallelogram_four_bar(a: float = 1.0, b: float = 2.0, m: float = 1.0, M: fl
               revolute("j2", "crank", "coupler", translation(0, 0, a), actuated=False),
               revolute("j4", "ground", "rocker", translation(b), actuated=False),
               revolute("j3", "coupler", "rocker", translation(b), child_pose=translation(0, 0, -a), actuated=False))
-    return build_robot(RobotDescription("four_bar", links, joints, allow_loops=True))
+    return RobotDescription("four_bar", links, joints, allow_loops=True)
 
 
 def five_bar(d: float = 1.0, crank: float = 1.0, distal: float = 1.2):
@@ -56,4 +56,4 @@ def five_bar(d: float = 1.0, crank: float = 1.0, distal: float = 1.2):
               revolute("j4", "link2", "link4", translation(0, 0, crank), actuated=False),
               revolute("j5", "link3", "link4", translation(*(P - [0, 0, crank])),
                        child_pose=translation(*([d, 0, crank] - P)), actuated=False))
-    return build_robot(RobotDescription("five_bar", links, joints, allow_loops=True))
+    return RobotDescription("five_bar", links, joints, allow_loops=True)
