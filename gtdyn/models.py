@@ -1,30 +1,38 @@
-"""Loading robots: from a file path (.urdf; .sdf in the loops issue) or a bundled model name."""
+"""Loading robots: from a file path (.urdf or .sdf) or a bundled model name."""
 
 from __future__ import annotations
 
 import os
 from importlib import resources
 
-from gtdyn.errors import ModelError
 from gtdyn.build import build_robot
+from gtdyn.errors import ModelError
 from gtdyn.robot import Robot
 
-BUNDLED = {"puma560": "puma560.urdf", "rrr": "rrr.urdf", "rr": "rr.urdf"}
+# bundled name -> (folder in the source tree, package it installs as, file)
+BUNDLED = {
+    "puma560": ("urdf", "gtdyn.models_urdf", "puma560.urdf"),
+    "rrr": ("urdf", "gtdyn.models_urdf", "rrr.urdf"),
+    "rr": ("urdf", "gtdyn.models_urdf", "rr.urdf"),
+    "five_bar": ("sdf", "gtdyn.models_sdf", "five_bar.sdf"),
+    "four_bar": ("sdf", "gtdyn.models_sdf", "four_bar.sdf"),
+    "six_bar": ("sdf", "gtdyn.models_sdf", "six_bar.sdf"),
+}
 
 
 def bundled_path(name: str) -> str:
     """Path of a bundled model file (works from a source checkout and after ``pip install .``)."""
     if name not in BUNDLED:
         raise ModelError(f"no bundled robot '{name}' (bundled: {', '.join(BUNDLED)})")
-    filename = BUNDLED[name]
-    try:  # installed: the urdf/ folder ships as the package gtdyn.models_urdf
-        return str(resources.files("gtdyn.models_urdf").joinpath(filename))
+    folder, package, filename = BUNDLED[name]
+    try:  # installed: the urdf/ and sdf/ folders ship as packages
+        return str(resources.files(package).joinpath(filename))
     except ModuleNotFoundError:  # a source checkout on sys.path without installing
-        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "urdf", filename)
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), folder, filename)
 
 
 def load_robot(path_or_name: str | os.PathLike) -> Robot:
-    """Load a robot from a ``.urdf`` file or a bundled name ('puma560', 'rrr', 'rr'); ModelError on bad input."""
+    """Load a robot from a ``.urdf`` or ``.sdf`` file or a bundled name; ModelError on bad input."""
     path = os.fspath(path_or_name)
     if path in BUNDLED:
         path = bundled_path(path)
@@ -33,5 +41,9 @@ def load_robot(path_or_name: str | os.PathLike) -> Robot:
         from gtdyn.io.urdf import read_urdf
 
         return build_robot(read_urdf(path))
-    raise ModelError(f"{path}: unsupported robot file type '{suffix or '(none)'}'; expected .urdf "
+    if suffix == ".sdf":
+        from gtdyn.io.sdf import read_sdf
+
+        return build_robot(read_sdf(path))
+    raise ModelError(f"{path}: unsupported robot file type '{suffix or '(none)'}'; expected .urdf, .sdf "
                      f"or a bundled name ({', '.join(BUNDLED)})")

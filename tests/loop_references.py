@@ -31,17 +31,41 @@ class LagrangeReference:
         assert all(js.type == "revolute" for js in tree + self.loop), "reference handles revolute joints"
         self.model = pin.Model()
         self.model.gravity.linear = np.asarray(gravity, float)
-        joint_id = {robot.base.name: 0}
-        child_pose = {robot.base.name: np.eye(4)}  # link frame in its tree joint's (Pinocchio body) frame
-        for js in tree:
-            placement = child_pose[js.parent] @ js.origin  # joint frame in the parent's Pinocchio frame
-            jid = self.model.addJoint(joint_id[js.parent], pin.JointModelRevoluteUnaligned(np.asarray(js.axis, float)),
-                                      _se3(placement), js.name)
+        # Every link rides on a Pinocchio joint (0: the universe); frame_of[link] = pose of the link frame in
+        # that joint's frame. Fixed joints weld their child to the parent's joint.
+        root = description.base or next(ls.name for ls in description.links
+                                        if all(js.child != ls.name for js in description.joints))
+        joint_id, frame_of, added = {root: 0}, {root: np.eye(4)}, []
+        fixed = [js for js in description.joints if js.type == "fixed"]
+
+        def attach(js):
+            placement = frame_of[js.parent] @ js.origin  # the joint frame in the parent's Pinocchio frame
+            if js.type == "fixed":
+                joint_id[js.child], frame_of[js.child] = joint_id[js.parent], placement @ js.child_pose
+            else:
+                joint_id[js.child] = self.model.addJoint(joint_id[js.parent],
+                                                         pin.JointModelRevoluteUnaligned(np.asarray(js.axis, float)),
+                                                         _se3(placement), js.name)
+                frame_of[js.child] = js.child_pose
+                added.append(js.name)
             ls = links[js.child]
-            com = js.child_pose @ ls.inertial_origin
+            com = frame_of[js.child] @ ls.inertial_origin
             inertia = com[:3, :3] @ np.asarray(ls.inertia) @ com[:3, :3].T
-            self.model.appendBodyToJoint(jid, pin.Inertia(ls.mass, com[:3, 3].copy(), inertia), pin.SE3.Identity())
-            joint_id[js.child], child_pose[js.child] = jid, js.child_pose
+            self.model.appendBodyToJoint(joint_id[js.child], pin.Inertia(ls.mass, com[:3, 3].copy(), inertia),
+                                         pin.SE3.Identity())
+
+        def weld_ready():
+            while any(js.parent in joint_id for js in fixed):
+                js = next(js for js in fixed if js.parent in joint_id)
+                fixed.remove(js)
+                attach(js)
+
+        # Depth-first order (gtdyn's tree order): Pinocchio's algorithms need each subtree contiguous.
+        for js in tree:
+            weld_ready()
+            attach(js)
+        weld_ready()
+        child_pose = frame_of
         self.frames = []  # per loop joint: (frame on the parent side, frame on the child side)
         for js in self.loop:
             on_parent = child_pose[js.parent] @ js.origin
@@ -51,8 +75,8 @@ class LagrangeReference:
                 ids.append(self.model.addFrame(pin.Frame(f"{js.name}_{side}", joint_id[link], 0, _se3(T), pin.FrameType.OP_FRAME)))
             self.frames.append(tuple(ids))
         self.data = self.model.createData()
-        self.tree_index = [robot.joint_names.index(js.name) for js in tree]  # gtdyn vector index of Pinocchio joint k
-        self.actuated = np.array([specs[robot.joint_names[i]].actuated for i in self.tree_index])
+        self.tree_index = [robot.joint_names.index(name) for name in added]  # gtdyn index of Pinocchio joint k
+        self.actuated = np.array([specs[name].actuated for name in added])
 
     def _constraint(self, q, v):
         """J (3 rows per loop joint) and J̇ q̇, world-aligned, at the tree state (q, v)."""

@@ -2,6 +2,7 @@
 
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -262,11 +263,19 @@ def test_every_example_robot_data_urdf_loads():
 def test_bundled_models_load_after_non_editable_install(tmp_path):
     """pip install (no -e) into a scratch target; the installed package finds its bundled URDFs."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    source = tmp_path / "src"  # build from a copy, so the build leaves nothing in the checkout
+    source.mkdir()
+    for item in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(repo, item), source / item)
+    for folder in ("gtdyn", "urdf", "sdf"):
+        shutil.copytree(os.path.join(repo, folder), source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), repo], check=True, capture_output=True)
-    code = ("import gtdyn, sys; r = gtdyn.load_robot('puma560'); "
-            "assert gtdyn.__file__.startswith(sys.argv[1]), gtdyn.__file__; print(r.num_dofs, gtdyn.bundled_path('rrr'))")
+                    "--target", str(target), str(source)], check=True, capture_output=True)
+    code = ("import gtdyn, sys; r = gtdyn.load_robot('puma560'); f = gtdyn.load_robot('five_bar'); "
+            "assert gtdyn.__file__.startswith(sys.argv[1]), gtdyn.__file__; "
+            "assert gtdyn.bundled_path('five_bar').startswith(sys.argv[1]) and f.num_dofs == 5; "
+            "print(r.num_dofs, gtdyn.bundled_path('rrr'))")
     out = subprocess.run([sys.executable, "-c", code, str(target)], cwd=tmp_path, check=True, capture_output=True,
                          text=True, env={**os.environ, "PYTHONPATH": str(target)})
     count, path = out.stdout.split()
