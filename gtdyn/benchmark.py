@@ -33,6 +33,7 @@ import numpy as np
 
 import gtdyn
 from gtdyn.dag import metrics
+from gtdyn.dynamics import forward_problem, hybrid_problem, inverse_problem, with_loop_factors
 from gtdyn.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.graph import Problem, dynamics_graph
 from gtdyn.kinematics import forward_kinematics
@@ -100,21 +101,22 @@ def benchmark_state(robot: Robot, seed: int = 0) -> State:
     rng = np.random.default_rng(seed)
     n = robot.num_dofs
     q, v, qdd = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n), rng.uniform(-2, 2, n)
+    act = robot.actuated_joint_names
+    if robot.loop_joints:  # random actuated joints near the rest assembly; the others close the loops
+        s = gtdyn.close_loops(robot, {k: rng.uniform(-0.2, 0.2) for k in act}, {k: rng.uniform(-1, 1) for k in act},
+                              {k: rng.uniform(-2, 2) for k in act})
+        q, v, qdd = s.q, s.v, s.qdd
     tau = gtdyn.inverse_dynamics(robot, q, v, qdd, ordering="rnea").tau
-    half = n // 2
-    names = robot.joint_names
-    return State(q, v, qdd, tau, {k: qdd[i] for i, k in enumerate(names[:half])},
-                 {k: tau[half + i] for i, k in enumerate(names[half:])})
+    half, index = len(act) // 2, robot.joint_names.index
+    return State(q, v, qdd, tau, {k: qdd[index(k)] for k in act[:half]}, {k: tau[index(k)] for k in act[half:]})
 
 
 def _problem(robot: Robot, state: State, kind: str) -> Problem:
-    n = range(1, robot.num_dofs + 1)
     if kind == "inverse":
-        return Problem(known_qdd={j: state.qdd[j - 1] for j in n})
+        return inverse_problem(robot, state.qdd)
     if kind == "forward":
-        return Problem(known_tau={j: state.tau[j - 1] for j in n})
-    return Problem(known_qdd={robot.joint(k).index: x for k, x in state.known_qdd.items()},
-                   known_tau={robot.joint(k).index: x for k, x in state.known_tau.items()})
+        return forward_problem(robot, state.tau)
+    return hybrid_problem(robot, state.known_qdd, state.known_tau)
 
 
 def _solve(robot: Robot, state: State, kind: str, ordering, elimination="qr"):
@@ -135,8 +137,8 @@ def bench_orderings(robot: Robot, kind: str, state: State, orderings: Iterable[s
                     inner: int = 5, warmup: int = 5, end_to_end: bool = True, progress=None) -> list[Row]:
     """One Row per applicable ordering (or those named) for one problem."""
     orderings = list(orderings) if orderings is not None else applicable(kind)
-    problem = _problem(robot, state, kind)
     kin = forward_kinematics(robot, state.q, state.v)
+    problem = with_loop_factors(robot, kin, _problem(robot, state, kind))
     gravity = np.array(gtdyn.GRAVITY)
     graph_qr = dynamics_graph(robot, kin, problem, gravity)
     graph_hard = dynamics_graph(robot, kin, problem, gravity, constrained=True)
@@ -168,10 +170,13 @@ def bench_orderings(robot: Robot, kind: str, state: State, orderings: Iterable[s
 
 def bench_pinocchio(robot: Robot, path: str, kind: str, state: State, repeat: int = 30, inner: int = 50,
                     warmup: int = 20) -> list[Row]:
-    """Pinocchio on the same URDF and state; empty if Pinocchio is not installed."""
+    """Pinocchio on the same URDF and state; empty if Pinocchio is not installed, or for other files (closed
+    loops need constraint dynamics, which this comparison does not cover)."""
     try:
         import pinocchio as pin
     except ImportError:
+        return []
+    if not path.lower().endswith(".urdf") or robot.loop_joints:
         return []
     model = pin.buildModelFromUrdf(path)
     data = model.createData()

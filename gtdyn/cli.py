@@ -28,8 +28,9 @@ PUMA_STATE = (
 )
 DEFAULT_STATE_DOC = """default state: for the PUMA 560 q = (0, π/4, π, 0, π/4, 0) rad (the toolbox's nominal pose qn),
 q̇ = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6) rad/s, q̈ = (1, −1, 0.5, −0.5, 0.25, −0.25) rad/s²; for other robots
-q_k = 0.1·k, q̇_k = 0.1, q̈_k = 0.5. Forward dynamics is given the torques inverse dynamics finds for that
-q̈; hybrid dynamics is given q̈ for the first half of the joints and those torques for the rest."""
+q_k = 0.1·k, q̇_k = 0.1, q̈_k = 0.5 (on closed loops: for the actuated joints, the others closing the loops).
+Forward dynamics is given the torques inverse dynamics finds for that q̈; hybrid dynamics is given q̈ for the
+first half of the actuated joints and those torques for the rest."""
 
 
 class CLIError(Exception):
@@ -39,6 +40,11 @@ class CLIError(Exception):
 def default_state(robot: gtdyn.Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if robot.name == "puma560" and robot.num_dofs == 6:
         return PUMA_STATE
+    if robot.loop_joints:  # the actuated joints at the values below; the others close the loops
+        act = robot.actuated_joint_names
+        s = gtdyn.close_loops(robot, {n: 0.1 * (k + 1) for k, n in enumerate(act)}, {n: 0.1 for n in act},
+                              {n: 0.5 for n in act})
+        return s.q, s.v, s.qdd
     k = np.arange(1, robot.num_dofs + 1)
     return 0.1 * k, np.full(robot.num_dofs, 0.1), np.full(robot.num_dofs, 0.5)
 
@@ -95,9 +101,10 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> gtdyn.DynamicsResul
     reference_tau = gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity).tau
     if problem == "forward":
         return gtdyn.forward_dynamics(robot, q, v, _vector(args.tau, "tau", robot, reference_tau), ordering=ordering, **common)
-    half, names = robot.num_dofs // 2, robot.joint_names
-    given_qdd = _pairs(args.qdd, "qdd") if args.qdd else {n: qdd0[i] for i, n in enumerate(names[:half])}
-    given_tau = _pairs(args.tau, "tau") if args.tau else {n: reference_tau[half + i] for i, n in enumerate(names[half:])}
+    act = robot.actuated_joint_names
+    half, index = len(act) // 2, robot.joint_names.index
+    given_qdd = _pairs(args.qdd, "qdd") if args.qdd else {n: qdd0[index(n)] for n in act[:half]}
+    given_tau = _pairs(args.tau, "tau") if args.tau else {n: reference_tau[index(n)] for n in act[half:]}
     return gtdyn.hybrid_dynamics(robot, q, v, qdd=given_qdd, tau=given_tau, ordering=ordering, **common)
 
 

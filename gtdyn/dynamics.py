@@ -104,23 +104,14 @@ def inverse_dynamics(robot: Robot, q, v, qdd, *, gravity=GRAVITY, external_wrenc
     the least-norm τ if the loop is redundantly actuated. ``planar`` (None: detect per loop; True: require;
     False: never) adds the planar factor to planar loops.
     """
-    qdd = _joint_vector(robot, "qdd", qdd)
-    known_tau = {j.index: 0.0 for j in robot.joints if not j.actuated}
-    problem = Problem(known_qdd={j: qdd[j - 1] for j in range(1, robot.num_dofs + 1)}, known_tau=known_tau,
-                      problem_kind="inverse")
-    return _solve(robot, q, v, problem, gravity, external_wrenches, ordering, elimination, planar)
+    return _solve(robot, q, v, inverse_problem(robot, qdd), gravity, external_wrenches, ordering, elimination, planar)
 
 
 def forward_dynamics(robot: Robot, q, v, tau, *, gravity=GRAVITY, external_wrenches=None, ordering=None,
                      elimination="qr", planar=None) -> DynamicsResult:
     """Joint accelerations q̈ produced by torques ``tau`` at state (q, v). Arguments as ``inverse_dynamics``;
     ``tau`` is 0 at passive joints."""
-    tau = _joint_vector(robot, "tau", tau)
-    passive = [j.name for j in robot.joints if not j.actuated and tau[j.index - 1] != 0.0]
-    if passive:
-        raise ValueError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
-    problem = Problem(known_tau={j: tau[j - 1] for j in range(1, robot.num_dofs + 1)}, problem_kind="forward")
-    return _solve(robot, q, v, problem, gravity, external_wrenches, ordering, elimination, planar)
+    return _solve(robot, q, v, forward_problem(robot, tau), gravity, external_wrenches, ordering, elimination, planar)
 
 
 def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], *, gravity=GRAVITY,
@@ -130,6 +121,28 @@ def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[s
     Every actuated joint must appear in exactly one of ``qdd`` and ``tau``; passive joints have τ = 0 and
     their q̈ is solved for.
     """
+    return _solve(robot, q, v, hybrid_problem(robot, qdd, tau), gravity, external_wrenches, ordering, elimination,
+                  planar)
+
+
+def inverse_problem(robot: Robot, qdd) -> Problem:
+    """Every q̈ given; passive joints' τ = 0 given; the actuated τ unknown."""
+    qdd = _joint_vector(robot, "qdd", qdd)
+    return Problem(known_qdd={j: qdd[j - 1] for j in range(1, robot.num_dofs + 1)},
+                   known_tau={j.index: 0.0 for j in robot.joints if not j.actuated}, problem_kind="inverse")
+
+
+def forward_problem(robot: Robot, tau) -> Problem:
+    """Every τ given (0 at passive joints); every q̈ unknown."""
+    tau = _joint_vector(robot, "tau", tau)
+    passive = [j.name for j in robot.joints if not j.actuated and tau[j.index - 1] != 0.0]
+    if passive:
+        raise ValueError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
+    return Problem(known_tau={j: tau[j - 1] for j in range(1, robot.num_dofs + 1)}, problem_kind="forward")
+
+
+def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, float]) -> Problem:
+    """q̈ given at some actuated joints, τ at the others; passive joints have τ = 0 and unknown q̈."""
     known_qdd = _joint_dict(robot, "qdd", qdd)
     known_tau = _joint_dict(robot, "tau", tau)
     both = [robot.joints[j - 1].name for j in known_qdd if j in known_tau]
@@ -145,8 +158,7 @@ def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[s
     neither = [joint.name for joint in robot.joints if joint.index not in known_qdd and joint.index not in known_tau]
     if neither:
         raise ValueError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
-    return _solve(robot, q, v, Problem(known_qdd, known_tau), gravity, external_wrenches,
-                  ordering, elimination, planar)
+    return Problem(known_qdd, known_tau)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -167,9 +179,7 @@ def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, 
     v = _joint_vector(robot, "v", v)
     gravity = _finite_vector("gravity", gravity, 3)
     kin = forward_kinematics(robot, q, v)
-    if robot.loop_joints:
-        check_closed(robot, kin)
-        problem = dataclasses.replace(problem, planar=_planar_loops(robot, kin, planar))
+    problem = with_loop_factors(robot, kin, problem, planar)
     wrenches_com = _external_wrenches(robot, external_wrenches)
     try:
         return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination)
@@ -182,6 +192,15 @@ def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, 
     unknown_tau = tuple(j.index for j in robot.joints if j.index not in problem.known_tau)
     problem = dataclasses.replace(problem, minimum_torque=unknown_tau)
     return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, "constrained")
+
+
+def with_loop_factors(robot: Robot, kin: KinematicState, problem: Problem, planar=None) -> Problem:
+    """Check that the state closes every loop, and give planar loops their planar factor (``planar``: None
+    detects, True requires, False skips). A tree's problem is returned unchanged."""
+    if not robot.loop_joints:
+        return problem
+    check_closed(robot, kin)
+    return dataclasses.replace(problem, planar=_planar_loops(robot, kin, planar))
 
 
 def _planar_loops(robot: Robot, kin, planar) -> dict[int, np.ndarray]:

@@ -33,6 +33,8 @@ def test_bare_solve_is_the_main_job(capsys):
      "ordering t1,a2,a3,F1,A1,A3,F3,A2,F2"),
     (["solve", "--elimination", "constrained", "--problem", "forward"], "forward dynamics of puma560"),
     (["info", "puma560"], "joint6"),
+    (["solve", "five_bar"], "hybrid dynamics of five_bar"),
+    (["solve", "six_bar", "--problem", "forward", "--ordering", "aba"], "forward dynamics of six_bar"),
 ])
 def test_solve_and_info(capsys, argv, expected):
     code, out, err = run(capsys, *argv)
@@ -47,6 +49,13 @@ def test_dag_writes_picture_and_dot(capsys, tmp_path):
         assert os.path.getsize(prefix + suffix) > 0
     code, _, _ = run(capsys, "dag", "rr", "--problem", "forward", "--ordering", "aba", "--out", prefix, "--format", "svg")
     assert code == 0 and open(prefix + ".svg").read().lstrip().startswith("<?xml")
+
+
+def test_dag_and_bench_on_a_closed_loop(capsys, tmp_path):
+    code, out, _ = run(capsys, "dag", "five_bar", "--problem", "forward", "--ordering", "aba", "--out", str(tmp_path / "fb"))
+    assert code == 0 and "forward dynamics of five_bar" in out
+    code, out, _ = run(capsys, "bench", "five_bar", "--problem", "inverse", "--repeat", "2", "--inner", "1", "--warmup", "0")
+    assert code == 0 and "| rnea |" in out
 
 
 def test_bench_tiny(capsys, tmp_path):

@@ -54,3 +54,11 @@ def test_readme_dag_example_runs(tmp_path, monkeypatch):
     exec(compile(readme_blocks()[1], "README.md", "exec"), namespace)
     for name in ("aba.png", "aba.dot", "steps.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_readme_loop_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(readme_blocks()[2], "README.md", "exec"), namespace)
+    np.testing.assert_allclose(namespace["qdd"], namespace["state"].qdd, atol=1e-9)
+    assert (tmp_path / "five_bar.png").stat().st_size > 0
