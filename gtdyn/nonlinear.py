@@ -11,29 +11,34 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.factors import PoseFactor, TorqueFactor, TwistAccelFactor, TwistFactor, WrenchFactor, joint_prior
+from gtdyn.factors import PlanarFactor, PoseFactor, TorqueFactor, TwistAccelFactor, TwistFactor, WrenchFactor, joint_prior
 from gtdyn.robot import Robot
 
 
 def full_dynamics_graph(robot: Robot, gravity=(0.0, 0.0, -9.81),
-                        external_wrenches: Mapping[int, np.ndarray] | None = None) -> gtsam.NonlinearFactorGraph:
-    """Pose, twist (eq. 4), twist-acceleration (eq. 5) and torque (eq. 7) factors per joint, a wrench
-    factor (eq. 6) per moving link. ``external_wrenches[i]``: on link i, in its CoM frame. No priors."""
-    external_wrenches = external_wrenches or {}
+                        external_wrenches: Mapping[int, np.ndarray] | None = None,
+                        planar: Mapping[int, np.ndarray] | None = None) -> gtsam.NonlinearFactorGraph:
+    """Pose, twist (eq. 4), twist-acceleration (eq. 5) and torque (eq. 7) factors per joint (loop-closing
+    ones too), a wrench factor (eq. 6) per moving link, and a planar factor on each loop joint j in ``planar``
+    (j → plane normal). ``external_wrenches[i]``: on link i, in its CoM frame. No priors."""
+    external_wrenches, planar = external_wrenches or {}, planar or {}
     graph = gtsam.NonlinearFactorGraph()
     for joint in robot.joints:
-        j, p = joint.index, robot.link(joint.parent).index
+        j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
         on_base = p == 0
         q, v, a = K.joint_angle_key(j), K.joint_vel_key(j), K.joint_accel_key(j)
-        graph.add(PoseFactor(joint, None if on_base else K.pose_key(p), K.pose_key(j), q))
-        graph.add(TwistFactor(joint, K.twist_key(j), None if on_base else K.twist_key(p), q, v))
-        graph.add(TwistAccelFactor(joint, K.twist_accel_key(j), None if on_base else K.twist_accel_key(p), q, v, a,
-                                   K.twist_key(j)))
+        graph.add(PoseFactor(joint, None if on_base else K.pose_key(p), K.pose_key(c), q))
+        graph.add(TwistFactor(joint, K.twist_key(c), None if on_base else K.twist_key(p), q, v))
+        graph.add(TwistAccelFactor(joint, K.twist_accel_key(c), None if on_base else K.twist_accel_key(p), q, v, a,
+                                   K.twist_key(c)))
         graph.add(TorqueFactor(joint, K.wrench_key(j), K.torque_key(j)))
+        if j in planar:
+            graph.add(PlanarFactor(K.wrench_key(j), K.pose_key(c), planar[j]))
     for link in robot.links:
         i = link.index
-        children = [(c, K.wrench_key(c.index), K.joint_angle_key(c.index)) for c in robot.child_joints(link.name)]
-        graph.add(WrenchFactor(link, K.twist_accel_key(i), K.twist_key(i), K.pose_key(i), K.wrench_key(i), children,
+        into = [K.wrench_key(jt.index) for jt in robot.joints_into(link.name)]
+        out_of = [(jt, K.wrench_key(jt.index), K.joint_angle_key(jt.index)) for jt in robot.joints_out_of(link.name)]
+        graph.add(WrenchFactor(link, K.twist_accel_key(i), K.twist_key(i), K.pose_key(i), into, out_of,
                                gravity=gravity, external=external_wrenches.get(i)))
     return graph
 

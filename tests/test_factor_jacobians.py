@@ -11,7 +11,8 @@ import pytest
 from random_robots import random_robot
 
 from gtdyn import keys as K
-from gtdyn.factors import PoseFactor, TorqueFactor, TwistAccelFactor, TwistFactor, WrenchFactor
+from gtdyn.factors import (MinTorqueFactor, PlanarFactor, PoseFactor, TorqueFactor, TwistAccelFactor, TwistFactor,
+                           WrenchFactor)
 
 POINTS = 50
 STEP = 1e-6
@@ -126,3 +127,28 @@ def test_wrench_points_cover_children_and_prismatic():
     most_children = [max(len(r.child_joints(link.name)) for link in r.links) for r in robots]
     assert sum(c >= 1 for c in most_children) > 3 * POINTS // 4
     assert sum(c >= 2 for c in most_children) > POINTS // 4
+
+
+def test_wrench_factor_with_several_joints_into_the_link(point):
+    """Where a loop closes on a link, several joint wrenches enter its eq. 6."""
+    rng, robot = point
+    link = robot.links[int(rng.integers(len(robot.links)))]
+    i = link.index
+    children = [(c, K.wrench_key(c.index), K.joint_angle_key(c.index)) for c in robot.child_joints(link.name)]
+    F_in = [K.wrench_key(i), K.wrench_key(100 + i)]  # its tree joint and a loop joint closing on it
+    f = WrenchFactor(link, K.twist_accel_key(i), K.twist_key(i), K.pose_key(i), F_in, children,
+                     gravity=rng.normal(size=3) * 5, external=rng.normal(size=6))
+    check(f, random_values(rng, dict.fromkeys(f.keys())))
+
+
+def test_planar_factor(point):
+    rng, _ = point
+    normal = rng.normal(size=3)
+    f = PlanarFactor(K.wrench_key(1), K.pose_key(1), normal)
+    check(f, random_values(rng, dict.fromkeys(f.keys())))
+
+
+def test_minimum_torque_factor(point):
+    rng, _ = point
+    f = MinTorqueFactor(K.torque_key(1))
+    check(f, random_values(rng, dict.fromkeys(f.keys())))

@@ -13,15 +13,19 @@ from references import rel_err
 
 import gtdyn
 from gtdyn import keys as K
+from gtdyn.factors import joint_prior
 from gtdyn.nonlinear import full_dynamics_graph, joint_priors, zero_values
 
 
-def solve_full_inverse(robot, q, v, qdd, gravity=(0, 0, -9.81)):
+def solve_full_inverse(robot, q, v, qdd, gravity=(0, 0, -9.81), planar=None):
     """Gauss–Newton iterations from all-zero values. (GTSAM's optimizer stops at the first rise of the
     hard-constraint error, which the first step from zero can cause; plain iterations converge in ~4.)"""
-    graph = full_dynamics_graph(robot, gravity)
+    graph = full_dynamics_graph(robot, gravity, planar=planar)
     for key_fn, values in ((K.joint_angle_key, q), (K.joint_vel_key, v), (K.joint_accel_key, qdd)):
         graph.push_back(joint_priors(robot, key_fn, values))
+    for joint in robot.joints:  # passive joints carry no torque
+        if not joint.actuated:
+            graph.add(joint_prior(K.torque_key(joint.index), 0.0))
     values = zero_values(robot)
     for _ in range(10):
         values = values.retract(graph.linearize(values).optimize())
@@ -75,3 +79,14 @@ def test_custom_factor_blocks_equal_fast_path_blocks():
             np.testing.assert_allclose(block, nonlinear[key], atol=1e-12)
         compared += 1
     assert compared == 6 * 3  # eq. 5, 6 and 7 for each of the six joints/links
+
+
+def test_full_graph_on_a_closed_loop():
+    """The five-bar: every joint's factors, the loop joint's planar factor, passive torques fixed at zero."""
+    robot = gtdyn.load_robot("five_bar")
+    s = gtdyn.close_loops(robot, {"j1": 0.2, "j2": -0.1}, {"j1": 0.5, "j2": 0.3}, {"j1": 1.0, "j2": -2.0})
+    loop = robot.loop_joints[0]
+    _, result, residual = solve_full_inverse(robot, s.q, s.v, s.qdd, planar={loop.index: np.array([0.0, 1.0, 0.0])})
+    assert residual < 1e-9
+    tau_full = np.array([result.atVector(K.torque_key(j.index))[0] for j in robot.joints])
+    assert rel_err(tau_full, gtdyn.inverse_dynamics(robot, s.q, s.v, s.qdd).tau) < 1e-9
