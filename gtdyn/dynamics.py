@@ -166,8 +166,6 @@ def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, flo
 
 ELIMINATIONS = ("qr", "constrained")
 PIVOT_TOLERANCE = 1e-10  # |R_kk| below this fraction of the column's norm: the system is (nearly) singular
-
-
 RESIDUAL_TOLERANCE = 1e-8  # ‖Ax − b‖ / ‖b‖ above this: the given data are inconsistent (closed loops)
 
 
@@ -184,8 +182,7 @@ def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, 
     try:
         return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination)
     except IndeterminateSystemError as e:
-        redundant = [j for j in robot.joints if f"t{j.index}" in e.free_variables]
-        if not redundant:
+        if not any(keys.kind(keys.parse_label(label)) == "torque" for label in e.free_variables):
             raise
     # More actuators than the loop's degrees of freedom: least-norm torques, by soft minimum-torque factors
     # on the hard equations (which needs GTSAM's constrained elimination).
@@ -224,12 +221,15 @@ def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, e
     bayes_net = eliminate(graph, order, robot, elimination, norms)
     solution = bayes_net.optimize()
     if robot.loop_joints:  # more equations than unknowns: the data must satisfy all of them
-        _check_consistent(robot, kin, problem, gravity, wrenches_com, solution)
+        unit_weighted = elimination == "qr" and not problem.minimum_torque
+        hard = graph if unit_weighted else dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()),
+                                                          gravity, wrenches_com)
+        _check_consistent(hard, problem, solution)
     return _result(robot, problem, kin, graph, bayes_net, order, solution)
 
 
-def _check_consistent(robot, kin, problem, gravity, wrenches_com, solution) -> None:
-    hard = dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()), gravity, wrenches_com)
+def _check_consistent(hard: gtsam.GaussianFactorGraph, problem: Problem, solution: gtsam.VectorValues) -> None:
+    """ValueError if the unit-weighted hard equations leave a relative residual: inconsistent data."""
     zero = gtsam.VectorValues()
     for key in set(hard.keyVector()):
         zero.insert(key, np.zeros(keys.dim(key)))

@@ -38,10 +38,3 @@ def pose(R: np.ndarray | None = None, p: np.ndarray | None = None) -> gtsam.Pose
     """A Pose3 from a rotation matrix and a translation (identity where omitted)."""
     rot = gtsam.Rot3() if R is None else gtsam.Rot3(np.asarray(R, dtype=float))
     return gtsam.Pose3(rot, np.zeros(3) if p is None else np.asarray(p, dtype=float))
-
-
-def transform_inertia(mass: float, inertia_com: np.ndarray, aTcom: gtsam.Pose3) -> np.ndarray:
-    """Spatial inertia of a body expressed in frame a, given its inertia about its CoM frame."""
-    comTa = aTcom.inverse()
-    Adj = Ad(comTa)
-    return Adj.T @ spatial_inertia(mass, inertia_com) @ Adj
