@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 
 from gtdyn import keys
+from gtdyn.arguments import finite_vector, joint_dict, joint_vector
 from gtdyn.errors import IndeterminateSystemError
 from gtdyn.graph import Problem, dynamics_graph
 from gtdyn.kinematics import KinematicState, forward_kinematics
@@ -127,14 +128,14 @@ def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[s
 
 def inverse_problem(robot: Robot, qdd) -> Problem:
     """Every q̈ given; passive joints' τ = 0 given; the actuated τ unknown."""
-    qdd = _joint_vector(robot, "qdd", qdd)
+    qdd = joint_vector(robot, "qdd", qdd)
     return Problem(known_qdd={j: qdd[j - 1] for j in range(1, robot.num_dofs + 1)},
                    known_tau={j.index: 0.0 for j in robot.joints if not j.actuated}, problem_kind="inverse")
 
 
 def forward_problem(robot: Robot, tau) -> Problem:
     """Every τ given (0 at passive joints); every q̈ unknown."""
-    tau = _joint_vector(robot, "tau", tau)
+    tau = joint_vector(robot, "tau", tau)
     passive = [j.name for j in robot.joints if not j.actuated and tau[j.index - 1] != 0.0]
     if passive:
         raise ValueError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
@@ -143,8 +144,8 @@ def forward_problem(robot: Robot, tau) -> Problem:
 
 def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, float]) -> Problem:
     """q̈ given at some actuated joints, τ at the others; passive joints have τ = 0 and unknown q̈."""
-    known_qdd = _joint_dict(robot, "qdd", qdd)
-    known_tau = _joint_dict(robot, "tau", tau)
+    known_qdd = joint_dict(robot, "qdd", qdd)
+    known_tau = joint_dict(robot, "tau", tau)
     both = [robot.joints[j - 1].name for j in known_qdd if j in known_tau]
     if both:
         raise ValueError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, not both")
@@ -173,9 +174,9 @@ def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, 
            planar=None) -> DynamicsResult:
     if elimination not in ELIMINATIONS:
         raise ValueError(f"elimination: '{elimination}' is not one of {', '.join(ELIMINATIONS)}")
-    q = _joint_vector(robot, "q", q)
-    v = _joint_vector(robot, "v", v)
-    gravity = _finite_vector("gravity", gravity, 3)
+    q = joint_vector(robot, "q", q)
+    v = joint_vector(robot, "v", v)
+    gravity = finite_vector("gravity", gravity, 3)
     kin = forward_kinematics(robot, q, v)
     problem = with_loop_factors(robot, kin, problem, planar)
     wrenches_com = _external_wrenches(robot, external_wrenches)
@@ -349,47 +350,6 @@ def _result(robot, problem, kin: KinematicState, graph, bayes_net, order, x: gts
     )
 
 
-# -- argument checking ---------------------------------------------------------------------------------
-
-
-def _finite_vector(name: str, x, n: int) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected {n} numbers, got {x!r}") from None
-    if a.shape != (n,):
-        raise ValueError(f"{name}: expected a vector of length {n}, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name}: contains non-finite values {a.tolist()}")
-    return a
-
-
-def _joint_vector(robot: Robot, name: str, x) -> np.ndarray:
-    try:
-        return _finite_vector(name, x, robot.num_dofs)
-    except ValueError as e:
-        raise ValueError(f"{e} (one per joint of '{robot.name}': {', '.join(robot.joint_names)})") from None
-
-
-def _joint_dict(robot: Robot, name: str, d) -> dict[int, float]:
-    if not isinstance(d, Mapping):
-        raise ValueError(f"{name}: expected a dict from joint name to value, got {type(d).__name__}")
-    names = set(robot.joint_names)
-    unknown = [k for k in d if k not in names]
-    if unknown:
-        raise ValueError(f"{name}: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")
-    out = {}
-    for k, value in d.items():
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name}['{k}']: expected a number, got {value!r}") from None
-        if not np.isfinite(value):
-            raise ValueError(f"{name}['{k}']: non-finite value {value}")
-        out[robot.joint(k).index] = value
-    return out
-
-
 def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:
     """Wrenches given in link/frame coordinates → wrenches in the moving links' CoM frames, by link index."""
     out: dict[int, np.ndarray] = {}
@@ -399,7 +359,7 @@ def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:
         body, bTf = robot.frames[frame]
         if robot.is_base(body):
             raise ValueError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")
-        F_f = _finite_vector(f"external_wrenches['{frame}']", wrench, 6)
+        F_f = finite_vector(f"external_wrenches['{frame}']", wrench, 6)
         link = robot.link(body)
         fTcom = bTf.inverse().compose(link.lTcom)
         out[link.index] = out.get(link.index, np.zeros(6)) + Ad(fTcom).T @ F_f

@@ -22,6 +22,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.equations import (LinearEquation, gravity_wrench, minimum_torque_equation, planar_equation, torque_equation,
                              twist_accel_equation, wrench_equation)
+from gtdyn.factors.base import hard
 from gtdyn.kinematics import KinematicState
 from gtdyn.robot import Robot
 
@@ -60,7 +61,7 @@ class Key(int):
 
 def noise(dim: int, constrained: bool) -> gtsam.noiseModel.Base:
     """GTSAM's hard-constraint model, or unit weights for an exact equation in a square system."""
-    return gtsam.noiseModel.Constrained.All(dim) if constrained else gtsam.noiseModel.Unit.Create(dim)
+    return hard(dim) if constrained else gtsam.noiseModel.Unit.Create(dim)
 
 
 def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray, constrained: bool = False) -> gtsam.JacobianFactor:
@@ -89,7 +90,7 @@ def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray, constrai
     return gtsam.JacobianFactor(factor.linearize(at_zero))
 
 
-def _add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: dict, constrained: bool,
+def add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: dict, constrained: bool,
                   column_norms: dict | None, soft: bool = False) -> None:
     """Add eq as a linear factor. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or to a known
     value, which moves to the right-hand side. Squared column norms of the unknowns accumulate in
@@ -130,13 +131,13 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
         S = joint.screw_axis
         # eq. 5: the fixed base has V̇_0 = 0 (gravity is explicit in eq. 6)
         accel = twist_accel_equation(kin.cTp[j], S, kin.V[c], kin.v[j - 1])
-        _add_equation(graph, accel, {
+        add_equation(graph, accel, {
             "A_c": Key(keys.twist_accel_key(c)),
             "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
         }, constrained, column_norms)
         # eq. 7
-        _add_equation(graph, torque_equation(S), {
+        add_equation(graph, torque_equation(S), {
             "F": Key(keys.wrench_key(j)),
             "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j)),
         }, constrained, column_norms)
@@ -148,11 +149,11 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
         roles = {"A": Key(keys.twist_accel_key(i))}
         roles.update({f"F_in{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(into)})
         roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
-        _add_equation(graph, eq, roles, constrained, column_norms)
+        add_equation(graph, eq, roles, constrained, column_norms)
     for j, normal in problem.planar.items():
         child = robot.link(robot.joints[j - 1].child).index
-        _add_equation(graph, planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, constrained,
+        add_equation(graph, planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, constrained,
                       column_norms)
     for j in problem.minimum_torque:
-        _add_equation(graph, minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, constrained, None, soft=True)
+        add_equation(graph, minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, constrained, None, soft=True)
     return graph

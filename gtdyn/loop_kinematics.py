@@ -17,10 +17,11 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.dynamics import _joint_dict, _joint_vector, eliminate
+from gtdyn.arguments import joint_dict, joint_vector
+from gtdyn.dynamics import eliminate
 from gtdyn.equations import twist_accel_equation, twist_equation
 from gtdyn.factors import PoseFactor, joint_prior
-from gtdyn.graph import Key, _add_equation
+from gtdyn.graph import Key, add_equation
 from gtdyn.kinematics import forward_kinematics
 from gtdyn.robot import Robot
 
@@ -47,14 +48,14 @@ def close_loops(robot: Robot, q: Mapping[str, float], v: Mapping[str, float] | N
     """Joint values, velocities and accelerations that close every loop, given those of the independent
     joints (the keys of ``q``; ``v`` and ``qdd`` default to zero for them). ``guess`` (all joints) starts the
     position solve and so picks the assembly branch; default zeros (the model's rest configuration)."""
-    given = _joint_dict(robot, "q", q)
-    given_v = _joint_dict(robot, "v", v or {})
-    given_qdd = _joint_dict(robot, "qdd", qdd or {})
+    given = joint_dict(robot, "q", q)
+    given_v = joint_dict(robot, "v", v or {})
+    given_qdd = joint_dict(robot, "qdd", qdd or {})
     for name, d in (("v", given_v), ("qdd", given_qdd)):
         extra = [robot.joints[j - 1].name for j in d if j not in given]
         if extra:
             raise ValueError(f"{name}: joints {', '.join(extra)} are not among the independent joints given in q")
-    start = np.zeros(robot.num_dofs) if guess is None else _joint_vector(robot, "guess", guess)
+    start = np.zeros(robot.num_dofs) if guess is None else joint_vector(robot, "guess", guess)
     q_all, iterations = solve_positions(robot, given, start)
     v_all = solve_rates(robot, q_all, {j: given_v.get(j, 0.0) for j in given}, order=1)
     qdd_all = solve_rates(robot, q_all, {j: given_qdd.get(j, 0.0) for j in given}, order=2, v=v_all)
@@ -122,7 +123,7 @@ def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int
             eq, names = twist_equation(kin.cTp[j], joint.screw_axis), ("V_c", "V_p", "v")
         else:
             eq, names = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[c], kin.v[j - 1]), ("A_c", "A_p", "a")
-        _add_equation(graph, eq, {names[0]: Key(link_key(c)), names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
+        add_equation(graph, eq, {names[0]: Key(link_key(c)), names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
                                   names[2]: given[j] if j in given else Key(rate_key(j))}, False, None)
     solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), robot).optimize()
     return np.array([given[j.index] if j.index in given else solution.at(rate_key(j.index))[0] for j in robot.joints])

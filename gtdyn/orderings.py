@@ -27,6 +27,7 @@ them).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import gtsam
@@ -200,7 +201,7 @@ def _checked(order: list[int], graph: gtsam.GaussianFactorGraph) -> gtsam.Orderi
     wanted_set, order_set = set(wanted), set(order)
     unknown = [keys.label(k) for k in order if k not in wanted_set]
     missing = [keys.label(k) for k in wanted if k not in order_set]
-    repeated = sorted({keys.label(k) for k in order if order.count(k) > 1})
+    repeated = sorted(keys.label(k) for k, count in Counter(order).items() if count > 1)
     problems = []
     if unknown:
         problems.append(f"not unknowns of this problem: {', '.join(unknown)}")

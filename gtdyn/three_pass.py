@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtdyn.dynamics import GRAVITY, DynamicsResult, _joint_dict, _joint_vector, _solve
+from gtdyn.dynamics import GRAVITY, DynamicsResult, _solve, hybrid_problem
 from gtdyn.graph import Problem
 from gtdyn.robot import Robot
 
@@ -34,13 +34,9 @@ class ThreePassResult:
 def featherstone_hybrid_dynamics(robot: Robot, q, v, qdd, tau, *, gravity=GRAVITY, external_wrenches=None,
                                  inverse_ordering="rnea", forward_ordering="aba") -> ThreePassResult:
     """Same arguments and answer as ``hybrid_dynamics`` (q̈ given for some joints, τ for the others)."""
-    given_qdd, given_tau = _joint_dict(robot, "qdd", qdd), _joint_dict(robot, "tau", tau)
-    both = [robot.joints[j - 1].name for j in given_qdd if j in given_tau]
-    missing = [jt.name for jt in robot.joints if jt.index not in given_qdd and jt.index not in given_tau]
-    if both or missing:
-        raise ValueError(f"qdd, tau: every joint needs exactly one of q̈ or τ (both: {both}, neither: {missing})")
+    split = hybrid_problem(robot, qdd, tau)  # validates, and gives passive joints τ = 0
+    given_qdd, given_tau = split.known_qdd, split.known_tau
     n = robot.num_dofs
-    v = _joint_vector(robot, "v", v)
     all_joints = range(1, n + 1)
 
     # 1. bias torques: prescribed q̈ on I, zero on F
