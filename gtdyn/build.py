@@ -212,9 +212,10 @@ def _make_joint(js: JointSpec, index: int, links: dict, root: str, closes_loop: 
     parent, child = links[js.parent], links[js.child]
     pTj = pose(js.origin[:3, :3], js.origin[:3, 3])
     jTc = pose(js.child_pose[:3, :3], js.child_pose[:3, 3])
-    # The base's dynamics frame is its link frame (the world); a moving link's is its CoM frame.
+    # The base's dynamics frame is its link frame (the world); a moving link's is its CoM frame. A loop may
+    # close onto the base, so either end can be the base.
     pdynTp = gtsam.Pose3() if js.parent == root else parent.lTcom.inverse()
-    jTcdyn = jTc.compose(child.lTcom)
+    jTcdyn = jTc if js.child == root else jTc.compose(child.lTcom)
     axis = np.asarray(js.axis, float)
     joint_screw = np.concatenate([axis, np.zeros(3)]) if js.type != "prismatic" else np.concatenate([np.zeros(3), axis])
     kind = "prismatic" if js.type == "prismatic" else "revolute"

@@ -1,4 +1,5 @@
-"""Typed errors raised by gtdyn. Every message names the file, element, argument or variable at fault."""
+"""Typed errors and warnings raised by gtdyn. Every message names the file, element, argument or variable at
+fault. Anything else that escapes a gtdyn call is a bug."""
 
 
 class ModelError(ValueError):
@@ -9,12 +10,32 @@ class ModelWarning(UserWarning):
     """A robot description loads, but something in it is suspect (e.g. a physically invalid inertia)."""
 
 
-class IndeterminateSystemError(RuntimeError):
-    """The dynamics equations do not determine every unknown (e.g. a massless link in forward dynamics).
+class ArgumentError(ValueError):
+    """A call argument is malformed (wrong type, length or value) or asks for something the robot cannot do.
+    The message starts with the argument's name."""
 
-    ``free_variables`` lists the human labels of the variables the equations leave free.
+
+class LoopClosureError(ValueError):
+    """A state (q, q̇ or q̈) does not close a kinematic loop; ``gtdyn.close_loops`` computes one that does."""
+
+
+class IndeterminateSystemError(RuntimeError):
+    """The dynamics equations do not determine every unknown (e.g. a massless link in forward dynamics), or
+    determine them so poorly that no digit of the answer can be trusted.
+
+    ``free_variables`` lists the human labels of the variables the equations leave free; ``condition`` is the
+    estimated condition number of the (column-scaled) equations, ``inf`` if they are exactly singular.
     """
 
-    def __init__(self, message: str, free_variables: list[str]):
+    def __init__(self, message: str, free_variables: list[str], condition: float = float("inf")):
         super().__init__(message)
         self.free_variables = list(free_variables)
+        self.condition = condition
+
+
+class IllConditionedWarning(UserWarning):
+    """A dynamics solve succeeded, but its equations are so ill-conditioned that different orderings may
+    disagree in the digits the warning names; ``r.condition`` holds the estimate."""
+
+
+GTDYN_ERRORS = (ModelError, ArgumentError, LoopClosureError, IndeterminateSystemError)

@@ -129,10 +129,10 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
         j, p = joint.index, robot.link(joint.parent).index
         c = robot.link(joint.child).index
         S = joint.screw_axis
-        # eq. 5: the fixed base has V̇_0 = 0 (gravity is explicit in eq. 6)
+        # eq. 5: the fixed base has V̇_0 = 0 (gravity is explicit in eq. 6); a loop may close onto it (c == 0)
         accel = twist_accel_equation(kin.cTp[j], S, kin.V[c], kin.v[j - 1])
         add_equation(graph, accel, {
-            "A_c": Key(keys.twist_accel_key(c)),
+            "A_c": zero if c == 0 else Key(keys.twist_accel_key(c)),
             "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
         }, constrained, column_norms)

@@ -71,7 +71,8 @@ def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) ->
     graph = gtsam.NonlinearFactorGraph()
     for joint in robot.joints:
         p, c = robot.link(joint.parent).index, robot.link(joint.child).index
-        graph.add(PoseFactor(joint, None if p == 0 else keys.pose_key(p), keys.pose_key(c), keys.joint_angle_key(joint.index)))
+        graph.add(PoseFactor(joint, None if p == 0 else keys.pose_key(p), None if c == 0 else keys.pose_key(c),
+                             keys.joint_angle_key(joint.index)))
     for j, value in given.items():
         graph.add(joint_prior(keys.joint_angle_key(j), value))
     values = gtsam.Values()
@@ -123,7 +124,8 @@ def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int
             eq, names = twist_equation(kin.cTp[j], joint.screw_axis), ("V_c", "V_p", "v")
         else:
             eq, names = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[c], kin.v[j - 1]), ("A_c", "A_p", "a")
-        add_equation(graph, eq, {names[0]: Key(link_key(c)), names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
+        add_equation(graph, eq, {names[0]: np.zeros(6) if c == 0 else Key(link_key(c)),
+                                  names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
                                   names[2]: given[j] if j in given else Key(rate_key(j))}, False, None)
     solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), robot).optimize()
     return np.array([given[j.index] if j.index in given else solution.at(rate_key(j.index))[0] for j in robot.joints])

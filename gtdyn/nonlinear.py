@@ -25,15 +25,16 @@ def full_dynamics_graph(robot: Robot, gravity=(0.0, 0.0, -9.81),
     graph = gtsam.NonlinearFactorGraph()
     for joint in robot.joints:
         j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
-        on_base = p == 0
+        # Link index 0 is the fixed base, which has no variables (a loop may close onto it: c == 0).
+        T_p, V_p, A_p = (None, None, None) if p == 0 else (K.pose_key(p), K.twist_key(p), K.twist_accel_key(p))
+        T_c, V_c, A_c = (None, None, None) if c == 0 else (K.pose_key(c), K.twist_key(c), K.twist_accel_key(c))
         q, v, a = K.joint_angle_key(j), K.joint_vel_key(j), K.joint_accel_key(j)
-        graph.add(PoseFactor(joint, None if on_base else K.pose_key(p), K.pose_key(c), q))
-        graph.add(TwistFactor(joint, K.twist_key(c), None if on_base else K.twist_key(p), q, v))
-        graph.add(TwistAccelFactor(joint, K.twist_accel_key(c), None if on_base else K.twist_accel_key(p), q, v, a,
-                                   K.twist_key(c)))
+        graph.add(PoseFactor(joint, T_p, T_c, q))
+        graph.add(TwistFactor(joint, V_c, V_p, q, v))
+        graph.add(TwistAccelFactor(joint, A_c, A_p, q, v, a, V_c))
         graph.add(TorqueFactor(joint, K.wrench_key(j), K.torque_key(j)))
         if j in planar:
-            graph.add(PlanarFactor(K.wrench_key(j), K.pose_key(c), planar[j]))
+            graph.add(PlanarFactor(K.wrench_key(j), T_c, planar[j]))
     for link in robot.links:
         i = link.index
         into = [K.wrench_key(jt.index) for jt in robot.joints_into(link.name)]

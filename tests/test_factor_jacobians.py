@@ -152,3 +152,15 @@ def test_minimum_torque_factor(point):
     rng, _ = point
     f = MinTorqueFactor(K.torque_key(1))
     check(f, random_values(rng, dict.fromkeys(f.keys())))
+
+
+def test_joint_factors_of_a_loop_closing_onto_the_base(point):
+    """A loop joint whose child is the fixed base: the child end has no variables (issue 9 §3)."""
+    rng, robot = point
+    joint = robot.joints[int(rng.integers(robot.num_dofs))]
+    p, j = robot.link(joint.parent).index, joint.index
+    parent = (None, None, None) if p == 0 else (K.pose_key(p), K.twist_key(p), K.twist_accel_key(p))
+    q, v, a = K.joint_angle_key(j), K.joint_vel_key(j), K.joint_accel_key(j)
+    for f in (PoseFactor(joint, parent[0], None, q), TwistFactor(joint, None, parent[1], q, v),
+              TwistAccelFactor(joint, None, parent[2], q, v, a, None), PlanarFactor(K.wrench_key(j), None, rng.normal(size=3))):
+        check(f, random_values(rng, dict.fromkeys(f.keys())))

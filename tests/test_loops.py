@@ -12,6 +12,7 @@ import pytest
 from loop_mechanisms import five_bar, parallelogram_four_bar
 from loop_references import LagrangeReference
 from references import rel_err
+from square_four_bar import square_four_bar_sdf
 
 import gtdyn
 from gtdyn.build import build_robot
@@ -27,8 +28,22 @@ def bundled(name):
     return lambda: read_sdf(gtdyn.bundled_path(name))
 
 
+def square_onto_the_ground():
+    """The square four-bar whose loop joint has the welded ground as its child (issue 9 §3)."""
+    import tempfile
+
+    from gtdyn.io.sdf import read_sdf
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/square_four_bar.sdf"
+        with open(path, "w") as f:
+            f.write(square_four_bar_sdf(ground=1, actuated=("j1",)))
+        return read_sdf(path)
+
+
 MECHANISMS = {"four_bar": parallelogram_four_bar, "five_bar": five_bar, "sdf/four_bar": bundled("four_bar"),
-              "sdf/five_bar": bundled("five_bar"), "sdf/six_bar (two loops)": bundled("six_bar")}
+              "sdf/five_bar": bundled("five_bar"), "sdf/six_bar (two loops)": bundled("six_bar"),
+              "square four-bar closing onto the ground": square_onto_the_ground}
 
 
 @pytest.fixture(params=sorted(MECHANISMS), scope="module")
