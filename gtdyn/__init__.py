@@ -8,7 +8,8 @@ Forward, and Hybrid Manipulator Dynamics using Factor Graphs").
 """
 
 from gtdyn.dynamics import GRAVITY, DynamicsResult, forward_dynamics, hybrid_dynamics, inverse_dynamics
-from gtdyn.errors import IndeterminateSystemError, ModelError, ModelWarning
+from gtdyn.errors import (ArgumentError, IllConditionedWarning, IndeterminateSystemError, LoopClosureError, ModelError,
+                          ModelWarning)
 from gtdyn.loop_kinematics import LoopState, close_loops
 from gtdyn.mechanism_plot import draw_mechanism
 from gtdyn.models import bundled_path, load_robot
@@ -16,7 +17,7 @@ from gtdyn.robot import Joint, Link, Robot
 from gtdyn.three_pass import ThreePassResult, featherstone_hybrid_dynamics
 
 __all__ = [
-    "GRAVITY", "DynamicsResult", "IndeterminateSystemError", "Joint", "Link", "LoopState", "ModelError", "ModelWarning",
+    "ArgumentError", "GRAVITY", "DynamicsResult", "IllConditionedWarning", "IndeterminateSystemError", "LoopClosureError", "Joint", "Link", "LoopState", "ModelError", "ModelWarning",
     "Robot", "close_loops", "draw_mechanism",
     "ThreePassResult", "bundled_path", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics", "inverse_dynamics", "load_robot",
 ]

@@ -16,10 +16,12 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.arguments import finite_vector, joint_dict, joint_vector
-from gtdyn.errors import IndeterminateSystemError
+from gtdyn.elimination import METHODS, Elimination, eliminate
+from gtdyn.errors import ArgumentError, IndeterminateSystemError, LoopClosureError
 from gtdyn.graph import Problem, dynamics_graph
 from gtdyn.kinematics import KinematicState, forward_kinematics
-from gtdyn.loops import check_closed, loop_plane_normal
+from gtdyn.loop_kinematics import acceleration_residuals
+from gtdyn.loops import CLOSURE_TOLERANCE, check_closed, loop_plane_normal
 from gtdyn.orderings import resolve_ordering
 from gtdyn.robot import Robot
 from gtdyn.spatial import Ad
@@ -33,7 +35,9 @@ class DynamicsResult:
 
     Vectors are in ``robot.joint_names`` order. ``wrenches[joint]`` is the wrench [m; f] that the joint's
     parent exerts on its child, in the child's CoM frame; ``twist_accels[link]`` is V̇ in the link's CoM
-    frame; ``ordering`` lists the eliminated variables' labels in elimination order.
+    frame; ``ordering`` lists the eliminated variables' labels in elimination order. ``condition`` estimates
+    the condition number of the (column-equilibrated) equations (see ``gtdyn.elimination``): above 1e8 the
+    solve warned with ``IllConditionedWarning``.
     """
 
     robot: Robot
@@ -48,6 +52,7 @@ class DynamicsResult:
     graph: gtsam.GaussianFactorGraph
     bayes_net: gtsam.GaussianBayesNet
     elimination_ordering: gtsam.Ordering
+    condition: float = float("nan")
 
     @property
     def ordering(self) -> list[str]:
@@ -138,7 +143,7 @@ def forward_problem(robot: Robot, tau) -> Problem:
     tau = joint_vector(robot, "tau", tau)
     passive = [j.name for j in robot.joints if not j.actuated and tau[j.index - 1] != 0.0]
     if passive:
-        raise ValueError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
+        raise ArgumentError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
     return Problem(known_tau={j: tau[j - 1] for j in range(1, robot.num_dofs + 1)}, problem_kind="forward")
 
 
@@ -148,40 +153,46 @@ def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, flo
     known_tau = joint_dict(robot, "tau", tau)
     both = [robot.joints[j - 1].name for j in known_qdd if j in known_tau]
     if both:
-        raise ValueError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, not both")
+        raise ArgumentError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, not both")
     passive_qdd = [robot.joints[j - 1].name for j in known_qdd if not robot.joints[j - 1].actuated]
     if passive_qdd:
-        raise ValueError(f"qdd: joints {', '.join(passive_qdd)} are passive (τ = 0), so their q̈ is solved for")
+        raise ArgumentError(f"qdd: joints {', '.join(passive_qdd)} are passive (τ = 0), so their q̈ is solved for")
     passive_tau = [robot.joints[j - 1].name for j, t in known_tau.items() if not robot.joints[j - 1].actuated and t != 0]
     if passive_tau:
-        raise ValueError(f"tau: joints {', '.join(passive_tau)} are passive, so their torque is 0")
+        raise ArgumentError(f"tau: joints {', '.join(passive_tau)} are passive, so their torque is 0")
     known_tau.update({j.index: 0.0 for j in robot.joints if not j.actuated})
     neither = [joint.name for joint in robot.joints if joint.index not in known_qdd and joint.index not in known_tau]
     if neither:
-        raise ValueError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
-    return Problem(known_qdd, known_tau)
+        raise ArgumentError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
+    return Problem(known_qdd, known_tau, problem_kind="hybrid")
 
 
 # ----------------------------------------------------------------------------------------------------
 
 
-ELIMINATIONS = ("qr", "constrained")
-PIVOT_TOLERANCE = 1e-10  # |R_kk| below this fraction of the column's norm: the system is (nearly) singular
-RESIDUAL_TOLERANCE = 1e-8  # ‖Ax − b‖ / ‖b‖ above this: the given data are inconsistent (closed loops)
+# ‖Ax − b‖ / (‖A‖ ‖x‖ + ‖b‖) above this: the given data are inconsistent. A consistent system solved by QR
+# leaves ~1e-15; states that close loops to close_loops' accuracy leave < 1e-10.
+BACKWARD_ERROR_TOLERANCE = 1e-8
 
 
 def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, elimination="qr",
            planar=None) -> DynamicsResult:
-    if elimination not in ELIMINATIONS:
-        raise ValueError(f"elimination: '{elimination}' is not one of {', '.join(ELIMINATIONS)}")
+    if elimination not in METHODS:
+        raise ArgumentError(f"elimination: '{elimination}' is not one of {', '.join(METHODS)}")
+    if planar not in (None, True, False):
+        raise ArgumentError(f"planar: expected None, True or False, got {planar!r}")
     q = joint_vector(robot, "q", q)
     v = joint_vector(robot, "v", v)
     gravity = finite_vector("gravity", gravity, 3)
-    kin = forward_kinematics(robot, q, v)
-    problem = with_loop_factors(robot, kin, problem, planar)
     wrenches_com = _external_wrenches(robot, external_wrenches)
+    with np.errstate(all="ignore"):  # overflow becomes non-finite numbers, caught by name below
+        kin = forward_kinematics(robot, q, v)
+    problem = with_loop_factors(robot, kin, problem, planar)
+    inputs = {"q": q, "v": v, "gravity": gravity, **{f"external_wrenches[{robot.links[i - 1].name}]": w
+                                                      for i, w in wrenches_com.items()},
+              "qdd": np.array(list(problem.known_qdd.values())), "tau": np.array(list(problem.known_tau.values()))}
     try:
-        return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination)
+        return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination, inputs)
     except IndeterminateSystemError as e:
         if not any(keys.kind(keys.parse_label(label)) == "torque" for label in e.free_variables):
             raise
@@ -189,7 +200,7 @@ def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, 
     # on the hard equations (which needs GTSAM's constrained elimination).
     unknown_tau = tuple(j.index for j in robot.joints if j.index not in problem.known_tau)
     problem = dataclasses.replace(problem, minimum_torque=unknown_tau)
-    return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, "constrained")
+    return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, "constrained", inputs)
 
 
 def with_loop_factors(robot: Robot, kin: KinematicState, problem: Problem, planar=None) -> Problem:
@@ -208,128 +219,94 @@ def _planar_loops(robot: Robot, kin, planar) -> dict[int, np.ndarray]:
     for joint, loop in zip(robot.loop_joints, robot.loops):
         normal = loop_plane_normal(robot, kin, loop)
         if normal is None and planar is True:
-            raise ValueError(f"planar: the loop {', '.join(loop)} is not planar")
+            raise ArgumentError(f"planar: the loop {', '.join(loop)} is not planar")
         if normal is not None:
             out[joint.index] = normal
     return out
 
 
-def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination) -> DynamicsResult:
+def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination, inputs) -> DynamicsResult:
     norms: dict[int, np.ndarray] = {}
-    graph = dynamics_graph(robot, kin, problem, gravity, wrenches_com, constrained=elimination == "constrained",
-                           column_norms=norms)
+    with np.errstate(all="ignore"):
+        graph = dynamics_graph(robot, kin, problem, gravity, wrenches_com, constrained=elimination == "constrained",
+                               column_norms=norms)
+    _check_finite(norms, inputs)
     order = resolve_ordering(ordering, robot, problem, graph)
-    bayes_net = eliminate(graph, order, robot, elimination, norms)
-    solution = bayes_net.optimize()
-    if robot.loop_joints:  # more equations than unknowns: the data must satisfy all of them
-        unit_weighted = elimination == "qr" and not problem.minimum_torque
-        hard = graph if unit_weighted else dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()),
-                                                          gravity, wrenches_com)
-        _check_consistent(hard, problem, solution)
-    return _result(robot, problem, kin, graph, bayes_net, order, solution)
-
-
-def _check_consistent(hard: gtsam.GaussianFactorGraph, problem: Problem, solution: gtsam.VectorValues) -> None:
-    """ValueError if the unit-weighted hard equations leave a relative residual: inconsistent data."""
-    zero = gtsam.VectorValues()
-    for key in set(hard.keyVector()):
-        zero.insert(key, np.zeros(keys.dim(key)))
-    residual, scale = np.sqrt(2 * hard.error(solution)), np.sqrt(2 * hard.error(zero))
-    if residual > RESIDUAL_TOLERANCE * max(scale, 1.0):
-        given = "qdd" if problem.known_qdd else "the given data"
-        raise ValueError(f"{given}: the equations are inconsistent (relative residual {residual / max(scale, 1.0):.3g}); "
-                         "on closed loops q̈ must satisfy the loops' acceleration constraints (see gtdyn.close_loops)")
-
-
-def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, robot: Robot | None = None,
-              elimination: str = "qr", column_norms: dict | None = None) -> gtsam.GaussianBayesNet:
-    """Sequential elimination into a Bayes net; an indeterminate system raises IndeterminateSystemError
-    naming its free variables.
-
-    "qr": Householder QR on unit-weighted exact equations. QR is backward stable in any column order, so
-    every ordering gives the same answer to round-off; GTSAM does not flag a singular system on this path,
-    so every pivot is checked against its variable's column norm (``column_norms``: squared, per key, as
-    ``dynamics_graph`` collects them; computed here if not given). "constrained": GTSAM's elimination of
-    hard-constraint factors (weighted Gram–Schmidt without pivoting), which raises on singular systems
-    itself but can lose digits in unlucky orderings (we measured 7e-8 relative on the Panda with METIS).
-    """
+    eliminated = eliminate(graph, order, method=elimination, column_norms=norms, owner=lambda key: keys.owner(robot, key))
     try:
-        if elimination == "qr":
-            bayes_net = graph.eliminateSequential(order, gtsam.EliminateQR)
-            _check_pivots(bayes_net, column_norms if column_norms is not None else _column_norms(graph))
-            return bayes_net
-        return graph.eliminateSequential(order)
-    except (RuntimeError, _SmallPivot) as e:
-        if not isinstance(e, _SmallPivot) and "ndeterminate" not in str(e) and "ndeterminant" not in str(e):
-            raise
-        free = free_variables(graph)
-        named = [f"{label} ({_owner(robot, label)})" if robot else label for label in free]
-        raise IndeterminateSystemError(
-            "the dynamics equations do not determine "
-            + (", ".join(named) if named else "every unknown")
-            + " (a massless link, or a mechanism that needs more constraints)",
-            free,
-        ) from None
+        solution = eliminated.bayes_net.optimize()
+        values = solution.vector()
+    except RuntimeError:  # GTSAM refuses to back-substitute non-finite numbers
+        values = np.array([np.nan])
+    _check_finite({0: values}, inputs)  # a determined system whose right-hand side overflowed
+    hard = graph
+    if elimination == "constrained" or problem.minimum_torque:  # the exact equations, unit-weighted
+        hard = dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()), gravity, wrenches_com)
+    if _rows(hard) > sum(keys.dim(k) for k in norms):  # more equations than unknowns: the data must satisfy all
+        backward_error = _backward_error(hard, norms, solution)
+        if backward_error > BACKWARD_ERROR_TOLERANCE:
+            raise _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error)
+    return _result(robot, problem, kin, graph, eliminated, order, solution)
 
 
-class _SmallPivot(Exception):
-    pass
+def _rows(graph: gtsam.GaussianFactorGraph) -> int:
+    return sum(graph.at(i).rows() for i in range(graph.size()))
 
 
-def _column_norms(graph: gtsam.GaussianFactorGraph) -> dict[int, np.ndarray]:
-    """Squared column norms of every unknown in a linear graph."""
-    norms: dict[int, np.ndarray] = {}
-    for i in range(graph.size()):
-        factor = gtsam.JacobianFactor(graph.at(i))
-        A, _ = factor.jacobianUnweighted()
-        col = 0
-        for key in factor.keys():
-            d = keys.dim(key)
-            norms[key] = norms.get(key, 0.0) + np.sum(A[:, col:col + d] ** 2, axis=0)
-            col += d
-    return norms
+def _check_finite(arrays: dict, inputs: dict[str, np.ndarray]) -> None:
+    """ArgumentError naming the largest input if the equations (their column norms, or the solution)
+    overflowed double precision."""
+    if all(np.all(np.isfinite(a)) for a in arrays.values()):
+        return
+    name, value = max(((n, float(np.max(np.abs(x)))) for n, x in inputs.items() if np.size(x)), key=lambda t: t[1])
+    raise ArgumentError(f"{name}: the dynamics equations overflow double precision at this state (largest input "
+                        f"value {value:.3g}, in {name}); are the units right?")
 
 
-def _check_pivots(bayes_net: gtsam.GaussianBayesNet, squared_norms: dict[int, np.ndarray]) -> None:
-    """Raise _SmallPivot if some |R_kk| is tiny against the norm of its column in the original equations."""
-    for i in range(bayes_net.size()):
-        conditional = bayes_net.at(i)
-        pivots = np.abs(np.diag(conditional.R()))
-        if np.any(pivots <= PIVOT_TOLERANCE * np.sqrt(squared_norms[conditional.firstFrontalKey()])):
-            raise _SmallPivot()
+def _backward_error(hard: gtsam.GaussianFactorGraph, norms: dict, x: gtsam.VectorValues) -> float:
+    """‖Ax − b‖ / (‖A‖_F ‖x‖ + ‖b‖) of the unit-weighted exact equations: the relative change of the data that
+    would make x exact."""
+    zero = gtsam.VectorValues()
+    for key in norms:
+        zero.insert(key, np.zeros(keys.dim(key)))
+    residual, b = np.sqrt(2 * hard.error(x)), np.sqrt(2 * hard.error(zero))
+    A = np.sqrt(sum(float(np.sum(n)) for n in norms.values()))
+    return float(residual / max(A * np.linalg.norm(x.vector()) + b, np.finfo(float).tiny))
 
 
-def _owner(robot: Robot, label: str) -> str:
-    """The joint or link a variable label belongs to."""
-    key = keys.parse_label(label)
-    i = keys.index(key)
-    if keys.kind(key) in ("twist_accel", "twist", "pose"):
-        return f"link {robot.links[i - 1].name}"
-    return f"joint {robot.joints[i - 1].name}"
+def _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error) -> ValueError:
+    """The typed error for over-determined data: q̈ that violates a loop's acceleration constraint
+    (LoopClosureError), or q̈ prescribed at passive joints that the actuated joints cannot produce
+    (ArgumentError naming them, with the q̈ the dynamics give there)."""
+    qdd = np.array([problem.known_qdd.get(j.index, np.nan) for j in robot.joints])
+    if robot.loop_joints and not np.any(np.isnan(qdd)):
+        for name, residual in acceleration_residuals(robot, kin.q, kin.v, qdd).items():
+            if residual > CLOSURE_TOLERANCE * (1 + np.max(np.abs(qdd))):
+                return LoopClosureError(f"qdd: the joint accelerations violate the loop closed by joint '{name}' by "
+                                        f"{residual:.3g}; compute consistent ones with gtdyn.close_loops")
+    prescribed = [j for j in problem.known_qdd if j in problem.known_tau]  # passive joints with q̈ given
+    if prescribed:
+        free = dataclasses.replace(problem, known_qdd={j: a for j, a in problem.known_qdd.items() if j not in prescribed},
+                                   problem_kind="hybrid")
+        try:
+            achievable = _eliminate_and_solve(robot, kin, free, gravity, wrenches_com, None, "qr", {}).qdd
+        except (IndeterminateSystemError, ValueError):
+            achievable = None
+        if achievable is not None:
+            wrong = [j for j in prescribed if abs(achievable[j - 1] - problem.known_qdd[j]) > 1e-8 * (1 + abs(achievable[j - 1]))]
+            if wrong:
+                detail = ", ".join(f"{robot.joints[j - 1].name} (asked {problem.known_qdd[j]:.6g}, the dynamics give "
+                                   f"{achievable[j - 1]:.6g})" for j in wrong)
+                return ArgumentError(f"qdd: the actuated joints cannot produce the requested q̈ of passive joints {detail}, "
+                                     "given the other joints' q̈; prescribe passive joints' q̈ only as the dynamics give it, "
+                                     "or use hybrid_dynamics to solve for it")
+    return ArgumentError(f"qdd, tau: the given values are inconsistent with the dynamics equations (backward error "
+                         f"{backward_error:.3g}); on closed loops q̈ must satisfy the loops' acceleration constraints "
+                         "(see gtdyn.close_loops) and passive joints have τ = 0")
 
 
-def free_variables(graph: gtsam.GaussianFactorGraph, tol: float = 1e-9) -> list[str]:
-    """Labels of the unknowns that have a component in the null space of the graph's dense Jacobian."""
-    A, _ = graph.jacobian()
-    ordered = _jacobian_column_keys(graph)
-    _, s, Vt = np.linalg.svd(A)
-    rank = int(np.sum(s > tol * max(1.0, s[0])))
-    null = Vt[rank:]
-    out, col = [], 0
-    for key in ordered:
-        d = keys.dim(key)
-        if null.size and np.max(np.abs(null[:, col:col + d])) > 1e-6:
-            out.append(keys.label(key))
-        col += d
-    return out
-
-
-def _jacobian_column_keys(graph: gtsam.GaussianFactorGraph) -> list[int]:
-    """The key order of GaussianFactorGraph.jacobian()'s columns (GTSAM orders them by key)."""
-    return sorted(set(graph.keyVector()))
-
-
-def _result(robot, problem, kin: KinematicState, graph, bayes_net, order, x: gtsam.VectorValues) -> DynamicsResult:
+def _result(robot, problem, kin: KinematicState, graph, eliminated: Elimination, order,
+            x: gtsam.VectorValues) -> DynamicsResult:
     def scalar(known: Mapping[int, float], key_fn, j: int) -> float:
         return known[j] if j in known else float(x.at(key_fn(j))[0])
 
@@ -345,20 +322,26 @@ def _result(robot, problem, kin: KinematicState, graph, bayes_net, order, x: gts
         twist_accels={link.name: np.array(x.at(keys.twist_accel_key(link.index))) for link in robot.links},
         twists={link.name: kin.V[link.index] for link in robot.links},
         graph=graph,
-        bayes_net=bayes_net,
+        bayes_net=eliminated.bayes_net,
         elimination_ordering=order,
+        condition=eliminated.condition,
     )
 
 
 def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:
     """Wrenches given in link/frame coordinates → wrenches in the moving links' CoM frames, by link index."""
+    if wrenches is None:
+        return {}
+    if not isinstance(wrenches, Mapping):
+        raise ArgumentError(f"external_wrenches: expected a dict from link or frame name to a wrench [m; f], got "
+                            f"{type(wrenches).__name__}")
     out: dict[int, np.ndarray] = {}
-    for frame, wrench in (wrenches or {}).items():
+    for frame, wrench in wrenches.items():
         if frame not in robot.frames:
-            raise ValueError(f"external_wrenches: unknown link or frame '{frame}' (links: {', '.join(robot.frames)})")
+            raise ArgumentError(f"external_wrenches: unknown link or frame '{frame}' (links: {', '.join(robot.frames)})")
         body, bTf = robot.frames[frame]
         if robot.is_base(body):
-            raise ValueError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")
+            raise ArgumentError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")
         F_f = finite_vector(f"external_wrenches['{frame}']", wrench, 6)
         link = robot.link(body)
         fTcom = bTf.inverse().compose(link.lTcom)

@@ -79,6 +79,14 @@ def index(key: int) -> int:
     return _split(key)[1]
 
 
+def owner(robot, key: int) -> str:
+    """The link or joint of ``robot`` that a variable belongs to, for messages: 'link l2', 'joint j3'."""
+    i = index(key)
+    if kind(key) in ("twist_accel", "twist", "pose"):
+        return f"link {robot.base.name if i == 0 else robot.links[i - 1].name}"
+    return f"joint {robot.joints[i - 1].name}"
+
+
 def label(key: int) -> str:
     """Plain label such as 't3', 'F1', 'A2', 'a1' (what users write in custom orderings)."""
     c, i = _split(key)

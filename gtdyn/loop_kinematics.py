@@ -18,7 +18,8 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.arguments import joint_dict, joint_vector
-from gtdyn.dynamics import eliminate
+from gtdyn.elimination import eliminate
+from gtdyn.errors import ArgumentError, LoopClosureError
 from gtdyn.equations import twist_accel_equation, twist_equation
 from gtdyn.factors import PoseFactor, joint_prior
 from gtdyn.graph import Key, add_equation
@@ -54,7 +55,7 @@ def close_loops(robot: Robot, q: Mapping[str, float], v: Mapping[str, float] | N
     for name, d in (("v", given_v), ("qdd", given_qdd)):
         extra = [robot.joints[j - 1].name for j in d if j not in given]
         if extra:
-            raise ValueError(f"{name}: joints {', '.join(extra)} are not among the independent joints given in q")
+            raise ArgumentError(f"{name}: joints {', '.join(extra)} are not among the independent joints given in q")
     start = np.zeros(robot.num_dofs) if guess is None else joint_vector(robot, "guess", guess)
     q_all, iterations = solve_positions(robot, given, start)
     v_all = solve_rates(robot, q_all, {j: given_v.get(j, 0.0) for j in given}, order=1)
@@ -89,7 +90,7 @@ def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) ->
         linear = graph.linearize(values)
         for i in range(linear.size()):  # exact equations: unit weights, so Householder QR applies
             linear.at(i).setModel(False, np.ones(linear.at(i).rows()))
-        delta = eliminate(linear, gtsam.Ordering.ColamdGaussianFactorGraph(linear), robot).optimize()
+        delta = eliminate(linear, gtsam.Ordering.ColamdGaussianFactorGraph(linear), owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
         step = 1.0
         while True:
             trial = values.retract(delta.scale(step))
@@ -103,7 +104,7 @@ def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) ->
     q_all = np.array([values.atVector(keys.joint_angle_key(j.index))[0] for j in robot.joints])
     residual = max(float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size()))
     if residual > 1e-9:
-        raise ValueError(f"q: no assembly closes the loops from these independent joint values "
+        raise LoopClosureError(f"q: no assembly closes the loops from these independent joint values "
                          f"(residual {residual:.3g} after {iteration} Gauss–Newton steps); the loop may be out of reach")
     return q_all, iteration
 
@@ -127,21 +128,26 @@ def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int
         add_equation(graph, eq, {names[0]: np.zeros(6) if c == 0 else Key(link_key(c)),
                                   names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
                                   names[2]: given[j] if j in given else Key(rate_key(j))}, False, None)
-    solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), robot).optimize()
+    solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
     return np.array([given[j.index] if j.index in given else solution.at(rate_key(j.index))[0] for j in robot.joints])
 
 
 def acceleration_residual(robot: Robot, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> float:
     """Largest violation of eq. 5 across the loop-closing joints by the tree's link accelerations."""
+    return max(acceleration_residuals(robot, q, v, qdd).values(), default=0.0)
+
+
+def acceleration_residuals(robot: Robot, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> dict[str, float]:
+    """Per loop-closing joint, the largest violation of its eq. 5 by the tree's link accelerations."""
     kin = forward_kinematics(robot, q, v)
     A = [np.zeros(6)] * (len(robot.links) + 1)
     for joint in robot.tree_joints:
         j, p = joint.index, robot.link(joint.parent).index
         eq = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[j], kin.v[j - 1])
         A[j] = eq.rhs - eq.coefficients["A_p"] @ A[p] - eq.coefficients["a"] @ np.array([qdd[j - 1]])
-    worst = 0.0
+    out = {}
     for joint in robot.loop_joints:
         j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
         eq = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[c], kin.v[j - 1])
-        worst = max(worst, float(np.max(np.abs(eq.error({"A_c": A[c], "A_p": A[p], "a": qdd[j - 1]})))))
-    return worst
+        out[joint.name] = float(np.max(np.abs(eq.error({"A_c": A[c], "A_p": A[p], "a": qdd[j - 1]}))))
+    return out

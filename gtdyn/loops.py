@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gtdyn.errors import LoopClosureError
 from gtdyn.kinematics import KinematicState
 from gtdyn.robot import Robot
 
@@ -33,12 +34,12 @@ def loop_plane_normal(robot: Robot, kin: KinematicState, loop: list[str]) -> np.
 
 
 def check_closed(robot: Robot, kin: KinematicState) -> None:
-    """ValueError naming the loop joint whose loop the given q or v does not close."""
+    """LoopClosureError naming the loop joint whose loop the given q or v does not close."""
     for name, residual in kin.pose_closure.items():
         if np.max(np.abs(residual)) > CLOSURE_TOLERANCE:
-            raise ValueError(f"q: the loop closed by joint '{name}' is open by {np.max(np.abs(residual)):.3g} "
+            raise LoopClosureError(f"q: the loop closed by joint '{name}' is open by {np.max(np.abs(residual)):.3g} "
                              "(rad or m); compute consistent joint values with gtdyn.close_loops")
     for name, residual in kin.twist_closure.items():
         if np.max(np.abs(residual)) > CLOSURE_TOLERANCE * (1 + np.max(np.abs(kin.v))):
-            raise ValueError(f"v: the joint velocities violate the loop closed by joint '{name}' by "
+            raise LoopClosureError(f"v: the joint velocities violate the loop closed by joint '{name}' by "
                              f"{np.max(np.abs(residual)):.3g}; compute consistent velocities with gtdyn.close_loops")

@@ -32,8 +32,10 @@ from collections.abc import Callable, Sequence
 
 import gtsam
 import networkx as nx
+import numpy as np
 
 from gtdyn import keys
+from gtdyn.errors import ArgumentError
 from gtdyn.graph import Problem
 from gtdyn.robot import Robot
 
@@ -170,9 +172,9 @@ def resolve_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.Gaus
         return _checked([ordering.at(i) for i in range(ordering.size())], graph)
     if isinstance(ordering, str):
         if ordering not in STRATEGIES:
-            raise ValueError(f"ordering: unknown strategy '{ordering}'; known: {', '.join(STRATEGIES)}")
+            raise ArgumentError(f"ordering: unknown strategy '{ordering}'; known: {', '.join(STRATEGIES)}")
         if problem.kind not in APPLIES_TO[ordering]:
-            raise ValueError(f"ordering: '{ordering}' applies to {' and '.join(APPLIES_TO[ordering])} dynamics, not "
+            raise ArgumentError(f"ordering: '{ordering}' applies to {' and '.join(APPLIES_TO[ordering])} dynamics, not "
                              f"{problem.kind}; for {problem.kind} dynamics use {', '.join(applicable(problem.kind))} "
                              "or an explicit list")
         return _checked_ordering(STRATEGIES[ordering](robot, problem, graph), graph)
@@ -180,7 +182,7 @@ def resolve_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.Gaus
         return resolve_ordering(ordering(robot, problem, graph), robot, problem, graph)
     if isinstance(ordering, Sequence):
         return _checked([_as_key(x) for x in ordering], graph)
-    raise TypeError(f"ordering: expected a strategy name, a list of labels/keys or a callable, got {type(ordering).__name__}")
+    raise ArgumentError(f"ordering: expected a strategy name, a list of labels/keys or a callable, got {type(ordering).__name__}")
 
 
 def _as_key(x) -> int:
@@ -188,8 +190,10 @@ def _as_key(x) -> int:
         try:
             return keys.parse_label(x)
         except ValueError as e:
-            raise ValueError(f"ordering: {e}") from None
-    return int(x)
+            raise ArgumentError(f"ordering: {e}") from None
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    raise ArgumentError(f"ordering: {x!r} is neither a variable label (such as 't1', 'F2', 'A3', 'a1') nor a key")
 
 
 def _checked_ordering(ordering: gtsam.Ordering, graph) -> gtsam.Ordering:
@@ -210,5 +214,5 @@ def _checked(order: list[int], graph: gtsam.GaussianFactorGraph) -> gtsam.Orderi
     if repeated:
         problems.append(f"repeated: {', '.join(repeated)}")
     if problems:
-        raise ValueError("ordering: " + "; ".join(problems) + f" (the unknowns are {', '.join(keys.label(k) for k in wanted)})")
+        raise ArgumentError("ordering: " + "; ".join(problems) + f" (the unknowns are {', '.join(keys.label(k) for k in wanted)})")
     return _ordering(order)

@@ -25,6 +25,7 @@ import dataclasses
 import gtsam
 import numpy as np
 
+from gtdyn.errors import ArgumentError
 from gtdyn.spatial import screw_exp, spatial_inertia
 
 
@@ -187,7 +188,7 @@ class Robot:
         names = list(names)
         unknown = [n for n in names if n not in self.joint_names]
         if unknown:
-            raise ValueError(f"with_actuated: unknown joints {', '.join(unknown)} (joints: {', '.join(self.joint_names)})")
+            raise ArgumentError(f"with_actuated: unknown joints {', '.join(unknown)} (joints: {', '.join(self.joint_names)})")
         joints = tuple(dataclasses.replace(j, actuated=j.name in names) for j in self.joints)
         return dataclasses.replace(self, joints=joints)
 

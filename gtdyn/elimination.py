@@ -1,0 +1,190 @@
+"""Eliminating a linear graph of exact equations, and deciding — independently of the ordering — whether the
+equations determine their unknowns.
+
+Elimination is Householder QR on unit-weighted equations (backward stable in every variable ordering) or, on
+request, GTSAM's elimination of hard-constraint factors. Either way the verdict on determinacy comes from one
+number that does not depend on the ordering: the condition of the column-equilibrated equations,
+
+    κ = 1 / σ_min(A D⁻¹),   D = diag(column norms of A),
+
+which the Bayes net gives cheaply: QR of A P is Q R, so R D⁻¹ has the singular values of A D⁻¹ whatever the
+permutation P. A few steps of inverse iteration on (R D⁻¹)ᵀ(R D⁻¹) — two sparse triangular solves each — from
+a start vector fixed per variable (not per elimination position) estimate it. Equilibrated columns have unit
+norm, so σ_max lies between 1 and a small multiple of it, and κ is the 2-norm condition number up to that
+factor. A pivot test, by contrast, is fooled by fill-in: a round-off-sized pivot can look healthy next to a
+column that fill made large.
+
+* κ ≤ ``WARN_CONDITION``: the answer is accurate to about κ·ε in every ordering.
+* ``WARN_CONDITION`` < κ ≤ ``SINGULAR_CONDITION``: solved, with an ``IllConditionedWarning`` naming the
+  variables (and their links or joints) that carry the near-singular direction.
+* κ > ``SINGULAR_CONDITION``, or a zero pivot: ``IndeterminateSystemError`` naming the free variables.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gtsam
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.errors import IllConditionedWarning, IndeterminateSystemError
+
+METHODS = ("qr", "constrained")
+# κ·ε ≈ 2e-8 here: orderings agree to the 1e-8 relative accuracy gtdyn promises (and tests) below it.
+WARN_CONDITION = 1e8
+# Within a relative perturbation of 1e-12 of a singular system, e.g. a subtree whose inertia along its joint
+# is 1e-12 of the robot's: no digit beyond the fourth can be trusted, and usually none is right.
+SINGULAR_CONDITION = 1e12
+INVERSE_ITERATIONS = 3  # a lower bound of 1/σ_min, within a small factor; near-singular directions converge in 1–2
+WEAK_SHARE = 0.1  # variables whose share of the weakest direction exceeds this are named as its culprits
+
+
+@dataclass(frozen=True)
+class Elimination:
+    """A Bayes net with its condition estimate κ and the variables along the weakest direction."""
+
+    bayes_net: gtsam.GaussianBayesNet
+    condition: float
+    weakest: list[int]
+
+
+def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, *, method: str = "qr",
+              column_norms: dict[int, np.ndarray] | None = None, owner: Callable[[int], str] | None = None,
+              warn: bool = True) -> Elimination:
+    """Sequential elimination into a Bayes net, with the determinacy verdict of the module docstring.
+
+    ``column_norms``: squared column norms per key (as ``gtdyn.graph.dynamics_graph`` collects them; computed
+    here if not given). ``owner(key)`` names the joint or link of a variable in messages.
+    """
+    norms = column_norms if column_norms is not None else squared_column_norms(graph)
+    try:
+        if method == "qr":
+            bayes_net = graph.eliminateSequential(order, gtsam.EliminateQR)
+            qr_net = bayes_net
+        else:
+            bayes_net = graph.eliminateSequential(order)
+            qr_net = unit_weighted(graph).eliminateSequential(order, gtsam.EliminateQR)
+    except RuntimeError as e:  # GTSAM's constrained path reports a singular system itself
+        if "ndetermin" not in str(e):
+            raise
+        raise _indeterminate(graph, norms, owner, float("inf"), []) from None
+    condition, weakest = condition_estimate(qr_net, norms)
+    if not condition <= SINGULAR_CONDITION:  # also NaN: a zero pivot
+        raise _indeterminate(graph, norms, owner, condition, weakest)
+    if condition > WARN_CONDITION and warn:
+        warnings.warn(IllConditionedWarning(
+            f"the dynamics equations are ill-conditioned (condition estimate {condition:.2g}): results may differ "
+            f"between orderings in digits beyond the {int(np.log10(1 / (condition * np.finfo(float).eps)))}th; the weak "
+            f"direction involves {_named(weakest, owner)}"), stacklevel=_user_stacklevel())
+    return Elimination(bayes_net, condition, weakest)
+
+
+def condition_estimate(bayes_net: gtsam.GaussianBayesNet, squared_norms: dict[int, np.ndarray],
+                       iterations: int = INVERSE_ITERATIONS) -> tuple[float, list[int]]:
+    """κ = 1/σ_min(R D⁻¹) for the QR Bayes net R, by inverse iteration; and the variables whose share of the
+    weakest direction exceeds ``WEAK_SHARE``. ``inf`` (or NaN) for a zero pivot."""
+    key_list = sorted(squared_norms)  # a start vector per variable, not per elimination position
+    dims = [len(np.atleast_1d(squared_norms[k])) for k in key_list]
+    scale = np.sqrt(np.concatenate([np.atleast_1d(squared_norms[k]) for k in key_list]))
+    if not np.all(scale > 0):
+        return float("inf"), [k for k, n in zip(key_list, _split(scale, dims)) if not np.all(n > 0)]
+    w = np.random.default_rng(0).standard_normal(len(scale))  # same start in every ordering: same estimate
+    w /= np.linalg.norm(w)
+    growth = 0.0
+    with np.errstate(all="ignore"):
+        for _ in range(iterations):
+            try:
+                u = bayes_net.backSubstituteTranspose(_values(key_list, dims, w / scale))  # B⁻ᵀ w, B = R D⁻¹
+                z = scale * bayes_net.backSubstitute(u).vector()  # B⁻¹ B⁻ᵀ w
+            except RuntimeError:  # GTSAM refuses an exactly zero pivot
+                return float("inf"), []
+            growth = float(np.linalg.norm(z))
+            if not np.isfinite(growth) or growth == 0.0:
+                return float("inf"), []
+            w = z / growth
+    share = np.sqrt(np.add.reduceat(w * w, np.cumsum([0] + dims[:-1])))
+    return float(np.sqrt(growth)), [k for k, s in zip(key_list, share) if s > WEAK_SHARE * share.max()]
+
+
+def _values(key_list: list[int], dims: list[int], flat: np.ndarray) -> gtsam.VectorValues:
+    out, start = gtsam.VectorValues(), 0
+    for key, d in zip(key_list, dims):
+        out.insert(key, flat[start:start + d])
+        start += d
+    return out
+
+
+def _split(flat: np.ndarray, dims: list[int]) -> list[np.ndarray]:
+    return np.split(flat, np.cumsum(dims)[:-1])
+
+
+def squared_column_norms(graph: gtsam.GaussianFactorGraph) -> dict[int, np.ndarray]:
+    """Squared column norms of every unknown of a linear graph (hard, i.e. unit-weighted, rows)."""
+    norms: dict[int, np.ndarray] = {}
+    for i in range(graph.size()):
+        factor = gtsam.JacobianFactor(graph.at(i))
+        A, _ = factor.jacobianUnweighted()
+        col = 0
+        for key in factor.keys():
+            d = keys.dim(key)
+            norms[key] = norms.get(key, 0.0) + np.sum(A[:, col:col + d] ** 2, axis=0)
+            col += d
+    return norms
+
+
+def unit_weighted(graph: gtsam.GaussianFactorGraph) -> gtsam.GaussianFactorGraph:
+    """A copy of the graph with unit weights (hard constraints become ordinary rows), for Householder QR."""
+    out = gtsam.GaussianFactorGraph()
+    for i in range(graph.size()):
+        factor = gtsam.JacobianFactor(graph.at(i))  # a copy
+        factor.setModel(False, np.ones(factor.rows()))
+        out.push_back(factor)
+    return out
+
+
+def free_variables(graph: gtsam.GaussianFactorGraph, squared_norms: dict[int, np.ndarray] | None = None,
+                   condition_limit: float = SINGULAR_CONDITION) -> list[int]:
+    """Keys of the unknowns with a component in the (near) null space of the column-equilibrated Jacobian:
+    right singular vectors whose σ is below σ_max / ``condition_limit``. Dense: for error messages only."""
+    A, _ = graph.jacobian()
+    ordered = sorted(set(graph.keyVector()))  # GaussianFactorGraph.jacobian() orders its columns by key
+    norms = squared_norms if squared_norms is not None else squared_column_norms(graph)
+    scale = np.sqrt(np.concatenate([np.atleast_1d(norms[k]) for k in ordered]))
+    with np.errstate(all="ignore"):
+        B = np.where(scale > 0, A / np.where(scale > 0, scale, 1.0), 0.0)
+    _, s, Vt = np.linalg.svd(B)
+    rank = int(np.sum(s > s[0] / condition_limit)) if s.size and s[0] > 0 else 0
+    null = Vt[rank:]
+    out, col = [], 0
+    for key in ordered:
+        d = keys.dim(key)
+        if np.any(scale[col:col + d] == 0) or (null.size and np.max(np.abs(null[:, col:col + d])) > 1e-6):
+            out.append(key)
+        col += d
+    return out
+
+
+def _indeterminate(graph, norms, owner, condition: float, weakest: list[int]) -> IndeterminateSystemError:
+    free = free_variables(graph, norms) or weakest
+    labels = [keys.label(k) for k in free]
+    how = "exactly singular" if not np.isfinite(condition) else f"condition estimate {condition:.2g}"
+    return IndeterminateSystemError(
+        f"the dynamics equations do not determine {_named(free, owner) if free else 'every unknown'} ({how}: a "
+        "massless or nearly massless link, or a mechanism that needs more constraints)", labels, condition)
+
+
+def _named(key_list: list[int], owner: Callable[[int], str] | None) -> str:
+    return ", ".join(f"{keys.label(k)} ({owner(k)})" if owner else keys.label(k) for k in key_list)
+
+
+def _user_stacklevel() -> int:
+    """The stack level of the first frame outside gtdyn, so a warning points at the user's call."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("gtdyn"):
+        frame, level = frame.f_back, level + 1
+    return level
