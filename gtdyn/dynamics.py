@@ -234,7 +234,7 @@ def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, e
     order = resolve_ordering(ordering, robot, problem, graph)
     eliminated = eliminate(graph, order, method=elimination, column_norms=norms, owner=lambda key: keys.owner(robot, key))
     try:
-        solution = eliminated.bayes_net.optimize()
+        solution = eliminated.solve(graph)
         values = solution.vector()
     except RuntimeError:  # GTSAM refuses to back-substitute non-finite numbers
         values = np.array([np.nan])

@@ -44,11 +44,24 @@ WEAK_SHARE = 0.1  # variables whose share of the weakest direction exceeds this 
 
 @dataclass(frozen=True)
 class Elimination:
-    """A Bayes net with its condition estimate κ and the variables along the weakest direction."""
+    """A Bayes net with its condition estimate κ and the variables along the weakest direction; ``method``
+    is how it was made ("qr": its conditionals are the R of a QR factorization of the unit-weighted graph)."""
 
     bayes_net: gtsam.GaussianBayesNet
     condition: float
     weakest: list[int]
+    method: str = "qr"
+
+    def solve(self, graph: gtsam.GaussianFactorGraph) -> gtsam.VectorValues:
+        """Back-substitution; on a QR net followed by one step of iterative refinement by the corrected
+        semi-normal equations, x ← x − R⁻¹ R⁻ᵀ Aᵀ(Ax − b) (Björck): it makes the answer as good as the
+        problem's componentwise conditioning allows. On iCub (κ ≈ 1e7) it brings every ordering from
+        5e-9…2e-7 to ~1e-10 of Pinocchio's ABA. GTSAM raises RuntimeError on non-finite numbers."""
+        x = self.bayes_net.optimize()
+        if self.method != "qr":
+            return x
+        correction = self.bayes_net.backSubstitute(self.bayes_net.backSubstituteTranspose(graph.gradient(x)))
+        return x.subtract(correction)
 
 
 def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, *, method: str = "qr",
@@ -79,7 +92,7 @@ def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, *, method
             f"the dynamics equations are ill-conditioned (condition estimate {condition:.2g}): results may differ "
             f"between orderings in digits beyond the {int(np.log10(1 / (condition * np.finfo(float).eps)))}th; the weak "
             f"direction involves {_named(weakest, owner)}"), stacklevel=_user_stacklevel())
-    return Elimination(bayes_net, condition, weakest)
+    return Elimination(bayes_net, condition, weakest, method)
 
 
 def condition_estimate(bayes_net: gtsam.GaussianBayesNet, squared_norms: dict[int, np.ndarray],
