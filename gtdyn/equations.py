@@ -1,9 +1,11 @@
 """The Newton–Euler equations of paper 001 (eq. 4–7), as linear forms in their unknowns.
 
-Each function returns a ``LinearEquation``: ``Σ coefficient[name] · x[name] = rhs``, with coefficients and
-right-hand side evaluated at the known configuration q, velocity v and twists V. These are the one source
-of truth for the physics: the ``CustomFactor`` classes evaluate them (and differentiate them in q, v, V),
-and the fast linear path turns them straight into ``JacobianFactor`` rows.
+The named blocks — ``Ad(cTp)`` (``gtdyn.spatial.Ad``), the screw axis ``S``, the bias acceleration
+``[ad_Vc] S q̇``, the Coriolis wrench ``[ad_V]ᵀ G V``, the weight — are the one source of truth for the physics:
+the ``CustomFactor`` classes (``gtdyn.factors``) write each equation's error with them, and the functions
+below arrange them as a ``LinearEquation`` ``Σ coefficient[name] · x[name] = rhs`` (coefficients and right-hand
+side evaluated at the known configuration q, velocity v and twists V) for the fast linear path, which turns
+them straight into ``JacobianFactor`` rows. A test linearises the factors and compares the blocks.
 
 Frames: every link quantity is in that link's CoM frame; ``cTp`` is the pose of the parent's dynamics frame
 in the child's (the T_{i,i-1}(θ_i) of the paper); ``S`` is the joint's screw axis in the child's frame.
@@ -42,9 +44,19 @@ def twist_equation(cTp: gtsam.Pose3, S: np.ndarray) -> LinearEquation:
     return LinearEquation({"V_c": I6, "V_p": -Ad(cTp), "v": -_column(S)}, np.zeros(6))
 
 
+def bias_acceleration(V_c: np.ndarray, S: np.ndarray, v: float) -> np.ndarray:
+    """[ad_Vc] S q̇: the velocity-product term of eq. 5 (the joint's axis turning with the child)."""
+    return ad(V_c) @ S * v
+
+
+def coriolis_wrench(G: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """[ad_V]ᵀ G V: the velocity-product (Coriolis and centrifugal) wrench of eq. 6."""
+    return ad(V).T @ G @ V
+
+
 def twist_accel_equation(cTp: gtsam.Pose3, S: np.ndarray, V_c: np.ndarray, v: float) -> LinearEquation:
     """Eq. 5:  V̇_c − [Ad_cTp] V̇_p − S q̈ = [ad_Vc] S q̇."""
-    return LinearEquation({"A_c": I6, "A_p": -Ad(cTp), "a": -_column(S)}, ad(V_c) @ S * v)
+    return LinearEquation({"A_c": I6, "A_p": -Ad(cTp), "a": -_column(S)}, bias_acceleration(V_c, S, v))
 
 
 def gravity_wrench(mass: float, wTi: gtsam.Pose3, gravity: np.ndarray) -> np.ndarray:
@@ -67,7 +79,7 @@ def wrench_equation(G: np.ndarray, V: np.ndarray, out_poses: list[gtsam.Pose3], 
         coefficients[f"F_in{k}"] = -I6
     for k, cTi in enumerate(out_poses):
         coefficients[f"F_out{k}"] = Ad(cTi).T
-    return LinearEquation(coefficients, ad(V).T @ G @ V + gravity_term + external)
+    return LinearEquation(coefficients, coriolis_wrench(G, V) + gravity_term + external)
 
 
 def torque_equation(S: np.ndarray) -> LinearEquation:

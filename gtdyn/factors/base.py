@@ -1,14 +1,14 @@
-"""Plumbing shared by the factor classes: hard noise, reading values, filling Jacobians."""
+"""Plumbing shared by the factor classes: hard noise, reading values, handing Jacobians to GTSAM.
+
+GTSAM's ``CustomFactor`` contract: ``error(this, values, H)`` returns the error vector and fills ``H[i]``
+(the Jacobian for the factor's i-th key) only when ``H`` is not None, so each factor computes its Jacobians
+behind ``if H is not None``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import gtsam
 import numpy as np
-
-# evaluate(values) -> (error, {key: Jacobian})
-Evaluate = Callable[[gtsam.Values], tuple[np.ndarray, dict[int, np.ndarray]]]
 
 
 def hard(dim: int) -> gtsam.noiseModel.Base:
@@ -25,17 +25,12 @@ def vector(values: gtsam.Values, key: int | None, dim: int = 6) -> np.ndarray:
     return np.zeros(dim) if key is None else values.atVector(key)
 
 
-def error_function(keys: list[int], evaluate: Evaluate):
-    """Wrap ``evaluate`` in GTSAM's CustomFactor callback contract (fill H[i] only when asked)."""
-
-    def error(this, values, H):
-        e, jacobians = evaluate(values)
-        if H is not None:
-            for i, key in enumerate(keys):
-                H[i] = np.atleast_2d(jacobians[key])
-        return e
-
-    return error
+def fill(H: list, keys: list[int], jacobians: dict) -> None:
+    """H[i] = ∂e/∂keys[i]; a 1-D array is the column of a scalar variable. ``jacobians`` may also hold an entry
+    for None (the fixed base), which is not a key."""
+    for i, key in enumerate(keys):
+        J = np.asarray(jacobians[key], dtype=float)
+        H[i] = J.reshape(-1, 1) if J.ndim == 1 else J
 
 
 def present(*keys: int | None) -> list[int]:

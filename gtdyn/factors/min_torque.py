@@ -4,19 +4,18 @@ actuated mechanism from the hard dynamics constraints."""
 from __future__ import annotations
 
 import gtsam
+import numpy as np
 
-from gtdyn.equations import minimum_torque_equation
-from gtdyn.factors.base import error_function, scalar
+from gtdyn.factors.base import scalar
 
 
 class MinTorqueFactor(gtsam.CustomFactor):
-    """τ = 0 with unit weight (a soft factor: combine with hard constraints and constrained elimination)."""
+    """e = τ with unit weight (a soft factor: combine with hard constraints and constrained elimination)."""
 
     def __init__(self, tau: int, sigma: float = 1.0):
-        eq = minimum_torque_equation()
-        keys = [tau]
+        def error(this, values, H):
+            if H is not None:
+                H[0] = np.ones((1, 1))
+            return np.array([scalar(values, tau)])
 
-        def evaluate(values):
-            return eq.error({"tau": scalar(values, tau)}), {tau: eq.coefficients["tau"]}
-
-        super().__init__(gtsam.noiseModel.Isotropic.Sigma(1, sigma), keys, error_function(keys, evaluate))
+        super().__init__(gtsam.noiseModel.Isotropic.Sigma(1, sigma), [tau], error)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import gtsam
 import numpy as np
 
-from gtdyn.equations import planar_equation
-from gtdyn.factors.base import error_function, hard, present
+from gtdyn.equations import planar_directions
+from gtdyn.factors.base import fill, hard, present
 from gtdyn.spatial import skew
 
 
 class PlanarFactor(gtsam.CustomFactor):
-    """P(wTc) F = 0 with P = ``planar_directions``: the wrench's force along the plane normal and its moments
+    """e = P(wTc) F with P = ``planar_directions``: the wrench's force along the plane normal and its moments
     about two in-plane axes, seen in the loop joint's child frame. Keys: F, wTc (the child link's pose; None
     when the loop closes onto the fixed base, at the world origin).
 
@@ -23,18 +23,15 @@ class PlanarFactor(gtsam.CustomFactor):
         normal = np.asarray(normal, float)
         keys = present(F, pose)
 
-        def evaluate(values):
-            wTc = gtsam.Pose3() if pose is None else values.atPose3(pose)
-            eq = planar_equation(wTc, normal)
+        def error(this, values, H):
+            P = planar_directions(gtsam.Pose3() if pose is None else values.atPose3(pose), normal)
             x = values.atVector(F)
-            P = eq.coefficients["F"]
-            H_pose = np.zeros((3, 6))
-            for row in range(3):
-                part = slice(3, 6) if row == 0 else slice(0, 3)
-                H_pose[row, :3] = -(skew(P[row, part]) @ x[part])  # d(xᵀ Rᵀd)/dω = xᵀ [Rᵀd] = −([Rᵀd] x)ᵀ
-            H = {F: P}
-            if pose is not None:
-                H[pose] = H_pose
-            return eq.error({"F": x}), H
+            if H is not None:
+                H_pose = np.zeros((3, 6))
+                for row in range(3):
+                    part = slice(3, 6) if row == 0 else slice(0, 3)
+                    H_pose[row, :3] = -(skew(P[row, part]) @ x[part])  # d(xᵀ Rᵀd)/dω = xᵀ [Rᵀd] = −([Rᵀd] x)ᵀ
+                fill(H, keys, {F: P, pose: H_pose})
+            return P @ x
 
-        super().__init__(hard(3), keys, error_function(keys, evaluate))
+        super().__init__(hard(3), keys, error)

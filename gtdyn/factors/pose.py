@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import gtsam
-import numpy as np
 
-from gtdyn.factors.base import error_function, hard, present, scalar
+from gtdyn.factors.base import fill, hard, present, scalar
 from gtdyn.robot import Joint
 
 
 class PoseFactor(gtsam.CustomFactor):
-    """Log( (wTp · pTc(q))⁻¹ · wTc ) = 0.  Keys: wTp, wTc, q; None for wTp or wTc: that end is the fixed base,
+    """e = Log( (wTp · pTc(q))⁻¹ · wTc ).  Keys: wTp, wTc, q; None for wTp or wTc: that end is the fixed base,
     at the world origin (a loop can close onto the base).
 
     With h = wTp·pTc(q) and E = h⁻¹·wTc = exp(e): ∂e/∂wTc = J_r⁻¹(e), ∂e/∂h = −J_r⁻¹(e)·Ad(E⁻¹),
@@ -21,19 +20,15 @@ class PoseFactor(gtsam.CustomFactor):
         S = joint.screw_axis
         keys = present(wTp, wTc, q)
 
-        def evaluate(values):
+        def error(this, values, H):
             parent = gtsam.Pose3() if wTp is None else values.atPose3(wTp)
             pTc = joint.parent_T_child(scalar(values, q))
-            h = parent.compose(pTc)
-            E = h.between(gtsam.Pose3() if wTc is None else values.atPose3(wTc))
+            E = parent.compose(pTc).between(gtsam.Pose3() if wTc is None else values.atPose3(wTc))
             e = gtsam.Pose3.Logmap(E)
-            Jr_inv = gtsam.Pose3.LogmapDerivative(e)
-            H_h = -Jr_inv @ E.inverse().AdjointMap()
-            H = {q: (H_h @ S).reshape(6, 1)}
-            if wTc is not None:
-                H[wTc] = Jr_inv
-            if wTp is not None:
-                H[wTp] = H_h @ pTc.inverse().AdjointMap()
-            return e, H
+            if H is not None:
+                Jr_inv = gtsam.Pose3.LogmapDerivative(e)
+                H_h = -Jr_inv @ E.inverse().AdjointMap()
+                fill(H, keys, {wTc: Jr_inv, q: H_h @ S, wTp: H_h @ pTc.inverse().AdjointMap()})
+            return e
 
-        super().__init__(hard(6), keys, error_function(keys, evaluate))
+        super().__init__(hard(6), keys, error)

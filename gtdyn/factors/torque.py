@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import gtsam
+import numpy as np
 
-from gtdyn.equations import torque_equation
-from gtdyn.factors.base import error_function, hard, scalar
+from gtdyn.factors.base import fill, hard, scalar
 from gtdyn.robot import Joint
 
 
 class TorqueFactor(gtsam.CustomFactor):
-    """Eq. 7:  Sᵀ F − τ = 0.  Keys: F, τ."""
+    """Eq. 7:  e = Sᵀ F − τ.  Keys: F, τ."""
 
     def __init__(self, joint: Joint, F: int, tau: int):
-        eq = torque_equation(joint.screw_axis)
+        S = joint.screw_axis
         keys = [F, tau]
 
-        def evaluate(values):
-            e = eq.error({"F": values.atVector(F), "tau": scalar(values, tau)})
-            return e, {F: eq.coefficients["F"], tau: eq.coefficients["tau"]}
+        def error(this, values, H):
+            e = np.array([S @ values.atVector(F) - scalar(values, tau)])
+            if H is not None:
+                fill(H, keys, {F: S.reshape(1, 6), tau: -np.ones((1, 1))})
+            return e
 
-        super().__init__(hard(1), keys, error_function(keys, evaluate))
+        super().__init__(hard(1), keys, error)

@@ -1,15 +1,15 @@
-"""Wrench factor (eq. 6) of one link: Newton–Euler balance with any number of child joints, explicit gravity
-and an optional external wrench."""
+"""Wrench factor (eq. 6) of one link: Newton–Euler balance with any number of joints into and out of it,
+explicit gravity and an optional external wrench."""
 
 from __future__ import annotations
 
 import gtsam
 import numpy as np
 
-from gtdyn.equations import gravity_wrench, wrench_equation
-from gtdyn.factors.base import error_function, hard, scalar
+from gtdyn.equations import coriolis_wrench, gravity_wrench
+from gtdyn.factors.base import fill, hard, scalar
 from gtdyn.robot import Joint, Link
-from gtdyn.spatial import ad, skew
+from gtdyn.spatial import Ad, ad, skew
 
 
 def coadjoint_jacobian(w: np.ndarray) -> np.ndarray:
@@ -20,7 +20,7 @@ def coadjoint_jacobian(w: np.ndarray) -> np.ndarray:
 
 
 class WrenchFactor(gtsam.CustomFactor):
-    """Eq. 6:  G V̇ − [ad_V]ᵀ G V − Σ F_in + Σ_c [Ad_cTi(q_c)]ᵀ F_c − F_gravity(wTi) − F_ext = 0.
+    """Eq. 6:  e = G V̇ − [ad_V]ᵀ G V − Σ_in F_in + Σ_c [Ad_cTi(q_c)]ᵀ F_c − F_gravity(wTi) − F_ext.
 
     Keys: V̇, V, wTi (pose of the link's CoM frame, for gravity), the wrenches F_in of the joints into the link
     (one, or several where loops close on it), then (F_c, q_c) per joint out of the link.
@@ -34,22 +34,21 @@ class WrenchFactor(gtsam.CustomFactor):
         F_in = [F_in] if isinstance(F_in, int) else list(F_in)
         keys = [A, V, pose] + F_in + [k for _, F_c, q_c in children for k in (F_c, q_c)]
 
-        def evaluate(values):
+        def error(this, values, H):
             Vi, wTi = values.atVector(V), values.atPose3(pose)
-            child_poses = [joint.child_T_parent(scalar(values, q_c)) for joint, _, q_c in children]
-            eq = wrench_equation(G, Vi, child_poses, gravity_wrench(link.mass, wTi, g), external, len(F_in))
-            x = {"A": values.atVector(A)}
-            x.update({f"F_in{k}": values.atVector(F) for k, F in enumerate(F_in)})
-            x.update({f"F_out{k}": values.atVector(F_c) for k, (_, F_c, _) in enumerate(children)})
-            e = eq.error(x)
-            H_pose = np.zeros((6, 6))
-            H_pose[3:, :3] = -link.mass * skew(wTi.rotation().unrotate(g))  # ∂(Rᵀg)/∂ω = [Rᵀg]
-            H = {A: eq.coefficients["A"], pose: H_pose, V: -(ad(Vi).T @ G + coadjoint_jacobian(G @ Vi))}
-            H.update({F: eq.coefficients[f"F_in{k}"] for k, F in enumerate(F_in)})
-            for k, (joint, F_c, q_c) in enumerate(children):
-                AdT = eq.coefficients[f"F_out{k}"]
-                H[F_c] = AdT
-                H[q_c] = (-AdT @ ad(joint.screw_axis).T @ x[f"F_out{k}"]).reshape(6, 1)
-            return e, H
+            AdT = [Ad(joint.child_T_parent(scalar(values, q_c))).T for joint, _, q_c in children]  # [Ad_cTi]ᵀ
+            F_out = [values.atVector(F_c) for _, F_c, _ in children]
+            e = (G @ values.atVector(A) - coriolis_wrench(G, Vi) - sum(values.atVector(F) for F in F_in)
+                 + sum(a @ F for a, F in zip(AdT, F_out)) - gravity_wrench(link.mass, wTi, g) - external)
+            if H is not None:
+                H_pose = np.zeros((6, 6))
+                H_pose[3:, :3] = -link.mass * skew(wTi.rotation().unrotate(g))  # ∂(Rᵀg)/∂ω = [Rᵀg]
+                jacobians = {A: G, V: -(ad(Vi).T @ G + coadjoint_jacobian(G @ Vi)), pose: H_pose}
+                jacobians.update({F: -np.eye(6) for F in F_in})
+                for (joint, F_c, q_c), a, F in zip(children, AdT, F_out):
+                    jacobians[F_c] = a
+                    jacobians[q_c] = -a @ ad(joint.screw_axis).T @ F
+                fill(H, keys, jacobians)
+            return e
 
-        super().__init__(hard(6), keys, error_function(keys, evaluate))
+        super().__init__(hard(6), keys, error)
