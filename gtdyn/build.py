@@ -56,7 +56,7 @@ def build_robot(description: RobotDescription) -> Robot:
         members.setdefault(body, []).append((link_specs[name], bTl))
     links = {}
     for index, body in enumerate([root] + [js.child for js in moving]):
-        mass, inertia, lTcom = _composite_inertial(members[body])
+        mass, inertia, lTcom = _composite_inertial(members[body], src)
         links[body] = Link(body, index, mass, _frozen(inertia), lTcom)
 
     joints = [_make_joint(js, i + 1, links, root, closes_loop=i >= len(moving))
@@ -88,8 +88,13 @@ def _check_joint_spec(js: JointSpec, links: dict, src: str) -> None:
             raise ModelError(f"{where} names {role} link '{name}', which is not defined")
     if js.parent == js.child:
         raise ModelError(f"{where} connects link '{js.parent}' to itself")
+    _check_shape(js.origin, (4, 4), f"{where} <origin>")
+    _check_shape(js.child_pose, (4, 4), f"{where} child pose")
+    _check_shape(js.axis, (3,), f"{where} <axis>")
     if not (np.all(np.isfinite(js.origin)) and np.all(np.isfinite(js.child_pose))):
         raise ModelError(f"{where} has a non-finite <origin>/<pose>")
+    _check_length(js.origin, src, f"joint '{js.name}' <origin>")
+    _check_length(js.child_pose, src, f"joint '{js.name}' child link pose")
     if js.type != "fixed":
         n = np.linalg.norm(js.axis)
         if not np.isfinite(n) or n < 1e-12:
@@ -97,12 +102,17 @@ def _check_joint_spec(js: JointSpec, links: dict, src: str) -> None:
 
 
 def _check_inertial(ls: LinkSpec, src: str) -> None:
+    from gtdyn.io.xml import MAX_INERTIA, MAX_MASS, check_magnitude
+
     where = f"{src}: link '{ls.name}' <inertial>"
     if not np.isfinite(ls.mass) or ls.mass < 0:
         raise ModelError(f"{where} has mass {ls.mass}; it must be finite and non-negative")
+    check_magnitude(ls.mass, MAX_MASS, "mass", src, f"link '{ls.name}' <inertial>")
     inertia = np.asarray(ls.inertia, dtype=float)
     if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
         raise ModelError(f"{where} has a malformed or non-finite inertia")
+    check_magnitude(inertia, MAX_INERTIA, "an inertia of", src, f"link '{ls.name}' <inertial>")
+    _check_shape(ls.inertial_origin, (4, 4), f"{where} <origin>")
     eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
     scale = max(1.0, float(np.max(np.abs(eig))))
     if eig[0] < -1e-9 * scale:
@@ -111,6 +121,19 @@ def _check_inertial(ls: LinkSpec, src: str) -> None:
                       "it is used as given", ModelWarning, stacklevel=4)
     if not np.all(np.isfinite(ls.inertial_origin)):
         raise ModelError(f"{where} has a non-finite <origin>")
+    _check_length(ls.inertial_origin, src, f"link '{ls.name}' <inertial> <origin>")
+
+
+def _check_shape(value, shape: tuple[int, ...], where: str) -> None:
+    if np.shape(value) != shape:
+        raise ModelError(f"{where} has shape {np.shape(value)}; expected {shape}")
+
+
+def _check_length(transform, src: str, what: str) -> None:
+    """The translation of a 4×4 transform is within gtdyn.io.xml.MAX_LENGTH (it keeps the dynamics finite)."""
+    from gtdyn.io.xml import MAX_LENGTH, check_magnitude
+
+    check_magnitude(np.asarray(transform, dtype=float)[:3, 3], MAX_LENGTH, "a length of", src, what)
 
 
 def _find_root(description: RobotDescription, links: dict, joints: dict, src: str) -> str:
@@ -183,11 +206,13 @@ def _reattach(js: JointSpec, body_of: dict) -> JointSpec:
                      js.velocity, js.child_pose @ np.linalg.inv(bTc), js.actuated)
 
 
-def _composite_inertial(members: list[tuple[LinkSpec, np.ndarray]]) -> tuple[float, np.ndarray, gtsam.Pose3]:
+def _composite_inertial(members: list[tuple[LinkSpec, np.ndarray]], src: str = "<memory>"
+                        ) -> tuple[float, np.ndarray, gtsam.Pose3]:
     """Mass, inertia about the CoM and CoM frame (in the body link frame) of links rigidly merged together.
 
     A body made of one link keeps that link's inertial frame (rotated frames included); a merged body uses
-    a CoM frame parallel to the body link frame.
+    a CoM frame parallel to the body link frame. ModelError if the sums overflow (not reachable within the
+    bounds ``_check_inertial`` and ``_check_joint_spec`` enforce, but never an inf or NaN inertia).
     """
     massive = [(ls, bTl) for ls, bTl in members if ls.mass > 0 or np.any(ls.inertia)]
     if len(massive) == 1:
@@ -196,13 +221,22 @@ def _composite_inertial(members: list[tuple[LinkSpec, np.ndarray]]) -> tuple[flo
         return ls.mass, np.asarray(ls.inertia, float), pose(bTcom[:3, :3], bTcom[:3, 3])
     if not massive:
         return 0.0, np.zeros((3, 3)), gtsam.Pose3()
-    mass = sum(ls.mass for ls, _ in massive)
-    coms = [(bTl @ ls.inertial_origin) for ls, bTl in massive]
-    com = sum(ls.mass * c[:3, 3] for (ls, _), c in zip(massive, coms)) / mass if mass > 0 else np.zeros(3)
-    inertia = np.zeros((3, 3))
-    for (ls, _), c in zip(massive, coms):
-        R, d = c[:3, :3], c[:3, 3] - com
-        inertia += R @ ls.inertia @ R.T + ls.mass * (d @ d * np.eye(3) - np.outer(d, d))  # parallel axis
+    overflow = ModelError(f"{src}: the links {', '.join(repr(ls.name) for ls, _ in massive)}, merged by fixed joints "
+                          "into one body, have a composite mass or inertia that overflows; check their masses, "
+                          "inertias and origins")
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            mass = sum(ls.mass for ls, _ in massive)
+            coms = [(bTl @ ls.inertial_origin) for ls, bTl in massive]
+            com = sum(ls.mass * c[:3, 3] for (ls, _), c in zip(massive, coms)) / mass if mass > 0 else np.zeros(3)
+            inertia = np.zeros((3, 3))
+            for (ls, _), c in zip(massive, coms):
+                R, d = c[:3, :3], c[:3, 3] - com
+                inertia += R @ ls.inertia @ R.T + ls.mass * (d @ d * np.eye(3) - np.outer(d, d))  # parallel axis
+    except FloatingPointError:
+        raise overflow from None
+    if not (np.isfinite(mass) and np.all(np.isfinite(com)) and np.all(np.isfinite(inertia))):
+        raise overflow
     return mass, inertia, pose(None, com)
 
 

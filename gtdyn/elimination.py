@@ -100,6 +100,8 @@ def condition_estimate(bayes_net: gtsam.GaussianBayesNet, squared_norms: dict[in
     """κ = 1/σ_min(R D⁻¹) for the QR Bayes net R, by inverse iteration; and the variables whose share of the
     weakest direction exceeds ``WEAK_SHARE``. ``inf`` (or NaN) for a zero pivot."""
     key_list = sorted(squared_norms)  # a start vector per variable, not per elimination position
+    if not key_list:  # nothing unknown (a robot without moving joints)
+        return 1.0, []
     dims = [len(np.atleast_1d(squared_norms[k])) for k in key_list]
     scale = np.sqrt(np.concatenate([np.atleast_1d(squared_norms[k]) for k in key_list]))
     if not np.all(scale > 0):

@@ -6,7 +6,7 @@ import os
 from importlib import resources
 
 from gtdyn.build import build_robot
-from gtdyn.errors import ModelError
+from gtdyn.errors import ArgumentError, ModelError
 from gtdyn.robot import Robot
 
 # bundled name -> (folder in the source tree, package it installs as, file)
@@ -32,8 +32,18 @@ def bundled_path(name: str) -> str:
 
 
 def load_robot(path_or_name: str | os.PathLike) -> Robot:
-    """Load a robot from a ``.urdf`` or ``.sdf`` file or a bundled name; ModelError on bad input."""
-    path = os.fspath(path_or_name)
+    """Load a robot from a ``.urdf`` or ``.sdf`` file or a bundled name.
+
+    ModelError for a bad or missing file, ArgumentError for an argument that is not a path or name."""
+    if not isinstance(path_or_name, (str, bytes, os.PathLike)):
+        raise ArgumentError(f"path_or_name must be a .urdf/.sdf path or a bundled robot name "
+                            f"({', '.join(BUNDLED)}), not {type(path_or_name).__name__} {path_or_name!r:.80}")
+    try:
+        path = os.fsdecode(path_or_name)
+    except (TypeError, UnicodeDecodeError) as e:  # a PathLike whose __fspath__ misbehaves, undecodable bytes
+        raise ArgumentError(f"path_or_name {path_or_name!r:.80} is not a usable path: {e}") from None
+    if "\0" in path:
+        raise ArgumentError(f"path_or_name {path!r:.80} contains a NUL character")
     if path in BUNDLED:
         path = bundled_path(path)
     suffix = os.path.splitext(path)[1].lower()

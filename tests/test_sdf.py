@@ -389,6 +389,39 @@ BAD_FILES = [
      bad(TWO + joint("j", "a", "b", "<axis><use_parent_model_frame>1</use_parent_model_frame></axis>")),
      "removed in SDFormat 1.7"),
     ("pose frame attribute", bad(link("a", pose("0 0 0 0 0 0", frame="x")), "1.6"), "use relative_to"),
+    # every number gtdyn reads: count, finiteness, and magnitudes no robot reaches (they overflow the dynamics)
+    ("pose with a seventh number", bad(link("a", pose("0 0 0 0 0 0 1"))), "link 'a' <pose> has 7 numbers; expected 6"),
+    ("quaternion pose with six", bad(link("a", pose("0 0 0 0 0 1", rotation_format="quat_xyzw")), "1.9"),
+     "link 'a' <pose> has 6 numbers; expected 7 (x y z qx qy qz qw)"),
+    ("axis with four numbers", bad(TWO + joint("j", "a", "b", "<axis><xyz>0 0 1 0</xyz></axis>")),
+     "joint 'j' <axis><xyz> has 4 numbers; expected 3"),
+    ("empty mass", bad(link("a", "<inertial><mass/></inertial>")), "link 'a' <inertial> <mass> has 0 numbers"),
+    ("mass with two numbers", bad(link("a", "<inertial><mass>1 2</mass></inertial>")), "<mass> has 2 numbers"),
+    ("Python-only number", bad(link("a", "<inertial><mass>1_0</mass></inertial>")), "<mass> has '1_0'"),
+    ("overflowing number", bad(link("a", pose("1e309 0 0 0 0 0"))), "link 'a' <pose> has a non-finite number"),
+    ("pose 1e200 away", bad(link("a", pose("0 0 1e200 0 0 0"))), "link 'a' <pose> has a length of 1e+200, beyond"),
+    ("centre of mass 500 km away", bad(link("a", f"<inertial>{pose('5e5 0 0 0 0 0')}</inertial>")),
+     "link 'a' <inertial> <pose> has a length of 500000, beyond the ±100000"),
+    ("mass 1e300", bad(link("a", "<inertial><mass>1e300</mass></inertial>")),
+     "link 'a' <inertial> <mass> has mass 1e+300, beyond the ±1e+12"),
+    ("inertia 1e30", bad(link("a", "<inertial><inertia><ixx>1e30</ixx></inertia></inertial>")),
+     "link 'a' <inertial> <inertia> <ixx> has an inertia of 1e+30"),
+    ("inertia 1e308", bad(link("a", "<inertial><inertia><iyz>-1e308</iyz></inertia></inertial>")),
+     "<inertia> <iyz> has an inertia of -1e+308"),
+    ("two poses", bad(link("a", pose("0 0 0 0 0 0"), pose("1 0 0 0 0 0"))), "link 'a' has 2 <pose> elements"),
+    ("two masses", bad(link("a", "<inertial><mass>1</mass><mass>2</mass></inertial>")),
+     "link 'a' <inertial> has 2 <mass> elements"),
+    ("two parents", bad(TWO + '<joint name="j" type="fixed"><parent>a</parent><parent>b</parent><child>b</child>'
+                              "</joint>"), "joint 'j' has 2 <parent> elements"),
+    ("element in a link name", bad(TWO + joint("j", "a<x/>", "b")), "joint 'j' <parent> contains elements"),
+    ("element in a number", bad(link("a", pose("0 0 <x/>0 0 0 0"))), "link 'a' <pose> contains a <x> element"),
+    # entity references and DTDs: an entity would silently change a name (l1&xxe; read as l1)
+    ("entity reference", '<sdf version="1.7"><model name="m">' + TWO + joint("j", "a&xxe;", "b") + "</model></sdf>",
+     "malformed XML: Entity 'xxe' not defined"),
+    ("entity with a DTD", '<!DOCTYPE sdf [<!ENTITY xxe "">]><sdf version="1.7"><model name="m">' + TWO
+     + joint("j", "a&xxe;", "b") + "</model></sdf>", "the file has a <!DOCTYPE> declaration"),
+    ("undeclared prefix on a needed element", '<sdf version="1.7"><model name="m"><x:link name="a"/></model></sdf>',
+     "<x:link> uses the undeclared namespace prefix 'x', but gtdyn needs this element"),
 ]
 
 
@@ -399,6 +432,29 @@ def test_bad_files_raise_model_error_naming_file_and_element(tmp_path, text, mes
         read_sdf(path)
     assert str(error.value).startswith(path + ":")
     assert message in str(error.value)
+
+
+def test_messages_give_the_line_of_the_element(tmp_path):
+    body = "\n".join([link("a"), link("b"), joint("j", "a", "b", "<axis>\n<xyz>0 1</xyz>\n</axis>")])
+    path = write(tmp_path, sdf("\n" + body))  # <?xml ...>, <sdf><model>, link, link, joint <axis>, <xyz>
+    with pytest.raises(ModelError) as error:
+        read_sdf(path)
+    assert str(error.value).startswith(f"{path}:6: joint 'j' <axis><xyz> has 2 numbers; expected 3")
+
+
+def test_undeclared_prefixes_load_with_one_warning(tmp_path):
+    """A prefix nobody declared (as ROS tools accept) marks elements gtdyn ignores, and <gtdyn:actuated>, which
+    gtdyn reads in any namespace, still counts."""
+    from gtdyn.errors import ModelWarning
+
+    body = (TWO + joint("j", "a", "b", "<gtdyn:actuated>false</gtdyn:actuated>")
+            + '<plugin:controller name="c"/>')
+    path = write(tmp_path, f'<sdf version="1.7"><model name="m">{body}</model></sdf>')
+    with pytest.warns(ModelWarning) as record:
+        description = read_sdf(path)
+    assert len(record) == 1 and str(record[0].message).startswith(path)
+    assert "prefixes 'gtdyn', 'plugin' are used without being declared" in str(record[0].message)
+    assert by_name(description.joints)["j"].actuated is False
 
 
 def test_missing_file(tmp_path):

@@ -118,7 +118,9 @@ def test_fixed_joints_merge_inertia(tmp_path):
 
 
 def test_tree_topology_queries():
-    robot = gtdyn.load_robot(os.path.join(erd_root(), "panda_description/urdf/panda.urdf"))
+    path = os.path.join(erd_root(), "panda_description/urdf/panda.urdf")
+    with pytest.warns(ModelWarning, match="joint 'panda_finger_joint2' .*<mimic>.* independent joint"):
+        robot = gtdyn.load_robot(path)
     fingers = robot.child_joints(robot.joint("panda_finger_joint1").parent)
     assert {j.name for j in fingers} == {"panda_finger_joint1", "panda_finger_joint2"}
     assert all(j.type == "prismatic" for j in fingers)
@@ -172,7 +174,8 @@ BAD = {
                                 '<joint name="j" type="revolute"><parent link="base"/></joint>'), "joint 'j' has no <child"),
     "no_mass": (robot_xml('<link name="base"/>', '<link name="a"><inertial><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>',
                           joint("j", "base", "a")), "link 'a' <inertial> has no <mass>"),
-    "bad_number": (robot_xml('<link name="base"/>', link("a", mass="heavy"), joint("j", "base", "a")), "cannot read URDF"),
+    "bad_number": (robot_xml('<link name="base"/>', link("a", mass="heavy"), joint("j", "base", "a")),
+                   "link 'a' <inertial> <mass value> has 'heavy', which is not a list of numbers"),
 }
 
 
@@ -201,11 +204,194 @@ def test_external_entities_are_not_expanded(tmp_path):
             '<robot name="&x;"><link name="base"/></robot>')
     path = tmp_path / "xxe.urdf"
     path.write_text(text)
-    try:
+    with pytest.raises(ModelError, match="external entity 'x'") as info:
+        gtdyn.load_robot(path)
+    assert str(info.value).startswith(f"{path}:3:") and "leaked" not in str(info.value)
+
+
+def test_entities_and_dtds_are_refused(tmp_path):
+    """An internal entity would silently change a name or number; a file with a DTD is refused outright."""
+    path = tmp_path / "entity.urdf"
+    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY e "x">]>\n'
+                    '<robot name="r"><link name="base&e;"/></robot>')
+    with pytest.raises(ModelError, match="<!DOCTYPE> declaration") as info:
+        gtdyn.load_robot(path)
+    assert str(info.value).startswith(f"{path}:2:")
+    path.write_text('<?xml version="1.0"?>\n<robot name="r">\n<link name="base&e;"/></robot>')
+    with pytest.raises(ModelError, match="Entity 'e' not defined") as info:
+        gtdyn.load_robot(path)
+    assert str(info.value).startswith(f"{path}:3:")
+
+
+# -- every value gtdyn reads is checked: the message names the file, the element and its line ----------------
+
+MASSIVE = '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>'
+
+
+def multiline(*parts, name="r") -> str:
+    """A robot file with one element per line, so that messages can be checked for the right line."""
+    return robot_xml(*parts, name=name).replace("><", ">\n<")
+
+
+def line_of(path: str, snippet: str) -> int:
+    with open(path) as f:
+        for number, line in enumerate(f, start=1):
+            if snippet in line:
+                return number
+    raise AssertionError(f"{snippet} not in {path}")
+
+
+def two_links(inertial="", origin="", axis='<axis xyz="0 0 1"/>', extra=""):
+    """base → j → a; ``inertial`` replaces a's inertial, ``origin``/``axis``/``extra`` go into the joint."""
+    inertial = inertial or f'<inertial><origin xyz="0 0 0.1" rpy="0 0 0"/><mass value="1"/>{MASSIVE}</inertial>'
+    return multiline('<link name="base"/>', f'<link name="a">{inertial}</link>',
+                     f'<joint name="j" type="revolute"><parent link="base"/><child link="a"/>{origin}{axis}'
+                     f'<limit lower="-1" upper="1" effort="1" velocity="1"/>{extra}</joint>')
+
+
+VALUES = {  # case: (file text, the offending element as written, what the message says)
+    "axis with two numbers": (two_links(axis='<axis xyz="0 1"/>'), '<axis xyz="0 1"/>',
+                              "joint 'j' <axis xyz> has 2 numbers; expected 3 (x y z)"),
+    "axis with four numbers": (two_links(axis='<axis xyz="0 0 1 0"/>'), '<axis xyz="0 0 1 0"/>',
+                               "joint 'j' <axis xyz> has 4 numbers; expected 3"),
+    "origin with two numbers": (two_links(origin='<origin xyz="1 0"/>'), '<origin xyz="1 0"/>',
+                                "joint 'j' <origin xyz> has 2 numbers; expected 3"),
+    "fourth xyz value": (two_links(origin='<origin xyz="1 0 0 7"/>'), '<origin xyz="1 0 0 7"/>',
+                         "joint 'j' <origin xyz> has 4 numbers; expected 3"),
+    "fourth rpy value": (two_links(origin='<origin rpy="0 0 0 1"/>'), '<origin rpy="0 0 0 1"/>',
+                         "joint 'j' <origin rpy> has 4 numbers; expected 3 (roll pitch yaw)"),
+    "fourth inertial xyz value": (two_links(inertial=f'<inertial><origin xyz="0 0 0 1"/><mass value="1"/>{MASSIVE}'
+                                                     '</inertial>'), '<origin xyz="0 0 0 1"/>',
+                                  "link 'a' <inertial> <origin xyz> has 4 numbers"),
+    "non-finite origin": (two_links(origin='<origin xyz="0 nan 0"/>'), '<origin xyz="0 nan 0"/>',
+                          "joint 'j' <origin xyz> has a non-finite number in '0 nan 0'"),
+    "overflowing number": (two_links(origin='<origin xyz="0 1e309 0"/>'), '<origin xyz="0 1e309 0"/>',
+                           "joint 'j' <origin xyz> has a non-finite number"),
+    "mass without value": (two_links(inertial=f'<inertial><mass/>{MASSIVE}</inertial>'), "<mass/>",
+                           "link 'a' <inertial> <mass> has no value attribute"),
+    "empty mass": (two_links(inertial=f'<inertial><mass value=""/>{MASSIVE}</inertial>'), '<mass value=""/>',
+                   "link 'a' <inertial> <mass value> has 0 numbers; expected 1"),
+    "Python-only number": (two_links(inertial=f'<inertial><mass value="1_0"/>{MASSIVE}</inertial>'),
+                           '<mass value="1_0"/>', "<mass value> has '1_0', which is not a list of numbers"),
+    "inertia without izz": (two_links(inertial='<inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1"'
+                                               ' iyz="0"/></inertial>'), "<inertia ", "<inertia> has no izz"),
+    "inertia not a number": (two_links(inertial=f'<inertial><mass value="1"/>{MASSIVE.replace("0.1", "x", 1)}'
+                                                '</inertial>'), "<inertia ",
+                             "link 'a' <inertial> <inertia ixx> has 'x', which is not a list of numbers"),
+    "limit not a number": (two_links(extra="").replace('effort="1"', 'effort="lots"'), "<limit ",
+                           "joint 'j' <limit effort> has 'lots'"),
+    "inertia 1e30": (two_links(inertial=f'<inertial><mass value="1"/>{MASSIVE.replace("0.1", "1e30", 1)}'
+                                        '</inertial>'), "<inertia ",
+                     "link 'a' <inertial> <inertia ixx> has an inertia of 1e+30, beyond the ±1e+15"),
+    "inertia 1e308": (two_links(inertial=f'<inertial><mass value="1"/>{MASSIVE.replace("0.1", "1e308")}'
+                                         '</inertial>'), "<inertia ", "has an inertia of 1e+308"),
+    "mass 1e300": (two_links(inertial=f'<inertial><mass value="1e300"/>{MASSIVE}</inertial>'), "<mass ",
+                   "link 'a' <inertial> <mass value> has mass 1e+300, beyond the ±1e+12"),
+    "centre of mass 500 km away": (two_links(inertial=f'<inertial><origin xyz="5e5 0 0"/><mass value="1"/>{MASSIVE}'
+                                                      '</inertial>'), '<origin xyz="5e5 0 0"/>',
+                                   "link 'a' <inertial> <origin xyz> has a length of 500000, beyond the ±100000"),
+    "joint 1e200 away": (two_links(origin='<origin xyz="0 0 1e200"/>'), '<origin xyz="0 0 1e200"/>',
+                         "joint 'j' <origin xyz> has a length of 1e+200"),
+    "two origins": (two_links(origin='<origin xyz="0 0 1"/><origin xyz="0 0 2"/>'), '<origin xyz="0 0 2"/>',
+                    "joint 'j' has 2 <origin> elements"),
+    "two inertials": (two_links(inertial=f'<inertial><mass value="1"/>{MASSIVE}</inertial>'
+                                         '<inertial note="2nd"><mass value="2"/></inertial>'), 'note="2nd"',
+                      "link 'a' has 2 <inertial> elements"),
+    "undeclared prefix on a link": (multiline('<link name="base"/>', '<xacro:link name="a"/>'), "<xacro:link",
+                                    "<xacro:link> uses the undeclared namespace prefix 'xacro', but gtdyn needs"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VALUES))
+def test_bad_values_raise_model_error_naming_file_element_and_line(tmp_path, case):
+    text, element, message = VALUES[case]
+    path = write(tmp_path, text, "bad")
+    with pytest.raises(ModelError) as info:
+        gtdyn.load_robot(path)
+    line = line_of(path, element)
+    assert str(info.value).startswith(f"{path}:{line}: "), str(info.value)
+    assert message in str(info.value)
+
+
+def test_the_checked_values_still_read_as_before(tmp_path):
+    """Signs, exponents and spacing that files use are numbers; the axis reaches build as a unit vector."""
+    path = write(tmp_path, two_links(origin='<origin xyz=" +1.5e-1\t-.5  2. " rpy="0 0 0"/>',
+                                     axis='<axis xyz="1e200 1e200 0"/>'))
+    robot = gtdyn.load_robot(path)
+    np.testing.assert_allclose(robot.joint("j").axis, [2 ** -0.5, 2 ** -0.5, 0])
+    np.testing.assert_allclose(robot.joint("j").origin.translation(), [0.15, -0.5, 2.0])
+
+
+def test_mimic_joints_warn_that_they_are_independent(tmp_path):
+    path = write(tmp_path, two_links(extra='<mimic joint="j0" multiplier="2" offset="0.1"/>'))
+    with pytest.warns(ModelWarning) as record:
         robot = gtdyn.load_robot(path)
-    except ModelError:
-        return  # refusing the file is fine too
-    assert "leaked" not in robot.name
+    messages = [str(w.message) for w in record if "mimic" in str(w.message)]
+    assert len(messages) == 1 and messages[0].startswith(path)
+    assert f"joint 'j' (line {line_of(path, '<joint')}, mimics 'j0') has a <mimic>" in messages[0]
+    assert "treats it as an independent joint" in messages[0]
+    assert robot.joint_names == ["j"]
+
+
+PANDA_LIKE = """<?xml version='1.0' encoding='utf-8'?>
+<!-- as GTDynamics' panda.urdf: xacro calls left in a URDF, the xacro namespace never declared -->
+<robot name="panda_like">
+  <link name="hand"/>
+  <link name="finger">
+    <xacro:inertia-cylinder mass="15e-3" radius="0.01" h="0.04"/>
+    <inertial><mass value="0.015"/><inertia ixx="1e-6" ixy="0" ixz="0" iyy="1e-6" iyz="0" izz="1e-6"/></inertial>
+  </link>
+  <xacro:gazebo-friction link="finger" mu="1.13" />
+  <joint name="finger_joint" type="prismatic" xacro:note="ignored">
+    <parent link="hand"/><child link="finger"/><axis xyz="0 1 0"/>
+    <limit effort="20" lower="0.0" upper="0.04" velocity="0.2"/>
+  </joint>
+</robot>
+"""
+
+
+def test_undeclared_prefixes_on_ignored_elements_load_with_one_warning(tmp_path):
+    path = tmp_path / "panda_like.urdf"
+    path.write_text(PANDA_LIKE)
+    with pytest.warns(ModelWarning) as record:
+        robot = gtdyn.load_robot(path)
+    messages = [str(w.message) for w in record]
+    assert len(messages) == 1 and messages[0].startswith(str(path))
+    assert "prefix 'xacro' is used without being declared" in messages[0]
+    assert robot.joint_names == ["finger_joint"] and robot.link("finger").mass == pytest.approx(0.015)
+    # ... but malformed XML stays an error, prefixes or not
+    path.write_text(PANDA_LIKE.replace("</robot>", ""))
+    with pytest.raises(ModelError, match="malformed XML"):
+        gtdyn.load_robot(path)
+
+
+def test_load_robot_argument_must_be_a_path_or_name():
+    from gtdyn.errors import ArgumentError
+
+    for bad in (None, 5, 2.5, ["rr"]):
+        with pytest.raises(ArgumentError, match="path_or_name"):
+            gtdyn.load_robot(bad)
+    assert gtdyn.load_robot(b"rr").num_dofs == 2
+
+
+def test_build_holds_descriptions_made_in_code_to_the_same_bounds():
+    from gtdyn.build import _composite_inertial, build_robot
+    from gtdyn.description import JointSpec, LinkSpec, RobotDescription
+
+    far = np.eye(4)
+    far[2, 3] = 1e200
+    links = (LinkSpec("base"), LinkSpec("a", 1.0, np.eye(3), np.eye(4), True))
+    description = RobotDescription("r", links, (JointSpec("j", "revolute", "base", "a", far, np.array([0, 0, 1.0])),))
+    with pytest.raises(ModelError, match=r"joint 'j' <origin> has a length of 1e\+200"):
+        build_robot(description)
+    heavy = (LinkSpec("base"), LinkSpec("a", 1e300, np.eye(3), np.eye(4), True))
+    with pytest.raises(ModelError, match=r"link 'a' <inertial> has mass 1e\+300"):
+        build_robot(RobotDescription("r", heavy, (JointSpec("j", "revolute", "base", "a"),)))
+    # the composite of merged links never comes out as inf, even when fed values beyond those bounds
+    members = [(LinkSpec("a", 1e300, np.eye(3), far, True), np.eye(4)),
+               (LinkSpec("b", 1e300, np.eye(3), np.eye(4), True), np.eye(4))]
+    with pytest.raises(ModelError, match="'a', 'b', merged by fixed joints"):
+        _composite_inertial(members, "src.urdf")
 
 
 def test_massless_moving_leaf_warns_and_forward_dynamics_names_it(tmp_path):
