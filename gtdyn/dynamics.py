@@ -83,7 +83,7 @@ class DynamicsResult:
 
         m = self.metrics()
         return draw_dag(self.dag(), path, title or f"{self.problem} dynamics of {self.robot.name}: "
-                        f"{m['edges']} edges, {m['ops']:.0f} ops")
+                        f"{m['edges']} edges, {m['ops']:.0f} ops", robot=self.robot)
 
     def to_dot(self) -> str:
         """The DAG as Graphviz DOT text."""

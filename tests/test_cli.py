@@ -1,12 +1,20 @@
-"""The gtdyn command: every subcommand, --help, and one-line errors with a non-zero exit status."""
+"""The gtdyn command: every subcommand, --help, what a result says, one-line errors and warnings, and
+tracebacks only for bugs."""
 
 import os
 import subprocess
 import sys
+import warnings
 
+import numpy as np
 import pytest
+from references import erd_path
 
-from gtdyn.cli import main
+import gtdyn
+from gtdyn import cli
+from gtdyn.cli import default_state, main
+from gtdyn.errors import IllConditionedWarning, ModelWarning
+from gtdyn.models import BUNDLED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -17,22 +25,32 @@ def run(capsys, *argv):
     return code, out.out, out.err
 
 
+def table_rows(out: str, joint: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(f"  {joint} ")]
+
+
 def test_bare_solve_is_the_main_job(capsys):
     code, out, err = run(capsys, "solve")
     assert code == 0 and err == ""
     for problem in ("inverse", "forward", "hybrid"):
-        assert f"{problem} dynamics of puma560" in out
-    assert out.count("joint6") == 3
+        assert out.count(f"{problem} dynamics of puma560") == 1
+    assert len(table_rows(out, "joint6")) == 3
+    assert "gravity (0, 0, -9.81) m/s²" in out and "q [rad]" in out and "τ [N·m]" in out
+    assert "given: q, q̇, q̈ · solved: τ" in out and "given: q, q̇, τ · solved: q̈" in out
+    assert "given: q, q̇; q̈ of joint1, joint2, joint3; τ of joint4, joint5, joint6 · solved: τ of joint1, joint2, " \
+           "joint3; q̈ of joint4, joint5, joint6" in out
+    assert out.count("ordering colamd (default): ") == 3
 
 
 @pytest.mark.parametrize("argv, expected", [
     (["solve", "rrr", "--problem", "inverse", "--q", "0,0,0", "--v", "0,0,0", "--qdd", "0,0,0",
-      "--gravity", "0", "-9.81", "0"], "inverse dynamics of rrr"),
-    (["solve", "rr", "--problem", "forward", "--tau", "1,2", "--ordering", "crba"], "ordering F2,F1,A2,A1,a2,a1"),
+      "--gravity", "0", "-9.81", "0"], "gravity (0, -9.81, 0) m/s²"),
+    (["solve", "rr", "--problem", "forward", "--tau", "1,2", "--ordering", "crba"], "ordering crba: F2,F1,A2,A1,a2,a1"),
     (["solve", "rrr", "--problem", "hybrid", "--qdd", "j1=1", "--tau", "j2=0,j3=0", "--ordering", "t1,a2,a3,F1,A1,A3,F3,A2,F2"],
-     "ordering t1,a2,a3,F1,A1,A3,F3,A2,F2"),
+     "ordering custom: t1,a2,a3,F1,A1,A3,F3,A2,F2"),
     (["solve", "--elimination", "constrained", "--problem", "forward"], "forward dynamics of puma560"),
     (["info", "puma560"], "joint6"),
+    (["info", "four_bar"], "passive, closes a loop"),
     (["solve", "five_bar"], "hybrid dynamics of five_bar"),
     (["solve", "six_bar", "--problem", "forward", "--ordering", "aba"], "forward dynamics of six_bar"),
 ])
@@ -41,14 +59,124 @@ def test_solve_and_info(capsys, argv, expected):
     assert code == 0 and expected in out, err
 
 
+def test_each_result_is_labelled_with_the_problem_asked_for(capsys):
+    """four_bar has one actuated joint: no hybrid split exists, and `all` says so instead of printing a
+    second forward problem; five_bar's default split is a real hybrid problem, labelled hybrid."""
+    code, out, err = run(capsys, "solve", "four_bar")
+    assert code == 0 and err == ""
+    assert out.count("inverse dynamics of four_bar") == 1 and out.count("forward dynamics of four_bar") == 1
+    assert "hybrid: skipped, needs at least two actuated joints (four_bar has 1: j1)" in out
+    code, out, _ = run(capsys, "solve", "five_bar", "--problem", "hybrid")
+    assert code == 0 and "hybrid dynamics of five_bar" in out and "forward dynamics" not in out
+    assert "given: q, q̇; q̈ of j1; τ of j2; τ = 0 at passive j3, j4, j5 · solved: τ of j1; q̈ of" in out
+    # the library infers a kind from what is known; the command prints what was asked for
+    code, out, _ = run(capsys, "solve", "four_bar", "--problem", "hybrid", "--qdd", "j1=0.5")
+    assert code == 0 and "hybrid dynamics of four_bar" in out and "inverse dynamics" not in out
+
+
+def test_prismatic_joints_are_shown_in_metres_and_newtons(capsys):
+    code, out, _ = run(capsys, "solve", erd_path("panda_description/urdf/panda.urdf"), "--problem", "inverse")
+    assert code == 0
+    finger, arm = table_rows(out, "panda_finger_joint1")[0], table_rows(out, "panda_joint1")[0]
+    assert finger.split()[2::2] == ["m", "m/s", "m/s²", "N"]
+    assert arm.split()[2::2] == ["rad", "rad/s", "rad/s²", "N·m"]
+
+
+def test_default_state_lies_inside_the_joint_limits():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelWarning)  # the Panda's mimic finger
+        panda = gtdyn.load_robot(erd_path("panda_description/urdf/panda.urdf"))
+    q, _, _ = default_state(panda)
+    lower, upper = np.array([j.lower for j in panda.joints]), np.array([j.upper for j in panda.joints])
+    assert np.all(lower < q) and np.all(q < upper)
+    assert q[0] == pytest.approx(0.1)  # inside: 0.1·k as before
+    assert q[3] == pytest.approx((lower[3] + upper[3]) / 2)  # panda_joint4 ∈ [−3.07, −0.07]: the middle
+    assert q[7] == pytest.approx(0.02) and q[8] == pytest.approx(0.02)  # fingers ∈ [0, 0.04] m
+
+
+def test_warnings_are_one_readable_line_each(capsys, monkeypatch):
+    real = gtdyn.load_robot
+
+    def noisy(path):
+        warnings.warn("first line\n   and a long second line " + "x" * 300, ModelWarning)
+        warnings.warn("conditioned badly", IllConditionedWarning)
+        warnings.warn("conditioned badly", IllConditionedWarning)  # the same text: shown once
+        warnings.warn("something else", UserWarning)
+        return real(path)
+
+    monkeypatch.setattr(gtdyn, "load_robot", noisy)
+    code, out, err = run(capsys, "solve", "rr", "--problem", "inverse")
+    assert code == 0 and "inverse dynamics of rr" in out
+    lines = err.splitlines()
+    assert lines == ["gtdyn: warning: first line and a long second line " + "x" * 300,
+                     "gtdyn: warning: conditioned badly", "gtdyn: warning: something else"]
+
+
+def test_a_real_model_warning(capsys, tmp_path):
+    """A moving link without mass: the warning is one line, and forward dynamics is a one-line error."""
+    path = tmp_path / "massless.urdf"
+    path.write_text("""<robot name="m"><link name="base"/>
+      <link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <link name="tip"/>
+      <joint name="j1" type="continuous"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/></joint>
+      <joint name="j2" type="continuous"><parent link="a"/><child link="tip"/><origin xyz="1 0 0"/><axis xyz="0 0 1"/></joint>
+    </robot>""")
+    code, out, err = run(capsys, "solve", str(path), "--problem", "inverse")
+    assert code == 0 and "inverse dynamics of m" in out
+    assert err.startswith("gtdyn: warning: ") and err.count("\n") == 1 and "ModelWarning:" not in err
+    code, out, err = run(capsys, "solve", str(path), "--problem", "forward")
+    assert code == 1 and out == "" and err.splitlines()[-1].startswith("gtdyn: error: ")
+
+
 def test_dag_writes_picture_and_dot(capsys, tmp_path):
     prefix = str(tmp_path / "out" / "rnea")
     code, out, _ = run(capsys, "dag", "rrr", "--problem", "inverse", "--ordering", "rnea", "--out", prefix, "--steps")
-    assert code == 0 and "10 DAG edges" in out
+    assert code == 0 and "10 DAG edges" in out and "ordering rnea: " in out
     for suffix in (".png", ".dot", "_steps.png"):
         assert os.path.getsize(prefix + suffix) > 0
     code, _, _ = run(capsys, "dag", "rr", "--problem", "forward", "--ordering", "aba", "--out", prefix, "--format", "svg")
     assert code == 0 and open(prefix + ".svg").read().lstrip().startswith("<?xml")
+
+
+def test_dag_of_a_32_joint_tree_is_bounded_and_quick(capsys, tmp_path, monkeypatch):
+    """Talos (32 joints; the issue's command): was a 41,904 × 456 px step view after 40 s; now at most 12
+    panels, every PNG at most 8000 px on its long side."""
+    from matplotlib.image import imread
+
+    import gtdyn.dag
+
+    figures = []
+    real = gtdyn.dag.draw_elimination_steps
+    monkeypatch.setattr(gtdyn.dag, "draw_elimination_steps", lambda *a, **k: figures.append(real(*a, **k)) or figures[-1])
+    prefix = str(tmp_path / "talos")
+    code, out, err = run(capsys, "dag", erd_path("talos_data/robots/talos_reduced.urdf"), "--out", prefix, "--steps")
+    assert code == 0 and "wrote" in out
+    assert all(line.startswith("gtdyn: ") for line in err.splitlines())  # warnings and progress only
+    for suffix in (".png", "_steps.png"):
+        height, width = imread(prefix + suffix).shape[:2]
+        assert max(height, width) <= 8000 and min(height, width) >= 400
+    panels = [ax for ax in figures[0].axes if ax.get_title()]
+    assert 2 <= len(panels) <= 12
+
+
+def test_dag_steps_refused_beyond_the_size_limit(capsys, tmp_path, monkeypatch):
+    import gtdyn.dag
+
+    monkeypatch.setattr(gtdyn.dag, "MAX_STEP_VARIABLES", 5)
+    code, out, err = run(capsys, "dag", "rrr", "--out", str(tmp_path / "x"), "--steps")
+    assert code == 1 and "--steps: rrr's inverse dynamics has 9 variables" in err and "without --steps" in err
+    assert os.listdir(tmp_path) == []  # refused before drawing anything
+
+
+def test_progress_shows_on_slow_work(capsys, monkeypatch):
+    progress = cli.Progress("drawing", after=0.0)
+    progress(1, 3)
+    progress(3, 3)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("gtdyn: drawing: 1/2 panels") and err[1].startswith("gtdyn: drawing: saving")
+    quiet = cli.Progress("drawing", after=60.0)
+    quiet(1, 3)
+    assert capsys.readouterr().err == ""
 
 
 def test_dag_and_bench_on_a_closed_loop(capsys, tmp_path):
@@ -66,15 +194,38 @@ def test_bench_tiny(capsys, tmp_path):
     assert {"results.md", "results.csv", "samples.csv", "orderings.png"} <= set(os.listdir(tmp_path))
 
 
+def test_bench_checks_its_output_directory_before_timing(capsys, tmp_path, monkeypatch):
+    from gtdyn import benchmark
+
+    def timing(*args, **kwargs):
+        raise AssertionError("the benchmark started")
+
+    monkeypatch.setattr(benchmark, "benchmark_state", timing)
+    monkeypatch.setattr(benchmark, "bench_orderings", timing)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    code, out, err = run(capsys, "bench", "rrr", "--out", str(blocker / "results"))
+    assert code == 1 and out == ""
+    assert err.startswith(f"gtdyn: error: --out: cannot write to '{blocker / 'results'}'") and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("argv, message", [
     (["solve", "missing.urdf"], "missing.urdf: no such file"),
     (["solve", "--q", "1,2"], "--q: expected 6 values"),
     (["solve", "--q", "a,b,c,d,e,f"], "--q: expected comma-separated numbers"),
+    (["solve", "--q", "0,0,nan,0,0,0"], "--q: 'nan' is not a finite number"),
     (["solve", "--ordering", "fastest"], "--ordering: unknown ordering 'fastest'"),
     (["solve", "--problem", "forward", "--ordering", "rnea"], "'rnea' applies to inverse dynamics"),
     (["solve", "rrr", "--problem", "hybrid", "--qdd", "j7=1", "--tau", "j2=0"], "qdd: unknown joints j7"),
     (["solve", "rrr", "--problem", "hybrid", "--qdd", "j1", "--tau", "j2=0,j3=0"], "give joint=value pairs"),
+    (["solve", "rrr", "--problem", "hybrid", "--qdd", "j1=1,j1=2", "--tau", "j2=0,j3=0"],
+     "--qdd: joint 'j1' is given twice"),
+    (["solve", "rrr", "--problem", "inverse", "--tau", "1,2,3"], "--tau: inverse dynamics solves for τ"),
+    (["solve", "rrr", "--problem", "forward", "--qdd", "1,2,3"], "--qdd: forward dynamics solves for q̈"),
+    (["dag", "rrr", "--problem", "inverse", "--tau", "1,2,3"], "--tau: inverse dynamics solves for τ"),
+    (["solve", "four_bar", "--problem", "hybrid"], "four_bar has 1 actuated joint (j1)"),
     (["solve", "--qdd", "1,1,1,1,1,1"], "choose one --problem"),
+    (["solve", "--gravity", "0", "0", "nan"], "--gravity: expected three finite numbers"),
     (["bench", "--orderings", "quick"], "--orderings: unknown quick"),
     (["bench", "--repeat", "0"], "--repeat must be at least 1"),
 ])
@@ -91,11 +242,40 @@ def test_malformed_robot_file(capsys, tmp_path):
     assert code == 1 and "malformed XML" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("error", [ZeroDivisionError("division by zero"), ValueError("not a user error"),
+                                   KeyError("k")])
+def test_anything_else_is_a_bug_with_its_traceback(capsys, monkeypatch, error):
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(gtdyn, "inverse_dynamics", broken)
+    code, out, err = run(capsys, "solve", "rr", "--problem", "inverse")
+    assert code == 2 and out == ""
+    assert "Traceback (most recent call last)" in err and type(error).__name__ in err
+    assert err.splitlines()[-1].startswith("gtdyn: internal error: this is a bug in gtdyn") and "report" in err
+
+
+def test_help_is_accurate(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    for word in [".sdf", "--format", *BUNDLED]:
+        assert word in text
+    with pytest.raises(SystemExit):
+        main(["solve", "--help"])
+    text = capsys.readouterr().out
+    assert "limits" in text and "m/s²" in text and "four_bar" in text
+    assert ".sdf" in cli.__doc__ and "--format" in cli.__doc__
+
+
 def test_console_script_help_everywhere():
-    """Through a real process: --help for the command and each subcommand; `python -m gtdyn` runs solve."""
-    for argv in ([], ["solve"], ["dag"], ["bench"], ["info"]):
-        out = subprocess.run([sys.executable, "-m", "gtdyn", *argv, "--help"], capture_output=True, text=True, cwd=ROOT)
-        assert out.returncode == 0 and "usage: gtdyn" in out.stdout
+    """Through a real process: --help, `python -m gtdyn` runs solve, an error; --help of each subcommand."""
+    out = subprocess.run([sys.executable, "-m", "gtdyn", "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and "usage: gtdyn" in out.stdout
+    for argv in (["solve"], ["dag"], ["bench"], ["info"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, "--help"])
+        assert exit_info.value.code == 0
     out = subprocess.run([sys.executable, "-m", "gtdyn"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and "hybrid dynamics of puma560" in out.stdout
     out = subprocess.run([sys.executable, "-m", "gtdyn", "solve", "nope.urdf"], capture_output=True, text=True, cwd=ROOT)

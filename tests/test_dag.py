@@ -104,3 +104,122 @@ def test_dag_attributes(rrr):
     assert kinds == {"wrench", "twist_accel", "joint_accel"}
     assert sorted(dag.nodes[n]["step"] for n in dag) == list(range(9))
     assert nx.is_directed_acyclic_graph(dag)
+
+
+# -- drawings of large trees: layouts that follow the tree, bounded sizes, grouped steps ----------------
+
+
+def _min_distance(pos) -> float:
+    p = np.array(list(pos.values()))
+    d = np.linalg.norm(p[:, None] - p[None], axis=2) + np.eye(len(p)) * 1e9
+    return float(d.min())
+
+
+def test_tree_layout_of_a_chain_is_the_layered_layout(rrr):
+    from gtdyn.dag import layered_layout, tree_layout
+
+    for problem in ("inverse", "forward", "hybrid"):
+        dag = solve(rrr, problem, applicable(problem)[0]).dag()
+        assert tree_layout(dag, rrr) == layered_layout(dag)
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_tree_layout_of_a_40_joint_tree_follows_the_tree_and_overlaps_nothing(seed):
+    from random_robots import random_robot
+
+    from gtdyn.dag import fold_layout, joint_places, tree_layout
+
+    robot = random_robot(np.random.default_rng(seed), 40, tree=True, prismatic=0.0)
+    n = robot.num_dofs
+    dag = gtdyn.forward_dynamics(robot, np.zeros(n), np.zeros(n), np.zeros(n), ordering="aba").dag()
+    places = joint_places(robot)
+    for joint in robot.tree_joints:  # one level below the parent, between the first and last child
+        parent = robot.parent_joint(joint.parent)
+        assert places[joint.index][0] == (places[parent.index][0] + 1 if parent else 1)
+        kids = robot.child_joints(joint.child)
+        if kids:
+            assert places[kids[0].index][1] <= places[joint.index][1] <= places[kids[-1].index][1]
+    for orientation in ("horizontal", "vertical", None):
+        pos = tree_layout(dag, robot, orientation)
+        assert _min_distance(pos) >= 1.0 and _min_distance(fold_layout(pos)) >= 1.0
+        columns = {dag.nodes[k]["index"]: set() for k in dag}
+        for k in dag:  # a joint's variables share a column
+            columns[dag.nodes[k]["index"]].add(pos[k][0])
+        assert all(len(c) == 1 for c in columns.values())
+
+
+def test_loop_joints_get_their_own_place():
+    from gtdyn.cli import default_state
+    from gtdyn.dag import joint_places, tree_layout
+
+    for name in ("four_bar", "five_bar", "six_bar"):
+        robot = gtdyn.load_robot(name)
+        places = joint_places(robot)
+        assert len(set(places.values())) == robot.num_dofs
+        r = gtdyn.forward_dynamics(robot, *default_state(robot)[:2], np.zeros(robot.num_dofs), ordering="colamd")
+        assert _min_distance(tree_layout(r.dag(), robot)) >= 1.0
+
+
+def test_long_chains_fold_into_lines():
+    from gtdyn.benchmark import serial_chain
+    from gtdyn.dag import DAG_INCHES, fold_layout, layered_layout
+
+    robot = serial_chain(48)
+    n = robot.num_dofs
+    pos = fold_layout(layered_layout(gtdyn.forward_dynamics(robot, np.zeros(n), np.zeros(n), np.zeros(n)).dag()))
+    xs, ys = [x for x, _ in pos.values()], [y for _, y in pos.values()]
+    width, height = (max(xs) - min(xs) + 1) * DAG_INCHES[0], (max(ys) - min(ys) + 1) * DAG_INCHES[1]
+    assert width <= 2 * height and _min_distance(pos) >= 1.0
+    puma = gtdyn.load_robot("puma560")
+    short = layered_layout(gtdyn.inverse_dynamics(puma, np.zeros(6), np.zeros(6), np.zeros(6)).dag())
+    assert fold_layout(short) == short  # a 6-joint arm stays one row of columns
+
+
+def test_drawings_stay_within_the_pixel_limit(rrr, tmp_path, monkeypatch):
+    from matplotlib.image import imread
+
+    import gtdyn.dag
+    from gtdyn.dag import draw_dag
+
+    r = solve(rrr, "forward", "aba")
+    draw_dag(r.dag(), str(tmp_path / "full.png"), robot=rrr)
+    full = imread(str(tmp_path / "full.png")).shape
+    monkeypatch.setattr(gtdyn.dag, "MAX_PIXELS", 300)
+    draw_dag(r.dag(), str(tmp_path / "small.png"), robot=rrr)
+    draw_elimination_steps(r.graph, r.elimination_ordering, str(tmp_path / "steps.png"), robot=rrr)
+    assert max(full[:2]) > 300
+    for name in ("small.png", "steps.png"):
+        assert max(imread(str(tmp_path / name)).shape[:2]) <= 300
+
+
+def test_group_batches():
+    from gtdyn.dag import group_batches
+
+    assert group_batches([1, 2, 3], 5) == [1, 2, 3]
+    for batches in ([1] * 96, [3, 1, 2, 3] * 20, [50, 1, 1, 1, 1, 1]):
+        for groups in (1, 4, 11):
+            grouped = group_batches(batches, groups)
+            assert sum(grouped) == sum(batches) and 1 <= len(grouped) <= groups
+            ends = set(np.cumsum(batches).tolist())
+            assert set(np.cumsum(grouped).tolist()) <= ends  # no batch is split
+    even = group_batches([1] * 96, 11)
+    assert len(even) == 11 and max(even) - min(even) <= 1  # about equal sizes
+
+
+def test_step_view_groups_batches_into_at_most_12_panels(tmp_path, monkeypatch):
+    import gtdyn.dag
+    from gtdyn.errors import ArgumentError
+
+    puma = gtdyn.load_robot("puma560")
+    r = gtdyn.forward_dynamics(puma, np.zeros(6), np.zeros(6), np.zeros(6), ordering="aba")  # 18 runs of a kind
+    calls = []
+    fig = draw_elimination_steps(r.graph, r.elimination_ordering, robot=puma, progress=lambda *a: calls.append(a))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 12 and titles[0] == "start" and calls[-1] == (12, 13)
+    assert all(t.startswith("eliminate ") for t in titles[1:])
+    assert len(draw_elimination_steps(r.graph, r.elimination_ordering, max_panels=4).axes) <= 4
+    with pytest.raises(ArgumentError, match="max_panels=12"):
+        draw_elimination_steps(r.graph, r.elimination_ordering, batches=[1] * 18)
+    monkeypatch.setattr(gtdyn.dag, "MAX_STEP_VARIABLES", 10)
+    with pytest.raises(ArgumentError, match="at most 10 variables"):
+        draw_elimination_steps(r.graph, r.elimination_ordering)
