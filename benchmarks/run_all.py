@@ -14,7 +14,9 @@ import os
 import sys
 
 import gtdyn
-from gtdyn import benchmark as B
+from gtdyn import bench as B
+from gtdyn.model.random import serial_chain
+from gtdyn.plot.bench import bar_chart, scaling_plot
 from gtdyn.orderings import applicable
 
 CHAIN_SIZES = (3, 6, 12, 24, 48)
@@ -58,7 +60,7 @@ def main(argv=None) -> int:
             rows[robot.name] += B.bench_orderings(robot, kind, state, repeat=repeat, inner=inner, warmup=warmup,
                                                   progress=progress)
             rows[robot.name] += B.bench_pinocchio(robot, path, kind, state, repeat=repeat, warmup=warmup)
-    scaling = B.bench_scaling([B.serial_chain(n) for n in sizes], repeat=max(3, repeat // 2), inner=max(1, inner // 2),
+    scaling = B.bench_scaling([serial_chain(n) for n in sizes], repeat=max(3, repeat // 2), inner=max(1, inner // 2),
                               warmup=warmup, progress=progress)
 
     about = B.machine_description(repeat, inner, warmup)
@@ -84,8 +86,8 @@ def main(argv=None) -> int:
         f.write("\n".join(lines))
     all_rows = [r for rs in rows.values() for r in rs]
     B.write_csv(all_rows + scaling, os.path.join(args.out, "results.csv"), os.path.join(args.out, "samples.csv"))
-    B.bar_chart(rows[puma.name], os.path.join(args.out, "puma560_orderings.png"), f"PUMA 560 — {about}")
-    B.scaling_plot(scaling, os.path.join(args.out, "scaling.png"), f"serial chains — {about}")
+    bar_chart(rows[puma.name], os.path.join(args.out, "puma560_orderings.png"), f"PUMA 560 — {about}")
+    scaling_plot(scaling, os.path.join(args.out, "scaling.png"), f"serial chains — {about}")
     print(f"wrote {args.out}/results.md, results.csv, samples.csv, puma560_orderings.png, scaling.png", file=sys.stderr)
     return 0
 

@@ -5,20 +5,35 @@ Forward, and Hybrid Manipulator Dynamics using Factor Graphs").
     robot = gtdyn.load_robot("puma560")
     r = gtdyn.inverse_dynamics(robot, q, v, qdd)
     r.tau, r.bayes_net, r.dag()
+
+This module is the user API. The documented submodules are ``gtdyn.analysis`` (DAGs, metrics, steps),
+``gtdyn.plot`` (pictures), ``gtdyn.keys`` (variable keys and labels), ``gtdyn.orderings`` (strategies),
+``gtdyn.bench`` (timing against Pinocchio) and ``gtdyn.errors``; everything else is internal.
 """
 
-from gtdyn.dynamics import GRAVITY, DynamicsResult, forward_dynamics, hybrid_dynamics, inverse_dynamics
+from gtdyn.dynamics.result import DynamicsResult
+from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics, solve
+from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynamics
+from gtdyn.equations import GRAVITY
 from gtdyn.errors import (ArgumentError, IllConditionedWarning, IndeterminateSystemError, LoopClosureError, ModelError,
                           ModelWarning)
-from gtdyn.loop_kinematics import LoopState, close_loops
-from gtdyn.mechanism_plot import draw_mechanism
-from gtdyn.models import bundled_path, load_robot
-from gtdyn.robot import Joint, Link, Robot
-from gtdyn.three_pass import ThreePassResult, featherstone_hybrid_dynamics
+from gtdyn.io.load import bundled_path, load_robot
+from gtdyn.kinematics.loop_closure import LoopState, close_loops
+from gtdyn.model.robot import Joint, Link, Robot
+from gtdyn.orderings import register_ordering
 
 __all__ = [
-    "ArgumentError", "GRAVITY", "DynamicsResult", "IllConditionedWarning", "IndeterminateSystemError", "LoopClosureError", "Joint", "Link", "LoopState", "ModelError", "ModelWarning",
-    "Robot", "close_loops", "draw_mechanism",
-    "ThreePassResult", "bundled_path", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics", "inverse_dynamics", "load_robot",
+    "ArgumentError", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
+    "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
+    "close_loops", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
+    "inverse_dynamics", "load_robot", "register_ordering", "solve",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+def __getattr__(name: str):  # gtdyn.draw_mechanism, without importing the drawing code up front
+    if name == "draw_mechanism":
+        from gtdyn.plot.mechanism import draw_mechanism
+
+        return draw_mechanism
+    raise AttributeError(f"module 'gtdyn' has no attribute '{name}'")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from gtdyn.errors import ArgumentError
-from gtdyn.robot import Robot
+from gtdyn.model.robot import Robot
 
 
 def finite_vector(name: str, x, n: int) -> np.ndarray:

@@ -34,7 +34,8 @@ import numpy as np
 
 import gtdyn
 from gtdyn.errors import GTDYN_ERRORS
-from gtdyn.models import BUNDLED
+from gtdyn.io.load import BUNDLED
+from gtdyn.analysis.metrics import metrics_of
 from gtdyn.orderings import APPLIES_TO, STRATEGIES, applicable
 
 PUMA_STATE = (
@@ -303,7 +304,7 @@ def format_result(s: Solved) -> str:
             cells = "  ".join(f"{x[i]:{w}.{p}f} {u:<6}"
                               for x, (_, w, p), u in zip((r.q, r.v, r.qdd, r.tau), columns, units))
             lines.append(f"  {joint.name:<{width}}  {cells}".rstrip())
-    m = r.metrics()
+    m = metrics_of(r)
     lines.append(f"  DAG: {m['edges']} edges, fill-in {m['fill_in']}, ~{m['ops']:.0f} multiply-adds")
     return "\n".join(lines)
 
@@ -354,7 +355,8 @@ class Progress:
 
 
 def cmd_dag(args) -> None:
-    from gtdyn.dag import MAX_STEP_VARIABLES, draw_dag, draw_elimination_steps
+    from gtdyn.analysis.dag import to_dot
+    from gtdyn.plot.dag import MAX_STEP_VARIABLES, draw_dag, draw_elimination_steps
 
     robot = load(args.robot)
     name = ordering_name(args.ordering).split(" ")[0]
@@ -366,7 +368,7 @@ def cmd_dag(args) -> None:
     if args.steps and n_vars > MAX_STEP_VARIABLES:
         raise CLIError(f"--steps: {robot.name}'s {args.problem} dynamics has {n_vars} variables, more than the "
                        f"{MAX_STEP_VARIABLES} the step view can draw legibly; draw the DAG alone (without --steps)")
-    m, dag = r.metrics(), r.dag()
+    m, dag = metrics_of(r), r.dag()
     if dag.number_of_edges() > SLOW_DRAWING_EDGES:
         print(f"gtdyn: drawing {dag.number_of_edges()} edges, a few seconds…", file=sys.stderr, flush=True)
     written = [f"{prefix}.{args.format}", f"{prefix}.dot"]
@@ -374,7 +376,7 @@ def cmd_dag(args) -> None:
     with _writing(written[0]):
         draw_dag(dag, written[0], title, robot=robot)
     with _writing(written[1]), open(written[1], "w") as f:
-        f.write(r.to_dot())
+        f.write(to_dot(dag, f"{robot.name} {r.problem}"))
     if args.steps:
         written.append(f"{prefix}_steps.{args.format}")
         with _writing(written[-1]):
@@ -390,7 +392,9 @@ def cmd_dag(args) -> None:
 
 
 def cmd_bench(args) -> None:
-    from gtdyn import benchmark as B
+    from gtdyn import bench as B
+    from gtdyn.model.random import serial_chain
+    from gtdyn.plot.bench import bar_chart, scaling_plot
 
     if args.out:  # before any timing: a bad directory must not cost a whole benchmark
         _writable_directory(args.out, "--out")
@@ -411,7 +415,7 @@ def cmd_bench(args) -> None:
         rows += B.bench_orderings(robot, kind, state, plan[kind], repeat=args.repeat, inner=args.inner,
                                   warmup=args.warmup, progress=progress)
         rows += B.bench_pinocchio(robot, robot.source, kind, state, repeat=args.repeat, warmup=args.warmup)
-    scaling = B.bench_scaling([B.serial_chain(n) for n in sizes], repeat=max(3, args.repeat // 2),
+    scaling = B.bench_scaling([serial_chain(n) for n in sizes], repeat=max(3, args.repeat // 2),
                               progress=progress) if sizes else []
     progress.done = progress.total - 1
     progress("done")
@@ -423,9 +427,9 @@ def cmd_bench(args) -> None:
             with open(os.path.join(args.out, "results.md"), "w") as f:
                 f.write("\n".join(text))
             B.write_csv(rows + scaling, os.path.join(args.out, "results.csv"), os.path.join(args.out, "samples.csv"))
-            B.bar_chart(rows, os.path.join(args.out, "orderings.png"), f"{robot.name}: {about}")
+            bar_chart(rows, os.path.join(args.out, "orderings.png"), f"{robot.name}: {about}")
             if scaling:
-                B.scaling_plot(scaling, os.path.join(args.out, "scaling.png"), about)
+                scaling_plot(scaling, os.path.join(args.out, "scaling.png"), about)
         print(f"wrote {args.out}/results.md, results.csv, samples.csv, orderings.png"
               + (", scaling.png" if scaling else ""))
 
@@ -466,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ordering", help=f"one of {', '.join(STRATEGIES)} (default colamd), or comma-separated "
                                           "labels such as t3,t2,t1,F1,F2,F3,A3,A2,A1")
         p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
-                       help="gravity in the world frame, m/s² (default 0 0 -9.81)")
+                       help=f"gravity in the world frame, m/s² (default {' '.join(f'{g:g}' for g in gtdyn.GRAVITY)})")
         p.add_argument("--elimination", choices=["qr", "constrained"], default="qr",
                        help="Householder QR (default) or GTSAM's constrained elimination")
 

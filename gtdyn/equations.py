@@ -21,6 +21,7 @@ import numpy as np
 from gtdyn.spatial import Ad, ad
 
 I6 = np.eye(6)
+GRAVITY = (0.0, 0.0, -9.81)  # m/s² in the world frame: every function's default (Pinocchio's too)
 
 
 @dataclass(frozen=True)

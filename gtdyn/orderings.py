@@ -31,29 +31,33 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import gtsam
-import networkx as nx
 import numpy as np
 
 from gtdyn import keys
 from gtdyn.errors import ArgumentError
-from gtdyn.graph import Problem
-from gtdyn.robot import Robot
+from gtdyn.model.robot import Robot
+from gtdyn.problem import PROBLEM_KINDS, Problem
 
 Strategy = Callable[[Robot, Problem, gtsam.GaussianFactorGraph], gtsam.Ordering]
 STRATEGIES: dict[str, Strategy] = {}
 APPLIES_TO: dict[str, tuple[str, ...]] = {}
-ALL_PROBLEMS = ("inverse", "forward", "hybrid")
 
 
-def strategy(name: str, problems: tuple[str, ...] = ALL_PROBLEMS):
-    """Register a named ordering strategy for the problems it applies to."""
+def register_ordering(name: str, fn: Strategy, problems: tuple[str, ...] = PROBLEM_KINDS) -> Strategy:
+    """Make ``fn(robot, problem, graph) -> gtsam.Ordering`` (or a list of labels or keys) available as
+    ``ordering=name`` for the problem kinds it applies to; ``fn`` must order exactly the graph's unknowns."""
+    unknown = [p for p in problems if p not in PROBLEM_KINDS]
+    if unknown or not callable(fn) or not isinstance(name, str) or not name:
+        raise ArgumentError(f"register_ordering: need a name, a callable and problem kinds among {', '.join(PROBLEM_KINDS)}; "
+                            f"got {name!r}, {fn!r}, {problems!r}")
+    STRATEGIES[name] = fn
+    APPLIES_TO[name] = tuple(problems)
+    return fn
 
-    def register(fn: Strategy) -> Strategy:
-        STRATEGIES[name] = fn
-        APPLIES_TO[name] = problems
-        return fn
 
-    return register
+def strategy(name: str, problems: tuple[str, ...] = PROBLEM_KINDS):
+    """Decorator form of ``register_ordering``, for the built-in strategies below."""
+    return lambda fn: register_ordering(name, fn, problems)
 
 
 def applicable(problem_kind: str) -> list[str]:
@@ -132,14 +136,15 @@ def nested_dissection(robot: Robot, problem: Problem, graph: gtsam.GaussianFacto
 def minimum_degree(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """Plain minimum degree on the variable graph: repeatedly eliminate a variable with the fewest
     neighbours (ties: τ, q̈, F, V̇, then index), connecting its neighbours (fill-in)."""
-    g = variable_graph(graph)
+    neighbours = adjacency(graph)
     tie = {"torque": 0, "joint_accel": 1, "wrench": 2, "twist_accel": 3}
     order = []
-    while g:
-        x = min(g.nodes, key=lambda k: (g.degree(k), tie.get(keys.kind(k), 9), keys.index(k)))
-        neighbours = list(g.neighbors(x))
-        g.add_edges_from((a, b) for i, a in enumerate(neighbours) for b in neighbours[i + 1:])
-        g.remove_node(x)
+    while neighbours:
+        x = min(neighbours, key=lambda k: (len(neighbours[k]), tie.get(keys.kind(k), 9), keys.index(k)))
+        around = neighbours.pop(x)
+        for a in around:
+            neighbours[a] |= around - {a}
+            neighbours[a].discard(x)
         order.append(x)
     return _ordering(order)
 
@@ -150,14 +155,16 @@ def natural(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) ->
     return gtsam.Ordering.NaturalGaussianFactorGraph(graph)
 
 
-def variable_graph(graph: gtsam.GaussianFactorGraph) -> nx.Graph:
-    """Undirected graph of the unknowns: an edge wherever two variables share a factor."""
-    g = nx.Graph()
+def adjacency(graph: gtsam.GaussianFactorGraph) -> dict[int, set[int]]:
+    """The variable graph of the unknowns as neighbour sets: an edge wherever two variables share a factor."""
+    out: dict[int, set[int]] = {}
     for i in range(graph.size()):
         factor_keys = list(graph.at(i).keys())
-        g.add_nodes_from(factor_keys)
-        g.add_edges_from((a, b) for n, a in enumerate(factor_keys) for b in factor_keys[n + 1:])
-    return g
+        for k in factor_keys:
+            out.setdefault(k, set()).update(factor_keys)
+    for k, around in out.items():
+        around.discard(k)
+    return out
 
 
 def graph_keys(graph: gtsam.GaussianFactorGraph) -> list[int]:

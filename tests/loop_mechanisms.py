@@ -1,12 +1,12 @@
 """Planar closed-loop mechanisms built directly as descriptions (independent of any file reader), moving in
-the x–z plane with joint axes along y, assembled at zero joint values. ``gtdyn.build.build_robot`` turns
+the x–z plane with joint axes along y, assembled at zero joint values. ``gtdyn.model.build.build_robot`` turns
 them into robots; ``loop_references.LagrangeReference`` into an independent reference."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.description import JointSpec, LinkSpec, RobotDescription
+from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 
 Y = np.array([0.0, 1.0, 0.0])
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from gtdyn.description import RobotDescription
-from gtdyn.robot import Robot
+from gtdyn.model.description import RobotDescription
+from gtdyn.model.robot import Robot
 
 
 def _se3(T: np.ndarray) -> pin.SE3:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.description import JointSpec, LinkSpec, RobotDescription
-from gtdyn.build import build_robot
-from gtdyn.robot import Robot
+from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
+from gtdyn.model.build import build_robot
+from gtdyn.model.robot import Robot
 
 
 def random_rotation(rng: np.random.Generator) -> np.ndarray:

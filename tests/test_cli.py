@@ -14,7 +14,7 @@ import gtdyn
 from gtdyn import cli
 from gtdyn.cli import default_state, main
 from gtdyn.errors import IllConditionedWarning, ModelWarning
-from gtdyn.models import BUNDLED
+from gtdyn.io.load import BUNDLED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -143,11 +143,11 @@ def test_dag_of_a_32_joint_tree_is_bounded_and_quick(capsys, tmp_path, monkeypat
     panels, every PNG at most 8000 px on its long side."""
     from matplotlib.image import imread
 
-    import gtdyn.dag
+    import gtdyn.plot.dag
 
     figures = []
-    real = gtdyn.dag.draw_elimination_steps
-    monkeypatch.setattr(gtdyn.dag, "draw_elimination_steps", lambda *a, **k: figures.append(real(*a, **k)) or figures[-1])
+    real = gtdyn.plot.dag.draw_elimination_steps
+    monkeypatch.setattr(gtdyn.plot.dag, "draw_elimination_steps", lambda *a, **k: figures.append(real(*a, **k)) or figures[-1])
     prefix = str(tmp_path / "talos")
     code, out, err = run(capsys, "dag", erd_path("talos_data/robots/talos_reduced.urdf"), "--out", prefix, "--steps")
     assert code == 0 and "wrote" in out
@@ -160,9 +160,9 @@ def test_dag_of_a_32_joint_tree_is_bounded_and_quick(capsys, tmp_path, monkeypat
 
 
 def test_dag_steps_refused_beyond_the_size_limit(capsys, tmp_path, monkeypatch):
-    import gtdyn.dag
+    import gtdyn.plot.dag
 
-    monkeypatch.setattr(gtdyn.dag, "MAX_STEP_VARIABLES", 5)
+    monkeypatch.setattr(gtdyn.plot.dag, "MAX_STEP_VARIABLES", 5)
     code, out, err = run(capsys, "dag", "rrr", "--out", str(tmp_path / "x"), "--steps")
     assert code == 1 and "--steps: rrr's inverse dynamics has 9 variables" in err and "without --steps" in err
     assert os.listdir(tmp_path) == []  # refused before drawing anything
@@ -195,7 +195,7 @@ def test_bench_tiny(capsys, tmp_path):
 
 
 def test_bench_checks_its_output_directory_before_timing(capsys, tmp_path, monkeypatch):
-    from gtdyn import benchmark
+    from gtdyn import bench as benchmark
 
     def timing(*args, **kwargs):
         raise AssertionError("the benchmark started")

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import gtdyn
-from gtdyn.dag import bayes_net_dag, draw_elimination_steps, elimination_steps
+from gtdyn.analysis.dag import bayes_net_dag, to_dot
+from gtdyn.analysis.steps import elimination_steps
+from gtdyn.plot.dag import draw_dag, draw_elimination_steps
 from gtdyn.orderings import applicable
 
 Q, V, A = [0.3, -0.4, 0.8], [0.5, 0.1, -0.7], [1.0, -2.0, 0.5]
@@ -36,10 +38,10 @@ def test_drawing_writes_an_image_for_every_strategy(rrr, tmp_path, problem, orde
     r = solve(rrr, problem, ordering)
     for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml")):
         path = tmp_path / f"{problem}_{ordering}{suffix}"
-        r.draw(str(path))
+        draw_dag(r.dag(), str(path), robot=r.robot)
         data = path.read_bytes()
         assert data.startswith(magic) and len(data) > 2000
-    assert "->" in r.to_dot()
+    assert "->" in to_dot(r.dag())
 
 
 @pytest.mark.parametrize("problem, ordering", CASES)
@@ -79,7 +81,7 @@ def test_step_view_of_rnea_is_figure_5(rrr):
 
 def test_golden_dot_for_rnea(rrr):
     """Hand-written from Algorithm 1 (nodes by kind row then index; edges by elimination step)."""
-    dot = gtdyn.inverse_dynamics(rrr, Q, V, A, ordering="rnea").to_dot()
+    dot = to_dot(gtdyn.inverse_dynamics(rrr, Q, V, A, ordering="rnea").dag(), "rrr inverse")
     edges = sorted(line.strip() for line in dot.splitlines() if "->" in line)
     assert edges == sorted([
         '"F3" -> "t3";', '"F2" -> "t2";', '"F1" -> "t1";',
@@ -116,7 +118,7 @@ def _min_distance(pos) -> float:
 
 
 def test_tree_layout_of_a_chain_is_the_layered_layout(rrr):
-    from gtdyn.dag import layered_layout, tree_layout
+    from gtdyn.plot.dag import layered_layout, tree_layout
 
     for problem in ("inverse", "forward", "hybrid"):
         dag = solve(rrr, problem, applicable(problem)[0]).dag()
@@ -127,7 +129,7 @@ def test_tree_layout_of_a_chain_is_the_layered_layout(rrr):
 def test_tree_layout_of_a_40_joint_tree_follows_the_tree_and_overlaps_nothing(seed):
     from random_robots import random_robot
 
-    from gtdyn.dag import fold_layout, joint_places, tree_layout
+    from gtdyn.plot.dag import fold_layout, joint_places, tree_layout
 
     robot = random_robot(np.random.default_rng(seed), 40, tree=True, prismatic=0.0)
     n = robot.num_dofs
@@ -150,7 +152,7 @@ def test_tree_layout_of_a_40_joint_tree_follows_the_tree_and_overlaps_nothing(se
 
 def test_loop_joints_get_their_own_place():
     from gtdyn.cli import default_state
-    from gtdyn.dag import joint_places, tree_layout
+    from gtdyn.plot.dag import joint_places, tree_layout
 
     for name in ("four_bar", "five_bar", "six_bar"):
         robot = gtdyn.load_robot(name)
@@ -161,8 +163,8 @@ def test_loop_joints_get_their_own_place():
 
 
 def test_long_chains_fold_into_lines():
-    from gtdyn.benchmark import serial_chain
-    from gtdyn.dag import DAG_INCHES, fold_layout, layered_layout
+    from gtdyn.model.random import serial_chain
+    from gtdyn.plot.dag import DAG_INCHES, fold_layout, layered_layout
 
     robot = serial_chain(48)
     n = robot.num_dofs
@@ -178,13 +180,13 @@ def test_long_chains_fold_into_lines():
 def test_drawings_stay_within_the_pixel_limit(rrr, tmp_path, monkeypatch):
     from matplotlib.image import imread
 
-    import gtdyn.dag
-    from gtdyn.dag import draw_dag
+    import gtdyn.plot.dag
+    from gtdyn.plot.dag import draw_dag
 
     r = solve(rrr, "forward", "aba")
     draw_dag(r.dag(), str(tmp_path / "full.png"), robot=rrr)
     full = imread(str(tmp_path / "full.png")).shape
-    monkeypatch.setattr(gtdyn.dag, "MAX_PIXELS", 300)
+    monkeypatch.setattr(gtdyn.plot.dag, "MAX_PIXELS", 300)
     draw_dag(r.dag(), str(tmp_path / "small.png"), robot=rrr)
     draw_elimination_steps(r.graph, r.elimination_ordering, str(tmp_path / "steps.png"), robot=rrr)
     assert max(full[:2]) > 300
@@ -193,7 +195,7 @@ def test_drawings_stay_within_the_pixel_limit(rrr, tmp_path, monkeypatch):
 
 
 def test_group_batches():
-    from gtdyn.dag import group_batches
+    from gtdyn.analysis.steps import group_batches
 
     assert group_batches([1, 2, 3], 5) == [1, 2, 3]
     for batches in ([1] * 96, [3, 1, 2, 3] * 20, [50, 1, 1, 1, 1, 1]):
@@ -207,7 +209,7 @@ def test_group_batches():
 
 
 def test_step_view_groups_batches_into_at_most_12_panels(tmp_path, monkeypatch):
-    import gtdyn.dag
+    import gtdyn.plot.dag
     from gtdyn.errors import ArgumentError
 
     puma = gtdyn.load_robot("puma560")
@@ -220,6 +222,6 @@ def test_step_view_groups_batches_into_at_most_12_panels(tmp_path, monkeypatch):
     assert len(draw_elimination_steps(r.graph, r.elimination_ordering, max_panels=4).axes) <= 4
     with pytest.raises(ArgumentError, match="max_panels=12"):
         draw_elimination_steps(r.graph, r.elimination_ordering, batches=[1] * 18)
-    monkeypatch.setattr(gtdyn.dag, "MAX_STEP_VARIABLES", 10)
+    monkeypatch.setattr(gtdyn.plot.dag, "MAX_STEP_VARIABLES", 10)
     with pytest.raises(ArgumentError, match="at most 10 variables"):
         draw_elimination_steps(r.graph, r.elimination_ordering)

@@ -10,7 +10,7 @@ import pytest
 from references import PinocchioReference, erd_path, rel_err
 
 import gtdyn
-from gtdyn.elimination import SINGULAR_CONDITION, WARN_CONDITION
+from gtdyn.linear.elimination import SINGULAR_CONDITION, WARN_CONDITION
 from gtdyn.orderings import applicable
 
 LIMIT = '<limit lower="-3" upper="3" effort="10" velocity="5"/>'

@@ -5,7 +5,7 @@ import pytest
 
 import gtdyn
 from gtdyn import keys
-from gtdyn.factor_graph_plot import (
+from gtdyn.plot.factor_graph import (
     DOT_RADIUS,
     NODE_RADIUS,
     _segment_gap,
@@ -16,7 +16,8 @@ from gtdyn.factor_graph_plot import (
     known_keys,
     variable_positions,
 )
-from gtdyn.nonlinear import full_dynamics_graph
+from gtdyn.factors.full_graph import full_dynamics_graph
+from gtdyn.plot.dag import draw_dag
 
 Q, V, A = [0.3, -0.4, 0.8], [0.5, 0.1, -0.7], [1.0, -2.0, 0.5]
 
@@ -105,7 +106,7 @@ def test_legend_mentions_squares_only_when_some_are_drawn(rrr):
 
 
 def test_layout_of_a_linear_graph_matches_the_dag_drawings(rrr):
-    from gtdyn.dag import layered_layout
+    from gtdyn.plot.dag import layered_layout
 
     r = gtdyn.forward_dynamics(rrr, Q, V, A, ordering="crba")
     ours = variable_positions(variables_of(r.graph))
@@ -139,10 +140,10 @@ def test_full_graph_lines_pass_clear_of_variables_they_do_not_touch(name):
 
 
 def test_dag_legend_names_kinds_and_arrows(rrr):
-    from gtdyn.dag import draw_elimination_steps
+    from gtdyn.plot.dag import draw_elimination_steps
 
     r = gtdyn.inverse_dynamics(rrr, Q, V, A, ordering="rnea")
-    texts = [t.get_text() for t in add_dag_legend(r.draw(), r.dag()).get_texts()]
+    texts = [t.get_text() for t in add_dag_legend(draw_dag(r.dag()), r.dag()).get_texts()]
     assert texts == ["V̇ twist acceleration", "F wrench", "τ torque", "p → x: back-substitution computes x from p"]
     steps = draw_elimination_steps(r.graph, r.elimination_ordering, batches=[3, 1, 2, 3])
     assert "not yet eliminated" in [t.get_text() for t in add_dag_legend(steps, r.dag(), steps=True).get_texts()]

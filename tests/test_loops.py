@@ -15,8 +15,8 @@ from references import rel_err
 from square_four_bar import square_four_bar_sdf
 
 import gtdyn
-from gtdyn.build import build_robot
-from gtdyn.loop_kinematics import close_loops
+from gtdyn.model.build import build_robot
+from gtdyn.kinematics.loop_closure import close_loops
 from gtdyn.orderings import applicable
 
 TOL = 1e-8
@@ -73,7 +73,7 @@ def test_forward_dynamics_matches_lagrange_reference(mechanism):
         qdd = gtdyn.forward_dynamics(robot, s.q, s.v, tau).qdd
         assert rel_err(qdd[ref.tree_index], ref.forward(s.q, s.v, tau)) < TOL
         # the loop joint's q̈ closes the loop at acceleration level
-        closure = gtdyn.loop_kinematics.acceleration_residual(robot, s.q, s.v, qdd)
+        closure = gtdyn.kinematics.loop_closure.acceleration_residual(robot, s.q, s.v, qdd)
         assert closure < 1e-10
 
 

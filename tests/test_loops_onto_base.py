@@ -8,7 +8,7 @@ from references import rel_err
 from square_four_bar import CORNERS, square_four_bar_sdf
 
 import gtdyn
-from gtdyn.kinematics import forward_kinematics
+from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.orderings import applicable
 from gtdyn.spatial import Ad
 
@@ -102,7 +102,7 @@ def test_no_variable_of_the_base_and_hybrid_works(tmp_path):
 
 
 def test_drawing_puts_the_loop_joint_on_the_ground_corner(tmp_path):
-    from gtdyn.mechanism_plot import joint_positions
+    from gtdyn.plot.mechanism import joint_positions
 
     robot = load(tmp_path, 0, False)
     positions = joint_positions(robot, np.zeros(4))

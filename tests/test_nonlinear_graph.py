@@ -14,7 +14,7 @@ from references import rel_err
 import gtdyn
 from gtdyn import keys as K
 from gtdyn.factors import joint_prior
-from gtdyn.nonlinear import full_dynamics_graph, joint_priors, zero_values
+from gtdyn.factors.full_graph import full_dynamics_graph, joint_priors, zero_values
 
 
 def solve_full_inverse(robot, q, v, qdd, gravity=(0, 0, -9.81), planar=None):

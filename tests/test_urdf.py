@@ -63,7 +63,7 @@ def test_puma_urdf_is_the_generated_dh_model():
 def test_puma_kinematics_match_standard_dh():
     """Flange pose from our model equals the product of standard-DH matrices, written out here."""
     from gtdyn.io.dh import PUMA560
-    from gtdyn.kinematics import forward_kinematics
+    from gtdyn.kinematics.forward import forward_kinematics
 
     def dh(theta, d, a, alpha):
         ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
@@ -375,8 +375,8 @@ def test_load_robot_argument_must_be_a_path_or_name():
 
 
 def test_build_holds_descriptions_made_in_code_to_the_same_bounds():
-    from gtdyn.build import _composite_inertial, build_robot
-    from gtdyn.description import JointSpec, LinkSpec, RobotDescription
+    from gtdyn.model.build import _composite_inertial, build_robot
+    from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 
     far = np.eye(4)
     far[2, 3] = 1e200

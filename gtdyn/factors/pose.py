@@ -5,7 +5,7 @@ from __future__ import annotations
 import gtsam
 
 from gtdyn.factors.base import fill, hard, present, scalar
-from gtdyn.robot import Joint
+from gtdyn.model.robot import Joint
 
 
 class PoseFactor(gtsam.CustomFactor):

@@ -6,7 +6,7 @@ import gtsam
 import numpy as np
 
 from gtdyn.factors.base import fill, hard, scalar
-from gtdyn.robot import Joint
+from gtdyn.model.robot import Joint
 
 
 class TorqueFactor(gtsam.CustomFactor):

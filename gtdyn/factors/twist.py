@@ -11,7 +11,7 @@ import numpy as np
 
 from gtdyn.equations import bias_acceleration
 from gtdyn.factors.base import fill, hard, present, scalar, vector
-from gtdyn.robot import Joint
+from gtdyn.model.robot import Joint
 from gtdyn.spatial import Ad, ad
 
 I6 = np.eye(6)

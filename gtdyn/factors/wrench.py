@@ -6,9 +6,9 @@ from __future__ import annotations
 import gtsam
 import numpy as np
 
-from gtdyn.equations import coriolis_wrench, gravity_wrench
+from gtdyn.equations import GRAVITY, coriolis_wrench, gravity_wrench
 from gtdyn.factors.base import fill, hard, scalar
-from gtdyn.robot import Joint, Link
+from gtdyn.model.robot import Joint, Link
 from gtdyn.spatial import Ad, ad, skew
 
 
@@ -28,7 +28,7 @@ class WrenchFactor(gtsam.CustomFactor):
     """
 
     def __init__(self, link: Link, A: int, V: int, pose: int, F_in: int | list[int],
-                 children: list[tuple[Joint, int, int]], gravity=(0.0, 0.0, -9.81), external=None):
+                 children: list[tuple[Joint, int, int]], gravity=GRAVITY, external=None):
         G, g = link.G, np.asarray(gravity, float)
         external = np.zeros(6) if external is None else np.asarray(external, float)
         F_in = [F_in] if isinstance(F_in, int) else list(F_in)

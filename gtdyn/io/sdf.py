@@ -16,7 +16,7 @@ import math
 import numpy as np
 from lxml import etree
 
-from gtdyn.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
+from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError
 from gtdyn.io.xml import (MAX_INERTIA, MAX_LENGTH, MAX_MASS, at, check_magnitude, element_text, numbers, only_child,
                           parse_xml, unit_vector)

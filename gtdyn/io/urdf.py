@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import yourdfpy
 
-from gtdyn.description import JointSpec, LinkSpec, RobotDescription
+from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
 from gtdyn.io.xml import MAX_INERTIA, MAX_LENGTH, MAX_MASS, at, numbers, only_child, parse_xml, unit_vector
 

@@ -14,7 +14,7 @@ import gtsam
 import numpy as np
 
 from gtdyn.equations import twist_equation
-from gtdyn.robot import Robot
+from gtdyn.model.robot import Robot
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from gtdyn.errors import LoopClosureError
-from gtdyn.kinematics import KinematicState
-from gtdyn.robot import Robot
+from gtdyn.kinematics.forward import KinematicState
+from gtdyn.model.robot import Robot
 
 PARALLEL_TOLERANCE = 1e-9  # |sin| between joint axes counted as parallel
 CLOSURE_TOLERANCE = 1e-7  # pose (rad, m) and twist (rad/s, m/s) mismatch accepted around a loop

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from importlib import resources
 
-from gtdyn.build import build_robot
+from gtdyn.model.build import build_robot
 from gtdyn.errors import ArgumentError, ModelError
-from gtdyn.robot import Robot
+from gtdyn.model.robot import Robot
 
 # bundled name -> (folder in the source tree, package it installs as, file)
 BUNDLED = {
@@ -28,7 +28,8 @@ def bundled_path(name: str) -> str:
     try:  # installed: the urdf/ and sdf/ folders ship as packages
         return str(resources.files(package).joinpath(filename))
     except ModuleNotFoundError:  # a source checkout on sys.path without installing
-        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), folder, filename)
+        checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return os.path.join(checkout, folder, filename)
 
 
 def load_robot(path_or_name: str | os.PathLike) -> Robot:

@@ -11,11 +11,12 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
+from gtdyn.equations import GRAVITY
 from gtdyn.factors import PlanarFactor, PoseFactor, TorqueFactor, TwistAccelFactor, TwistFactor, WrenchFactor, joint_prior
-from gtdyn.robot import Robot
+from gtdyn.model.robot import Robot
 
 
-def full_dynamics_graph(robot: Robot, gravity=(0.0, 0.0, -9.81),
+def full_dynamics_graph(robot: Robot, gravity=GRAVITY,
                         external_wrenches: Mapping[int, np.ndarray] | None = None,
                         planar: Mapping[int, np.ndarray] | None = None) -> gtsam.NonlinearFactorGraph:
     """Pose, twist (eq. 4), twist-acceleration (eq. 5) and torque (eq. 7) factors per joint (loop-closing

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 import gtsam
 import numpy as np
 
-from gtdyn.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
+from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
-from gtdyn.robot import Joint, Link, Robot
+from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.spatial import Ad, pose
 
 # A moving subtree whose inertia seen along its joint's axis is below this is treated as massless:

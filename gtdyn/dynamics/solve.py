@@ -8,92 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import gtsam
-import networkx as nx
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import finite_vector, joint_dict, joint_vector
-from gtdyn.elimination import METHODS, Elimination, eliminate
+from gtdyn.arguments import finite_vector, joint_vector
+from gtdyn.dynamics.graph import dynamics_graph
+from gtdyn.dynamics.result import DynamicsResult, assemble_result
+from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError, IndeterminateSystemError, LoopClosureError
-from gtdyn.graph import Problem, dynamics_graph
-from gtdyn.kinematics import KinematicState, forward_kinematics
-from gtdyn.loop_kinematics import acceleration_residuals
-from gtdyn.loops import CLOSURE_TOLERANCE, check_closed, loop_plane_normal
+from gtdyn.kinematics.forward import KinematicState, forward_kinematics
+from gtdyn.kinematics.loop_closure import acceleration_residuals
+from gtdyn.kinematics.loops import CLOSURE_TOLERANCE, check_closed, loop_plane_normal
+from gtdyn.linear.elimination import METHODS, eliminate
+from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering
-from gtdyn.robot import Robot
+from gtdyn.problem import Problem, forward_problem, hybrid_problem, inverse_problem
 from gtdyn.spatial import Ad
 
-GRAVITY = (0.0, 0.0, -9.81)  # m/s², world frame; Pinocchio's default too
-
-
-@dataclass(frozen=True, eq=False)
-class DynamicsResult:
-    """The solution of one dynamics problem, with the elimination that produced it.
-
-    Vectors are in ``robot.joint_names`` order. ``wrenches[joint]`` is the wrench [m; f] that the joint's
-    parent exerts on its child, in the child's CoM frame; ``twist_accels[link]`` is V̇ in the link's CoM
-    frame; ``ordering`` lists the eliminated variables' labels in elimination order. ``condition`` estimates
-    the condition number of the (column-equilibrated) equations (see ``gtdyn.elimination``): above 1e8 the
-    solve warned with ``IllConditionedWarning``.
-    """
-
-    robot: Robot
-    problem: str  # "inverse", "forward" or "hybrid"
-    q: np.ndarray
-    v: np.ndarray
-    qdd: np.ndarray
-    tau: np.ndarray
-    wrenches: dict[str, np.ndarray]
-    twist_accels: dict[str, np.ndarray]
-    twists: dict[str, np.ndarray]
-    graph: gtsam.GaussianFactorGraph
-    bayes_net: gtsam.GaussianBayesNet
-    elimination_ordering: gtsam.Ordering
-    condition: float = float("nan")
-
-    @property
-    def ordering(self) -> list[str]:
-        o = self.elimination_ordering
-        return [keys.label(o.at(i)) for i in range(o.size())]
-
-    def dag(self) -> nx.DiGraph:
-        """The elimination DAG as a networkx.DiGraph with labelled nodes (see ``gtdyn.dag``)."""
-        from gtdyn.dag import elimination_dag
-
-        return elimination_dag(self.graph, self.elimination_ordering)
-
-    def metrics(self) -> dict:
-        """DAG edges, fill-in, non-zeros, operation count and clique sizes (see ``gtdyn.dag.metrics``)."""
-        from gtdyn.dag import metrics
-
-        return metrics(self.graph, self.elimination_ordering, self.bayes_net)
-
-    def bayes_tree(self) -> nx.DiGraph:
-        """The clique tree of multifrontal elimination in the same ordering (see ``gtdyn.dag.bayes_tree_dag``)."""
-        from gtdyn.dag import bayes_tree_dag
-
-        return bayes_tree_dag(self.graph.eliminateMultifrontal(self.elimination_ordering), self.elimination_ordering)
-
-    def draw(self, path: str | None = None, title: str | None = None):
-        """Draw the DAG (layered, coloured by kind) and save it to ``path`` (.png/.svg) if given."""
-        from gtdyn.dag import draw_dag
-
-        m = self.metrics()
-        return draw_dag(self.dag(), path, title or f"{self.problem} dynamics of {self.robot.name}: "
-                        f"{m['edges']} edges, {m['ops']:.0f} ops", robot=self.robot)
-
-    def to_dot(self) -> str:
-        """The DAG as Graphviz DOT text."""
-        from gtdyn.dag import to_dot
-
-        return to_dot(self.dag(), f"{self.robot.name} {self.problem}")
-
-    def __repr__(self) -> str:
-        rows = "\n".join(f"  {n:>12s}  q̈ = {a: .6g}  τ = {t: .6g}" for n, a, t in zip(self.robot.joint_names, self.qdd, self.tau))
-        return f"DynamicsResult({self.problem} dynamics of '{self.robot.name}', ordering {self.ordering}):\n{rows}"
 
 
 def inverse_dynamics(robot: Robot, q, v, qdd, *, gravity=GRAVITY, external_wrenches=None, ordering=None,
@@ -110,14 +43,14 @@ def inverse_dynamics(robot: Robot, q, v, qdd, *, gravity=GRAVITY, external_wrenc
     the least-norm τ if the loop is redundantly actuated. ``planar`` (None: detect per loop; True: require;
     False: never) adds the planar factor to planar loops.
     """
-    return _solve(robot, q, v, inverse_problem(robot, qdd), gravity, external_wrenches, ordering, elimination, planar)
+    return solve_problem(robot, q, v, inverse_problem(robot, qdd), gravity, external_wrenches, ordering, elimination, planar)
 
 
 def forward_dynamics(robot: Robot, q, v, tau, *, gravity=GRAVITY, external_wrenches=None, ordering=None,
                      elimination="qr", planar=None) -> DynamicsResult:
     """Joint accelerations q̈ produced by torques ``tau`` at state (q, v). Arguments as ``inverse_dynamics``;
     ``tau`` is 0 at passive joints."""
-    return _solve(robot, q, v, forward_problem(robot, tau), gravity, external_wrenches, ordering, elimination, planar)
+    return solve_problem(robot, q, v, forward_problem(robot, tau), gravity, external_wrenches, ordering, elimination, planar)
 
 
 def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], *, gravity=GRAVITY,
@@ -127,44 +60,24 @@ def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[s
     Every actuated joint must appear in exactly one of ``qdd`` and ``tau``; passive joints have τ = 0 and
     their q̈ is solved for.
     """
-    return _solve(robot, q, v, hybrid_problem(robot, qdd, tau), gravity, external_wrenches, ordering, elimination,
+    return solve_problem(robot, q, v, hybrid_problem(robot, qdd, tau), gravity, external_wrenches, ordering, elimination,
                   planar)
 
 
-def inverse_problem(robot: Robot, qdd) -> Problem:
-    """Every q̈ given; passive joints' τ = 0 given; the actuated τ unknown."""
-    qdd = joint_vector(robot, "qdd", qdd)
-    return Problem(known_qdd={j: qdd[j - 1] for j in range(1, robot.num_dofs + 1)},
-                   known_tau={j.index: 0.0 for j in robot.joints if not j.actuated}, problem_kind="inverse")
-
-
-def forward_problem(robot: Robot, tau) -> Problem:
-    """Every τ given (0 at passive joints); every q̈ unknown."""
-    tau = joint_vector(robot, "tau", tau)
-    passive = [j.name for j in robot.joints if not j.actuated and tau[j.index - 1] != 0.0]
-    if passive:
-        raise ArgumentError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
-    return Problem(known_tau={j: tau[j - 1] for j in range(1, robot.num_dofs + 1)}, problem_kind="forward")
-
-
-def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, float]) -> Problem:
-    """q̈ given at some actuated joints, τ at the others; passive joints have τ = 0 and unknown q̈."""
-    known_qdd = joint_dict(robot, "qdd", qdd)
-    known_tau = joint_dict(robot, "tau", tau)
-    both = [robot.joints[j - 1].name for j in known_qdd if j in known_tau]
-    if both:
-        raise ArgumentError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, not both")
-    passive_qdd = [robot.joints[j - 1].name for j in known_qdd if not robot.joints[j - 1].actuated]
-    if passive_qdd:
-        raise ArgumentError(f"qdd: joints {', '.join(passive_qdd)} are passive (τ = 0), so their q̈ is solved for")
-    passive_tau = [robot.joints[j - 1].name for j, t in known_tau.items() if not robot.joints[j - 1].actuated and t != 0]
-    if passive_tau:
-        raise ArgumentError(f"tau: joints {', '.join(passive_tau)} are passive, so their torque is 0")
-    known_tau.update({j.index: 0.0 for j in robot.joints if not j.actuated})
-    neither = [joint.name for joint in robot.joints if joint.index not in known_qdd and joint.index not in known_tau]
-    if neither:
-        raise ArgumentError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
-    return Problem(known_qdd, known_tau, problem_kind="hybrid")
+def solve(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, **options) -> DynamicsResult:
+    """One entry for the three problems: ``kind`` "inverse" (``qdd``: every joint), "forward" (``tau``: every
+    joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name). ``options`` as ``inverse_dynamics``."""
+    given = {"inverse": ("qdd",), "forward": ("tau",), "hybrid": ("qdd", "tau")}
+    if kind not in given:
+        raise ArgumentError(f"kind: '{kind}' is not one of {', '.join(given)}")
+    extra = [name for name, value in (("qdd", qdd), ("tau", tau)) if value is not None and name not in given[kind]]
+    if extra:
+        raise ArgumentError(f"{', '.join(extra)}: not given in {kind} dynamics (it solves for {' and '.join(extra)})")
+    if kind == "inverse":
+        return inverse_dynamics(robot, q, v, qdd, **options)
+    if kind == "forward":
+        return forward_dynamics(robot, q, v, tau, **options)
+    return hybrid_dynamics(robot, q, v, qdd or {}, tau or {}, **options)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -175,8 +88,10 @@ def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, flo
 BACKWARD_ERROR_TOLERANCE = 1e-8
 
 
-def _solve(robot, q, v, problem: Problem, gravity, external_wrenches, ordering, elimination="qr",
-           planar=None) -> DynamicsResult:
+def solve_problem(robot: Robot, q, v, problem: Problem, gravity=GRAVITY, external_wrenches=None, ordering=None,
+                  elimination="qr", planar=None) -> DynamicsResult:
+    """The common path of the three problems: check the state, build the graph of ``problem``, eliminate it in
+    ``ordering``, check the verdicts (determinacy, consistency, overflow) and assemble the result."""
     if elimination not in METHODS:
         raise ArgumentError(f"elimination: '{elimination}' is not one of {', '.join(METHODS)}")
     if planar not in (None, True, False):
@@ -246,7 +161,7 @@ def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, e
         backward_error = _backward_error(hard, norms, solution)
         if backward_error > BACKWARD_ERROR_TOLERANCE:
             raise _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error)
-    return _result(robot, problem, kin, graph, eliminated, order, solution)
+    return assemble_result(robot, problem, kin, graph, eliminated, order, solution)
 
 
 def _rows(graph: gtsam.GaussianFactorGraph) -> int:
@@ -287,7 +202,7 @@ def _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error) ->
     prescribed = [j for j in problem.known_qdd if j in problem.known_tau]  # passive joints with q̈ given
     if prescribed:
         free = dataclasses.replace(problem, known_qdd={j: a for j, a in problem.known_qdd.items() if j not in prescribed},
-                                   problem_kind="hybrid")
+                                   kind="hybrid")
         try:
             achievable = _eliminate_and_solve(robot, kin, free, gravity, wrenches_com, None, "qr", {}).qdd
         except (IndeterminateSystemError, ValueError):
@@ -303,29 +218,6 @@ def _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error) ->
     return ArgumentError(f"qdd, tau: the given values are inconsistent with the dynamics equations (backward error "
                          f"{backward_error:.3g}); on closed loops q̈ must satisfy the loops' acceleration constraints "
                          "(see gtdyn.close_loops) and passive joints have τ = 0")
-
-
-def _result(robot, problem, kin: KinematicState, graph, eliminated: Elimination, order,
-            x: gtsam.VectorValues) -> DynamicsResult:
-    def scalar(known: Mapping[int, float], key_fn, j: int) -> float:
-        return known[j] if j in known else float(x.at(key_fn(j))[0])
-
-    idx = range(1, robot.num_dofs + 1)
-    return DynamicsResult(
-        robot=robot,
-        problem=problem.kind,
-        q=kin.q,
-        v=kin.v,
-        qdd=np.array([scalar(problem.known_qdd, keys.joint_accel_key, j) for j in idx]),
-        tau=np.array([scalar(problem.known_tau, keys.torque_key, j) for j in idx]),
-        wrenches={joint.name: np.array(x.at(keys.wrench_key(joint.index))) for joint in robot.joints},
-        twist_accels={link.name: np.array(x.at(keys.twist_accel_key(link.index))) for link in robot.links},
-        twists={link.name: kin.V[link.index] for link in robot.links},
-        graph=graph,
-        bayes_net=eliminated.bayes_net,
-        elimination_ordering=order,
-        condition=eliminated.condition,
-    )
 
 
 def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.kinematics import forward_kinematics
-from gtdyn.loops import loop_plane_normal
-from gtdyn.robot import Robot
+from gtdyn.kinematics.forward import forward_kinematics
+from gtdyn.kinematics.loops import loop_plane_normal
+from gtdyn.model.robot import Robot
 
 
 def _plane_basis(robot: Robot, kin) -> tuple[np.ndarray, np.ndarray]:

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtdyn.dynamics import GRAVITY, DynamicsResult, _solve, hybrid_problem
-from gtdyn.graph import Problem
-from gtdyn.robot import Robot
+from gtdyn.dynamics.result import DynamicsResult
+from gtdyn.dynamics.solve import solve_problem
+from gtdyn.equations import GRAVITY
+from gtdyn.model.robot import Robot
+from gtdyn.problem import Problem, hybrid_problem
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,16 +42,16 @@ def featherstone_hybrid_dynamics(robot: Robot, q, v, qdd, tau, *, gravity=GRAVIT
     all_joints = range(1, n + 1)
 
     # 1. bias torques: prescribed q̈ on I, zero on F
-    bias = _solve(robot, q, v, Problem(known_qdd={j: given_qdd.get(j, 0.0) for j in all_joints}),
-                  gravity, external_wrenches, inverse_ordering)
+    bias = solve_problem(robot, q, v, Problem("inverse", known_qdd={j: given_qdd.get(j, 0.0) for j in all_joints}),
+                         gravity, external_wrenches, inverse_ordering)
     # 2. forward dynamics of the F joints with the I joints locked
-    locked = _solve(robot, q, np.zeros(n),
-                    Problem(known_qdd={j: 0.0 for j in given_qdd},
-                            known_tau={j: t - bias.tau[j - 1] for j, t in given_tau.items()}),
-                    (0.0, 0.0, 0.0), None, forward_ordering)
+    locked = solve_problem(robot, q, np.zeros(n),
+                           Problem("hybrid", known_qdd={j: 0.0 for j in given_qdd},
+                                   known_tau={j: t - bias.tau[j - 1] for j, t in given_tau.items()}),
+                           (0.0, 0.0, 0.0), None, forward_ordering)
     qdd_full = np.array([given_qdd.get(j, locked.qdd[j - 1]) for j in all_joints])
     # 3. torques of the I joints
-    final = _solve(robot, q, v, Problem(known_qdd={j: qdd_full[j - 1] for j in all_joints}),
-                   gravity, external_wrenches, inverse_ordering)
+    final = solve_problem(robot, q, v, Problem("inverse", known_qdd={j: qdd_full[j - 1] for j in all_joints}),
+                          gravity, external_wrenches, inverse_ordering)
     tau_full = np.array([given_tau.get(j, final.tau[j - 1]) for j in all_joints])
     return ThreePassResult(qdd_full, tau_full, (bias, locked, final))

@@ -18,13 +18,13 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.arguments import joint_dict, joint_vector
-from gtdyn.elimination import eliminate
+from gtdyn.linear.elimination import eliminate
 from gtdyn.errors import ArgumentError, LoopClosureError
 from gtdyn.equations import twist_accel_equation, twist_equation
 from gtdyn.factors import PoseFactor, joint_prior
-from gtdyn.graph import Key, add_equation
-from gtdyn.kinematics import forward_kinematics
-from gtdyn.robot import Robot
+from gtdyn.linear.system import Key, add_equation
+from gtdyn.kinematics.forward import forward_kinematics
+from gtdyn.model.robot import Robot
 
 MAX_ITERATIONS = 50
 STEP_TOLERANCE = 1e-13

@@ -1,6 +1,6 @@
 """Plain descriptions of links and joints, as parsers read them from a file (no gtsam, no physics).
 
-A parser (URDF, SDF) produces a ``RobotDescription``; ``gtdyn.robot.build_robot`` turns it into an
+A parser (URDF, SDF) produces a ``RobotDescription``; ``gtdyn.model.build.build_robot`` turns it into an
 immutable ``Robot`` (merging fixed joints, checking topology and inertias).
 """
 

@@ -1,5 +1,5 @@
 """The robot model: immutable links and joints of a fixed-base mechanism (a tree, or a tree closed into
-loops by extra joints), built from a ``RobotDescription`` by ``gtdyn.build.build_robot``.
+loops by extra joints), built from a ``RobotDescription`` by ``gtdyn.model.build.build_robot``.
 
 Frames (names say the frame, as ``aTb`` = pose of frame b in frame a):
 
@@ -85,7 +85,7 @@ class Robot:
     """An immutable fixed-base mechanism: a base link, moving links, and joints (spanning tree root→leaf,
     then loop-closing joints).
 
-    Build one with ``gtdyn.load_robot(path)`` or ``gtdyn.build.build_robot(description)``.
+    Build one with ``gtdyn.load_robot(path)`` or ``gtdyn.model.build.build_robot(description)``.
     """
 
     name: str

@@ -69,7 +69,7 @@ def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, *, method
               warn: bool = True) -> Elimination:
     """Sequential elimination into a Bayes net, with the determinacy verdict of the module docstring.
 
-    ``column_norms``: squared column norms per key (as ``gtdyn.graph.dynamics_graph`` collects them; computed
+    ``column_norms``: squared column norms per key (as ``gtdyn.dynamics.graph.dynamics_graph`` collects them; computed
     here if not given). ``owner(key)`` names the joint or link of a variable in messages.
     """
     norms = column_norms if column_norms is not None else squared_column_norms(graph)

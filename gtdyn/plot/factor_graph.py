@@ -7,8 +7,8 @@ same place. The full nonlinear graph adds the kinematic rows; there a joint's qu
 the two links it joins. Each factor dot sits at the mean of its variables, nudged aside where it would cover
 a variable or another dot.
 
-    from gtdyn.factor_graph_plot import draw_factor_graph, known_keys
-    from gtdyn.nonlinear import full_dynamics_graph
+    from gtdyn.plot.factor_graph import draw_factor_graph, known_keys
+    from gtdyn.factors.full_graph import full_dynamics_graph
     draw_factor_graph(full_dynamics_graph(robot), known=known_keys(robot, "inverse"), path="fig3.png")
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.dag import KIND_COLOURS, KIND_ROWS
-from gtdyn.robot import Robot
+from gtdyn.analysis.dag import KIND_COLOURS, KIND_ROWS
+from gtdyn.model.robot import Robot
 
 KINEMATIC_KINDS = ("twist", "joint_angle", "joint_vel", "pose")
 JOINT_KINDS = ("joint_angle", "joint_vel", "joint_accel", "wrench", "torque")

@@ -1,0 +1,57 @@
+"""Timing: medians over repeated samples after warm-up calls, and a progress bar for long runs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call seconds of each sample."""
+
+    samples: tuple[float, ...]
+
+    @property
+    def median_us(self) -> float:
+        return float(np.median(self.samples) * 1e6)
+
+    @property
+    def iqr_us(self) -> float:
+        q1, q3 = np.percentile(self.samples, [25, 75])
+        return float((q3 - q1) * 1e6)
+
+
+def measure(fn: Callable[[], object], repeat: int, inner: int, warmup: int) -> Timing:
+    """Warm up, then ``repeat`` samples of ``inner`` back-to-back calls each."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - start) / inner)
+    return Timing(tuple(samples))
+
+
+class Progress:
+    """A one-line progress bar on stderr: [#####.....] 12/40 label."""
+
+    def __init__(self, total: int, stream=None, width: int = 30):
+        self.total, self.done, self.width = max(total, 1), 0, width
+        self.stream = stream or sys.stderr
+
+    def __call__(self, label: str) -> None:
+        self.done += 1
+        filled = int(self.width * min(self.done, self.total) / self.total)
+        bar = f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} {label:<40.40s}"
+        if self.stream.isatty():  # redraw in place
+            self.stream.write("\r" + bar + ("\n" if self.done >= self.total else ""))
+        else:  # a log: one line per step
+            self.stream.write(bar.rstrip() + "\n")
+        self.stream.flush()

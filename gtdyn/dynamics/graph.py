@@ -1,0 +1,73 @@
+"""The transcriber: a Robot, its kinematic state and which variables are known → a linear factor graph.
+
+Given q and q̇ (and so every pose and twist), eq. 5–7 are linear in V̇, F, q̈ and τ. Each equation becomes one
+``gtsam.JacobianFactor``; variables that the problem gives (q̈ of inverse-dynamics joints, τ of
+forward-dynamics joints) move to the right-hand side. The result is the paper's *simplified* graph
+(Fig. 4a, 6a, 9a): only unknowns are nodes.
+
+Every equation is exact. The system is square (13 equations and 13 unknowns per joint), so a determined
+system is solved exactly whatever the row weights; ``constrained=True`` marks the rows as GTSAM hard
+constraints (``noiseModel.Constrained``), ``False`` gives them unit weight so that they can be eliminated
+by Householder QR, which is backward stable in every variable ordering (see ``gtdyn.linear.elimination``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import gtsam
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.equations import (gravity_wrench, minimum_torque_equation, planar_equation, torque_equation,
+                             twist_accel_equation, wrench_equation)
+from gtdyn.kinematics.forward import KinematicState
+from gtdyn.linear.system import Key, add_equation
+from gtdyn.model.robot import Robot
+from gtdyn.problem import Problem
+
+
+def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,
+                   external_wrenches: Mapping[int, np.ndarray] | None = None,
+                   constrained: bool = False, column_norms: dict | None = None) -> gtsam.GaussianFactorGraph:
+    """The linear dynamics graph: eq. 5 and 7 per joint, eq. 6 per moving link, a planar factor per planar
+    loop and soft minimum-torque factors where the problem asks for them.
+
+    ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. If given,
+    ``column_norms`` receives each unknown's squared column norms (hard equations only).
+    """
+    external_wrenches = external_wrenches or {}
+    graph = gtsam.GaussianFactorGraph()
+    zero = np.zeros(6)
+    for joint in robot.joints:
+        j, p = joint.index, robot.link(joint.parent).index
+        c = robot.link(joint.child).index
+        S = joint.screw_axis
+        # eq. 5: the fixed base has V̇_0 = 0 (gravity is explicit in eq. 6); a loop may close onto it (c == 0)
+        accel = twist_accel_equation(kin.cTp[j], S, kin.V[c], kin.v[j - 1])
+        add_equation(graph, accel, {
+            "A_c": zero if c == 0 else Key(keys.twist_accel_key(c)),
+            "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
+            "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
+        }, constrained, column_norms)
+        # eq. 7
+        add_equation(graph, torque_equation(S), {
+            "F": Key(keys.wrench_key(j)),
+            "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j)),
+        }, constrained, column_norms)
+    for link in robot.links:
+        i = link.index
+        into, out_of = robot.joints_into(link.name), robot.joints_out_of(link.name)
+        eq = wrench_equation(link.G, kin.V[i], [kin.cTp[c.index] for c in out_of],
+                             gravity_wrench(link.mass, kin.wT[i], gravity), external_wrenches.get(i, zero), len(into))
+        roles = {"A": Key(keys.twist_accel_key(i))}
+        roles.update({f"F_in{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(into)})
+        roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
+        add_equation(graph, eq, roles, constrained, column_norms)
+    for j, normal in problem.planar.items():
+        child = robot.link(robot.joints[j - 1].child).index
+        add_equation(graph, planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, constrained,
+                      column_norms)
+    for j in problem.minimum_torque:
+        add_equation(graph, minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, constrained, None, soft=True)
+    return graph

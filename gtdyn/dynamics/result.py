@@ -1,0 +1,92 @@
+"""The result of one dynamics solve: the solution by joint and link, and the elimination that produced it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import gtsam
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.kinematics.forward import KinematicState
+from gtdyn.linear.elimination import Elimination
+from gtdyn.model.robot import Robot
+from gtdyn.problem import Problem
+
+if TYPE_CHECKING:  # networkx is imported only when a DAG is asked for
+    import networkx as nx
+
+
+@dataclass(frozen=True, eq=False)
+class DynamicsResult:
+    """The solution of one dynamics problem, with the elimination that produced it.
+
+    Vectors are in ``robot.joint_names`` order. ``wrenches[joint]`` is the wrench [m; f] that the joint's
+    parent exerts on its child, in the child's CoM frame; ``twist_accels[link]`` is V̇ in the link's CoM
+    frame; ``ordering`` lists the eliminated variables' labels in elimination order. ``condition`` estimates
+    the condition number of the (column-equilibrated) equations (see ``gtdyn.linear.elimination``): above 1e8 the
+    solve warned with ``IllConditionedWarning``.
+    """
+
+    robot: Robot
+    problem: str  # "inverse", "forward" or "hybrid"
+    q: np.ndarray
+    v: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    wrenches: dict[str, np.ndarray]
+    twist_accels: dict[str, np.ndarray]
+    twists: dict[str, np.ndarray]
+    graph: gtsam.GaussianFactorGraph
+    bayes_net: gtsam.GaussianBayesNet
+    elimination_ordering: gtsam.Ordering
+    condition: float = float("nan")
+
+    @property
+    def ordering(self) -> list[str]:
+        o = self.elimination_ordering
+        return [keys.label(o.at(i)) for i in range(o.size())]
+
+    def dag(self) -> nx.DiGraph:
+        """The elimination DAG (``gtdyn.analysis.elimination_dag``): a networkx.DiGraph whose edge p → x means
+        back-substitution computes x from p. Draw it with ``gtdyn.plot.draw_dag``, measure it with
+        ``gtdyn.analysis.metrics_of(result)``, write it with ``gtdyn.analysis.to_dot``."""
+        from gtdyn.analysis.dag import elimination_dag
+
+        return elimination_dag(self.graph, self.elimination_ordering)
+
+    def bayes_tree(self) -> nx.DiGraph:
+        """The clique tree of multifrontal elimination in the same ordering (``gtdyn.analysis.bayes_tree_dag``).
+        This eliminates the whole graph again, multifrontally: it costs as much as the solve itself."""
+        from gtdyn.analysis.dag import bayes_tree_dag
+
+        return bayes_tree_dag(self.graph.eliminateMultifrontal(self.elimination_ordering), self.elimination_ordering)
+
+    def __repr__(self) -> str:
+        rows = "\n".join(f"  {n:>12s}  q̈ = {a: .6g}  τ = {t: .6g}" for n, a, t in zip(self.robot.joint_names, self.qdd, self.tau))
+        return f"DynamicsResult({self.problem} dynamics of '{self.robot.name}', ordering {self.ordering}):\n{rows}"
+
+
+def assemble_result(robot: Robot, problem: Problem, kin: KinematicState, graph, eliminated: Elimination, order,
+            x: gtsam.VectorValues) -> DynamicsResult:
+    def scalar(known: Mapping[int, float], key_fn, j: int) -> float:
+        return known[j] if j in known else float(x.at(key_fn(j))[0])
+
+    idx = range(1, robot.num_dofs + 1)
+    return DynamicsResult(
+        robot=robot,
+        problem=problem.kind,
+        q=kin.q,
+        v=kin.v,
+        qdd=np.array([scalar(problem.known_qdd, keys.joint_accel_key, j) for j in idx]),
+        tau=np.array([scalar(problem.known_tau, keys.torque_key, j) for j in idx]),
+        wrenches={joint.name: np.array(x.at(keys.wrench_key(joint.index))) for joint in robot.joints},
+        twist_accels={link.name: np.array(x.at(keys.twist_accel_key(link.index))) for link in robot.links},
+        twists={link.name: kin.V[link.index] for link in robot.links},
+        graph=graph,
+        bayes_net=eliminated.bayes_net,
+        elimination_ordering=order,
+        condition=eliminated.condition,
+    )

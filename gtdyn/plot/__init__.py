@@ -1,0 +1,15 @@
+"""Every picture gtdyn draws, and the only place matplotlib is imported: elimination DAGs and steps
+(``dag``), factor graphs (``factor_graph``), mechanisms (``mechanism``), benchmark charts (``bench``).
+matplotlib and networkx are imported only when something is drawn, so ``import gtdyn`` stays light."""
+
+from importlib import import_module
+
+_HOMES = {"draw_dag": "dag", "draw_elimination_steps": "dag", "draw_factor_graph": "factor_graph",
+          "draw_mechanism": "mechanism", "bar_chart": "bench", "scaling_plot": "bench"}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):  # PEP 562: load a drawing module on first use
+    if name in _HOMES:
+        return getattr(import_module(f"gtdyn.plot.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'gtdyn.plot' has no attribute '{name}'")

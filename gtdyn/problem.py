@@ -1,0 +1,75 @@
+"""What a dynamics call asks for: which joint quantities are given (``Problem``), and the builders that check
+a user's inverse, forward or hybrid request against the robot and turn it into one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gtdyn.arguments import joint_dict, joint_vector
+from gtdyn.errors import ArgumentError
+from gtdyn.model.robot import Robot
+
+PROBLEM_KINDS = ("inverse", "forward", "hybrid")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Which joint quantities are given, for which kind of problem: ``known_qdd[j]`` / ``known_tau[j]`` by joint
+    index (1..m). ``kind`` ("inverse", "forward" or "hybrid") is what the user asked for; it decides which
+    orderings apply and is never guessed from the known sets.
+
+    On a tree every joint has exactly one of the two given, except passive joints (τ = 0) whose q̈ is
+    prescribed too in inverse dynamics. Passive joints of closed loops have τ = 0 given; in inverse dynamics
+    of a loop their q̈ is given too (the motion is prescribed for every joint). ``planar[j]`` is the plane
+    normal (world) of a planar loop closed by joint j: its planar factor; ``minimum_torque`` lists joints whose
+    unknown τ gets a soft minimum-torque factor.
+    """
+
+    kind: str
+    known_qdd: Mapping[int, float] = field(default_factory=dict)
+    known_tau: Mapping[int, float] = field(default_factory=dict)
+    planar: Mapping[int, np.ndarray] = field(default_factory=dict)
+    minimum_torque: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        if self.kind not in PROBLEM_KINDS:
+            raise ArgumentError(f"problem: '{self.kind}' is not one of {', '.join(PROBLEM_KINDS)}")
+
+
+def inverse_problem(robot: Robot, qdd) -> Problem:
+    """Every q̈ given; passive joints' τ = 0 given; the actuated τ unknown."""
+    qdd = joint_vector(robot, "qdd", qdd)
+    return Problem("inverse", known_qdd={j: qdd[j - 1] for j in range(1, robot.num_dofs + 1)},
+                   known_tau={j.index: 0.0 for j in robot.joints if not j.actuated})
+
+
+def forward_problem(robot: Robot, tau) -> Problem:
+    """Every τ given (0 at passive joints); every q̈ unknown."""
+    tau = joint_vector(robot, "tau", tau)
+    passive = [j.name for j in robot.joints if not j.actuated and tau[j.index - 1] != 0.0]
+    if passive:
+        raise ArgumentError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
+    return Problem("forward", known_tau={j: tau[j - 1] for j in range(1, robot.num_dofs + 1)})
+
+
+def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, float]) -> Problem:
+    """q̈ given at some actuated joints, τ at the others; passive joints have τ = 0 and unknown q̈."""
+    known_qdd = joint_dict(robot, "qdd", qdd)
+    known_tau = joint_dict(robot, "tau", tau)
+    both = [robot.joints[j - 1].name for j in known_qdd if j in known_tau]
+    if both:
+        raise ArgumentError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, not both")
+    passive_qdd = [robot.joints[j - 1].name for j in known_qdd if not robot.joints[j - 1].actuated]
+    if passive_qdd:
+        raise ArgumentError(f"qdd: joints {', '.join(passive_qdd)} are passive (τ = 0), so their q̈ is solved for")
+    passive_tau = [robot.joints[j - 1].name for j, t in known_tau.items() if not robot.joints[j - 1].actuated and t != 0]
+    if passive_tau:
+        raise ArgumentError(f"tau: joints {', '.join(passive_tau)} are passive, so their torque is 0")
+    known_tau.update({j.index: 0.0 for j in robot.joints if not j.actuated})
+    neither = [joint.name for joint in robot.joints if joint.index not in known_qdd and joint.index not in known_tau]
+    if neither:
+        raise ArgumentError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
+    return Problem("hybrid", known_qdd, known_tau)
