@@ -10,14 +10,17 @@ as fixed to the world. ``floating`` and ``planar`` joints are reported as unsupp
 from __future__ import annotations
 
 import copy
+import io
 import warnings
 
 import numpy as np
 import yourdfpy
+from lxml import etree
 
 from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
-from gtdyn.io.xml import MAX_INERTIA, MAX_LENGTH, MAX_MASS, at, numbers, only_child, parse_xml, unit_vector
+from gtdyn.io.xml import at, numbers, only_child, parse_xml, unit_vector
+from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS
 
 _REQUIRED_JOINT_PARTS = ("parent", "child")
 _JOINT_PARTS = ("parent", "child", "origin", "axis", "limit", "mimic")
@@ -41,7 +44,9 @@ def read_urdf(path: str) -> RobotDescription:
     _check_values(root, path)
     _warn_about_mimic_joints(root, path)
     # After the checks above, yourdfpy cannot fail on these elements: if it does, that is a gtdyn bug to fix here.
-    urdf_robot = yourdfpy.URDF._parse_robot(xml_element=_read_parts_only(root))
+    # (through yourdfpy's public loader: the checked tree goes back to text and is read with no scene graph)
+    urdf_robot = yourdfpy.URDF.load(io.BytesIO(etree.tostring(_read_parts_only(root))), build_scene_graph=False,
+                                    load_meshes=False).robot
     links = tuple(_link_spec(link, path) for link in urdf_robot.links)
     joints = tuple(_joint_spec(joint) for joint in urdf_robot.joints)
     return RobotDescription(urdf_robot.name or "robot", links, joints, source=path)

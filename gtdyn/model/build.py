@@ -13,6 +13,7 @@ import numpy as np
 
 from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
+from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS, check_magnitude
 from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.spatial import Ad, pose
 
@@ -102,8 +103,6 @@ def _check_joint_spec(js: JointSpec, links: dict, src: str) -> None:
 
 
 def _check_inertial(ls: LinkSpec, src: str) -> None:
-    from gtdyn.io.xml import MAX_INERTIA, MAX_MASS, check_magnitude
-
     where = f"{src}: link '{ls.name}' <inertial>"
     if not np.isfinite(ls.mass) or ls.mass < 0:
         raise ModelError(f"{where} has mass {ls.mass}; it must be finite and non-negative")
@@ -130,9 +129,7 @@ def _check_shape(value, shape: tuple[int, ...], where: str) -> None:
 
 
 def _check_length(transform, src: str, what: str) -> None:
-    """The translation of a 4×4 transform is within gtdyn.io.xml.MAX_LENGTH (it keeps the dynamics finite)."""
-    from gtdyn.io.xml import MAX_LENGTH, check_magnitude
-
+    """The translation of a 4×4 transform is within gtdyn.model.limits.MAX_LENGTH (it keeps the dynamics finite)."""
     check_magnitude(np.asarray(transform, dtype=float)[:3, 3], MAX_LENGTH, "a length of", src, what)
 
 

@@ -18,21 +18,14 @@ is link j); every other joint closes a loop (joints n+1..m). ``joint_names`` lis
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-
 import dataclasses
+from dataclasses import dataclass, field
 
 import gtsam
 import numpy as np
 
 from gtdyn.errors import ArgumentError
 from gtdyn.spatial import screw_exp, spatial_inertia
-
-
-def _frozen(a) -> np.ndarray:
-    a = np.array(a, dtype=float)
-    a.flags.writeable = False
-    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,6 +73,42 @@ class Joint:
         return self.parent_T_child(q).inverse()
 
 
+@dataclass(frozen=True)
+class _Topology:
+    """Name → object maps, the parent array λ and the joints around each link: what look-ups need, computed
+    once per Robot so that no query scans the joint list."""
+
+    joint_names: tuple[str, ...]
+    joint_by_name: dict[str, Joint]
+    link_by_name: dict[str, Link]
+    parents: tuple[int, ...]
+    tree_joints: tuple[Joint, ...]
+    loop_joints: tuple[Joint, ...]
+    parent_joint: dict[str, Joint]
+    child_joints: dict[str, tuple[Joint, ...]]
+    joints_into: dict[str, tuple[Joint, ...]]
+    joints_out_of: dict[str, tuple[Joint, ...]]
+
+    @staticmethod
+    def of(robot: Robot) -> _Topology:
+        link_by_name = {robot.base.name: robot.base, **{link.name: link for link in robot.links}}
+        tree = tuple(j for j in robot.joints if not j.closes_loop)
+        parents = [-1] * (len(robot.links) + 1)
+        for j in tree:
+            parents[link_by_name[j.child].index] = link_by_name[j.parent].index
+
+        def group(attribute: str, joints) -> dict[str, tuple[Joint, ...]]:
+            out: dict[str, list[Joint]] = {}
+            for j in joints:
+                out.setdefault(getattr(j, attribute), []).append(j)
+            return {name: tuple(js) for name, js in out.items()}
+
+        return _Topology(tuple(j.name for j in robot.joints), {j.name: j for j in robot.joints}, link_by_name,
+                         tuple(parents), tree, tuple(j for j in robot.joints if j.closes_loop),
+                         {j.child: j for j in tree}, group("parent", tree), group("child", robot.joints),
+                         group("parent", robot.joints))
+
+
 @dataclass(frozen=True, eq=False)
 class Robot:
     """An immutable fixed-base mechanism: a base link, moving links, and joints (spanning tree root→leaf,
@@ -94,12 +123,17 @@ class Robot:
     joints: tuple[Joint, ...]  # joints[j-1].index == j; tree joint j's child is link j
     frames: dict  # every original link name -> (moving or base link name, Pose3 of that frame in the link)
     source: str = "<memory>"
+    _topology: _Topology = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        # derived once from the fields above (also for dataclasses.replace copies); never changed afterwards
+        object.__setattr__(self, "_topology", _Topology.of(self))
 
     # -- names and sizes -------------------------------------------------------------------------------
     @property
     def joint_names(self) -> list[str]:
         """The order of every q, v, q̈, τ array: spanning-tree joints root→leaf, then loop-closing joints."""
-        return [j.name for j in self.joints]
+        return list(self._topology.joint_names)
 
     @property
     def link_names(self) -> list[str]:
@@ -110,34 +144,38 @@ class Robot:
         """The number of joints (= length of q); a closed chain has fewer independent coordinates."""
         return len(self.joints)
 
+    @property
+    def parents(self) -> tuple[int, ...]:
+        """λ: ``parents[i]`` is the index of moving link i's parent link along the spanning tree (0: the base);
+        ``parents[0]`` is −1."""
+        return self._topology.parents
+
     # -- look-ups --------------------------------------------------------------------------------------
     def joint(self, name: str) -> Joint:
-        for j in self.joints:
-            if j.name == name:
-                return j
-        raise KeyError(f"robot '{self.name}' has no joint '{name}' (joints: {', '.join(self.joint_names)})")
+        try:
+            return self._topology.joint_by_name[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"robot '{self.name}' has no joint '{name}' (joints: {', '.join(self.joint_names)})") from None
 
     def link(self, name: str) -> Link:
-        if name == self.base.name:
-            return self.base
-        for link in self.links:
-            if link.name == name:
-                return link
-        raise KeyError(f"robot '{self.name}' has no moving link '{name}' (links: {', '.join(self.link_names)})")
+        try:
+            return self._topology.link_by_name[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"robot '{self.name}' has no moving link '{name}' (links: {', '.join(self.link_names)})") from None
 
     def is_base(self, link_name: str) -> bool:
         return link_name == self.base.name
 
     # -- topology --------------------------------------------------------------------------------------
     @property
-    def tree_joints(self) -> list[Joint]:
+    def tree_joints(self) -> tuple[Joint, ...]:
         """The spanning tree, root→leaf."""
-        return [j for j in self.joints if not j.closes_loop]
+        return self._topology.tree_joints
 
     @property
-    def loop_joints(self) -> list[Joint]:
+    def loop_joints(self) -> tuple[Joint, ...]:
         """The joints that close loops, one per independent loop."""
-        return [j for j in self.joints if j.closes_loop]
+        return self._topology.loop_joints
 
     @property
     def loops(self) -> list[list[str]]:
@@ -161,22 +199,19 @@ class Robot:
 
     def parent_joint(self, link_name: str) -> Joint | None:
         """The spanning-tree joint whose child is this link (None for the base)."""
-        for j in self.tree_joints:
-            if j.child == link_name:
-                return j
-        return None
+        return self._topology.parent_joint.get(link_name)
 
-    def child_joints(self, link_name: str) -> list[Joint]:
+    def child_joints(self, link_name: str) -> tuple[Joint, ...]:
         """Spanning-tree joints whose parent is this link, in root→leaf order."""
-        return [j for j in self.tree_joints if j.parent == link_name]
+        return self._topology.child_joints.get(link_name, ())
 
-    def joints_into(self, link_name: str) -> list[Joint]:
+    def joints_into(self, link_name: str) -> tuple[Joint, ...]:
         """Every joint whose child is this link (its tree joint first, then loop-closing ones)."""
-        return [j for j in self.joints if j.child == link_name]
+        return self._topology.joints_into.get(link_name, ())
 
-    def joints_out_of(self, link_name: str) -> list[Joint]:
+    def joints_out_of(self, link_name: str) -> tuple[Joint, ...]:
         """Every joint whose parent is this link."""
-        return [j for j in self.joints if j.parent == link_name]
+        return self._topology.joints_out_of.get(link_name, ())
 
     # -- actuation -------------------------------------------------------------------------------------
     @property
