@@ -49,7 +49,7 @@ def add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: di
                   column_norms: dict | None, soft: bool = False) -> None:
     """Add eq as a linear factor. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or to a known
     value, which moves to the right-hand side. Squared column norms of the unknowns accumulate in
-    ``column_norms`` (for the pivot check of ``gtdyn.dynamics.eliminate``)."""
+    ``column_norms`` (for the condition estimate of ``gtdyn.linear.elimination``)."""
     rhs = np.array(eq.rhs, dtype=float)
     terms = []
     for name, coefficient in eq.coefficients.items():

@@ -2,7 +2,7 @@
 squares, factors as small black dots joined to the variables they constrain.
 
 Variables sit in columns by joint/link index and rows by kind. A simplified linear graph (dynamics variables
-only) uses the rows of ``gtdyn.dag``'s layered layout, so it and its elimination DAG put every variable in the
+only) uses the rows of ``gtdyn.plot.dag``'s layered layout, so it and its elimination DAG put every variable in the
 same place. The full nonlinear graph adds the kinematic rows; there a joint's quantities sit halfway between
 the two links it joins. Each factor dot sits at the mean of its variables, nudged aside where it would cover
 a variable or another dot.
@@ -243,7 +243,7 @@ def _legend_handles(variables: list[int], with_known: bool) -> list:
 
 
 def add_dag_legend(fig, variables: Iterable[int], steps: bool = False):
-    """A legend to the right of a figure from ``gtdyn.dag.draw_dag`` (or ``r.draw()``): colours by kind and
+    """A legend to the right of a figure from ``gtdyn.plot.draw_dag``: colours by kind and
     what an arrow means; ``steps=True`` for ``draw_elimination_steps`` adds the not-yet-eliminated look.
     ``variables``: the keys drawn (a DAG itself will do). Returns the Legend."""
     from matplotlib.lines import Line2D
