@@ -1,9 +1,12 @@
 """The gtdyn command: every subcommand, --help, what a result says, one-line errors and warnings, and
 tracebacks only for bugs."""
 
+import importlib
 import os
+import runpy
 import subprocess
 import sys
+import tomllib
 import warnings
 
 import numpy as np
@@ -14,7 +17,7 @@ import gtdyn
 from gtdyn import cli
 from gtdyn.cli import default_state, main
 from gtdyn.errors import IllConditionedWarning, ModelWarning
-from gtdyn.io.load import BUNDLED
+from gtdyn.io.load import BUNDLED, DOCUMENTED_STATES, bundled_path, documented_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -94,6 +97,42 @@ def test_default_state_lies_inside_the_joint_limits():
     assert q[7] == pytest.approx(0.02) and q[8] == pytest.approx(0.02)  # fingers ∈ [0, 0.04] m
 
 
+def test_the_documented_state_belongs_to_the_bundled_file(tmp_path):
+    """The PUMA's documented state is data of the bundled model, found by its file, not by its name: a copy
+    elsewhere (same name, same joints) gets the generic in-limit default."""
+    expected = DOCUMENTED_STATES["puma560"]
+    for path in ("puma560", bundled_path("puma560"), os.path.relpath(bundled_path("puma560"))):
+        state = default_state(gtdyn.load_robot(path))
+        for got, want in zip(state, (expected.q, expected.v, expected.qdd)):
+            np.testing.assert_array_equal(got, want)
+    copy = tmp_path / "puma560.urdf"
+    copy.write_text(open(bundled_path("puma560")).read())
+    other = gtdyn.load_robot(str(copy))
+    assert other.name == "puma560" and other.num_dofs == 6 and documented_state(other) is None
+    q, v, qdd = default_state(other)
+    assert q[0] == pytest.approx(0.1) and np.all(v == 0.1) and np.all(qdd == 0.5)
+    assert documented_state(gtdyn.load_robot("rrr")) is None
+
+
+def test_every_documented_state_fits_its_robot(capsys):
+    """Right lengths; revolute joints (the help gives rad); positions inside the limits modulo 2π (the PUMA's
+    nominal q3 = π is −π inside joint3's [−225°, 45°]); and `solve --help` states it."""
+    assert set(DOCUMENTED_STATES) <= set(BUNDLED)
+    with pytest.raises(SystemExit):
+        main(["solve", "--help"])
+    text = capsys.readouterr().out
+    assert "default state: for the PUMA 560 q = (0, π/4, π, 0, π/4, 0) rad (the toolbox's nominal pose qn),\n" \
+           "q̇ = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6) rad/s, q̈ = (1, −1, 0.5, −0.5, 0.25, −0.25) rad/s². For other robots\n" \
+           in text
+    for name, state in DOCUMENTED_STATES.items():
+        robot = gtdyn.load_robot(name)
+        q, v, qdd = documented_state(robot)
+        assert len(q) == len(v) == len(qdd) == robot.num_dofs and state.title in text
+        for joint, x in zip(robot.joints, q):
+            assert joint.type == "revolute"
+            assert any(joint.lower <= x + k * 2 * np.pi <= joint.upper for k in (-1, 0, 1)), joint.name
+
+
 def test_warnings_are_one_readable_line_each(capsys, monkeypatch):
     real = gtdyn.load_robot
 
@@ -141,7 +180,7 @@ def test_dag_writes_picture_and_dot(capsys, tmp_path):
 def test_dag_of_a_32_joint_tree_is_bounded_and_quick(capsys, tmp_path, monkeypatch):
     """Talos (32 joints; the issue's command): was a 41,904 × 456 px step view after 40 s; now at most 12
     panels, every PNG at most 8000 px on its long side."""
-    from matplotlib.image import imread
+    from PIL import Image  # reads a PNG's size from its header, without decoding millions of pixels
 
     import gtdyn.plot.dag
 
@@ -153,7 +192,9 @@ def test_dag_of_a_32_joint_tree_is_bounded_and_quick(capsys, tmp_path, monkeypat
     assert code == 0 and "wrote" in out
     assert all(line.startswith("gtdyn: ") for line in err.splitlines())  # warnings and progress only
     for suffix in (".png", "_steps.png"):
-        height, width = imread(prefix + suffix).shape[:2]
+        with Image.open(prefix + suffix) as png:
+            assert png.format == "PNG"
+            width, height = png.size
         assert max(height, width) <= 8000 and min(height, width) >= 400
     panels = [ax for ax in figures[0].axes if ax.get_title()]
     assert 2 <= len(panels) <= 12
@@ -248,7 +289,7 @@ def test_anything_else_is_a_bug_with_its_traceback(capsys, monkeypatch, error):
     def broken(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(gtdyn, "inverse_dynamics", broken)
+    monkeypatch.setattr(gtdyn, "solve", broken)
     code, out, err = run(capsys, "solve", "rr", "--problem", "inverse")
     assert code == 2 and out == ""
     assert "Traceback (most recent call last)" in err and type(error).__name__ in err
@@ -266,17 +307,29 @@ def test_help_is_accurate(capsys):
     text = capsys.readouterr().out
     assert "limits" in text and "m/s²" in text and "four_bar" in text
     assert ".sdf" in cli.__doc__ and "--format" in cli.__doc__
-
-
-def test_console_script_help_everywhere():
-    """Through a real process: --help, `python -m gtdyn` runs solve, an error; --help of each subcommand."""
-    out = subprocess.run([sys.executable, "-m", "gtdyn", "--help"], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0 and "usage: gtdyn" in out.stdout
     for argv in (["solve"], ["dag"], ["bench"], ["info"]):
         with pytest.raises(SystemExit) as exit_info:
             main([*argv, "--help"])
-        assert exit_info.value.code == 0
+        assert exit_info.value.code == 0 and capsys.readouterr().out.startswith(f"usage: gtdyn {argv[0]} ")
+
+
+def test_entry_points(capsys, monkeypatch):
+    """In process: the console script pyproject.toml declares is gtdyn.cli.main; `python -m gtdyn` exits with
+    main's status (1 and one line for an error, 0 for --help)."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        module, name = tomllib.load(f)["project"]["scripts"]["gtdyn"].split(":")
+    assert getattr(importlib.import_module(module), name) is main
+    for argv, status in ((["solve", "nope.urdf"], 1), (["--help"], 0)):
+        monkeypatch.setattr(sys, "argv", ["gtdyn", *argv])
+        with pytest.raises(SystemExit) as exit_info:
+            runpy.run_module("gtdyn", run_name="__main__", alter_sys=True)
+        assert exit_info.value.code == status
+    out = capsys.readouterr()
+    assert out.err == "gtdyn: error: nope.urdf: no such file\n" and out.out.startswith("usage: gtdyn")
+
+
+def test_python_dash_m_gtdyn_runs_solve():
+    """The one real process: `python -m gtdyn` with no arguments is `gtdyn solve`."""
     out = subprocess.run([sys.executable, "-m", "gtdyn"], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0 and "hybrid dynamics of puma560" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "gtdyn", "solve", "nope.urdf"], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 1 and out.stderr == "gtdyn: error: nope.urdf: no such file\n"
+    assert out.returncode == 0 and out.stderr == ""
+    assert all(f"{p} dynamics of puma560" in out.stdout for p in ("inverse", "forward", "hybrid"))

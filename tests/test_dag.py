@@ -22,30 +22,66 @@ def rrr():
     return gtdyn.load_robot("rrr")
 
 
-def solve(robot, problem, ordering):
-    if problem == "inverse":
-        return gtdyn.inverse_dynamics(robot, Q, V, A, ordering=ordering)
-    if problem == "forward":
-        return gtdyn.forward_dynamics(robot, Q, V, A, ordering=ordering)
-    return gtdyn.hybrid_dynamics(robot, Q, V, qdd={"j1": 1.0}, tau={"j2": 0.2, "j3": 0.0}, ordering=ordering)
+GIVEN = {"inverse": {"qdd": A}, "forward": {"tau": A}, "hybrid": {"qdd": {"j1": 1.0}, "tau": {"j2": 0.2, "j3": 0.0}}}
+
+
+def solve(robot, problem, ordering, q=Q, v=V):
+    return gtdyn.solve(robot, problem, q, v, ordering=ordering, **GIVEN[problem])
 
 
 CASES = [(p, o) for p in ("inverse", "forward", "hybrid") for o in applicable(p)]
 
 
 @pytest.mark.parametrize("problem, ordering", CASES)
-def test_drawing_writes_an_image_for_every_strategy(rrr, tmp_path, problem, ordering):
-    r = solve(rrr, problem, ordering)
+def test_every_strategy_draws_every_variable_and_edge(rrr, problem, ordering):
+    """The drawing's structure, for every ordering, laid out but not rendered to pixels or files: a dot per
+    variable at its place in the tree layout, its label on it, an arrow per DAG edge; and a DOT edge per DAG
+    edge. (test_drawings_are_written_as_files renders each kind of drawing once.)"""
+    from matplotlib.patches import FancyArrowPatch
+
+    from gtdyn.plot.dag import tree_layout
+
+    dag = solve(rrr, problem, ordering).dag()
+    fig = draw_dag(dag, robot=rrr)
+    fig.draw_without_rendering()  # every arrow's curved, shortened path computed
+    ax = fig.axes[0]
+    (dots,) = ax.collections
+    place = tree_layout(dag, rrr)
+    assert sorted(map(tuple, dots.get_offsets().tolist())) == sorted(place[n] for n in dag)
+    assert sorted(t.get_text() for t in ax.texts) == sorted(dag.nodes[n]["pretty"] for n in dag)
+    assert len([p for p in ax.patches if isinstance(p, FancyArrowPatch)]) == dag.number_of_edges() > 0
+    assert sum("->" in line for line in to_dot(dag).splitlines()) == dag.number_of_edges()
+
+
+def test_drawings_are_written_as_files(rrr, tmp_path):
+    """Each kind of drawing rendered once: the DAG as PNG and SVG (tree layout), the step view as PNG (layered
+    layout; test_drawings_stay_within_the_pixel_limit saves one in the tree layout)."""
+    r = solve(rrr, "hybrid", "colamd")
     for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml")):
-        path = tmp_path / f"{problem}_{ordering}{suffix}"
+        path = tmp_path / f"dag{suffix}"
         draw_dag(r.dag(), str(path), robot=r.robot)
         data = path.read_bytes()
         assert data.startswith(magic) and len(data) > 2000
-    assert "->" in to_dot(r.dag())
+    path = tmp_path / "steps.png"
+    draw_elimination_steps(r.graph, r.elimination_ordering, str(path))
+    assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_saving_draws_each_figure_once(rrr, tmp_path, monkeypatch):
+    """Speed: savefig's real draw is the only one (no dry run left behind by tight_layout's layout engine)."""
+    from matplotlib.figure import Figure
+
+    draws = []
+    real = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer: draws.append(fig) or real(fig, renderer))
+    r = solve(rrr, "inverse", "rnea")
+    dag_figure = draw_dag(r.dag(), str(tmp_path / "dag.png"), robot=rrr)
+    steps_figure = draw_elimination_steps(r.graph, r.elimination_ordering, str(tmp_path / "steps.png"), robot=rrr)
+    assert draws == [dag_figure, steps_figure]
 
 
 @pytest.mark.parametrize("problem, ordering", CASES)
-def test_step_view_ends_in_the_dag_which_covers_the_numeric_bayes_net(rrr, tmp_path, problem, ordering):
+def test_step_view_ends_in_the_dag_which_covers_the_numeric_bayes_net(rrr, problem, ordering):
     """The generic-coefficient DAG contains every dependency the numeric Bayes net really has, at many
     configurations (the numeric one may drop blocks that happen to be exactly zero)."""
     r = solve(rrr, problem, ordering)
@@ -54,15 +90,10 @@ def test_step_view_ends_in_the_dag_which_covers_the_numeric_bayes_net(rrr, tmp_p
     rng = np.random.default_rng(17)
     for _ in range(10):
         q, v = rng.normal(size=(2, 3))
-        again = gtdyn.forward_dynamics(rrr, q, v, A, ordering=r.ordering) if problem == "forward" else \
-            gtdyn.inverse_dynamics(rrr, q, v, A, ordering=r.ordering) if problem == "inverse" else \
-            gtdyn.hybrid_dynamics(rrr, q, v, qdd={"j1": 1.0}, tau={"j2": 0.2, "j3": 0.0}, ordering=r.ordering)
+        again = solve(rrr, problem, r.ordering, q, v)
         assert set(bayes_net_dag(again.bayes_net).edges) <= set(again.dag().edges)
         assert set(again.dag().edges) == set(r.dag().edges)  # the DAG does not depend on the configuration
     assert steps[-1][1].number_of_nodes() == 0 and steps[0][2].number_of_nodes() == 0
-    path = tmp_path / "steps.png"
-    draw_elimination_steps(r.graph, r.elimination_ordering, str(path))
-    assert path.read_bytes().startswith(b"\x89PNG")
 
 
 def test_step_view_of_rnea_is_figure_5(rrr):
@@ -127,7 +158,7 @@ def test_tree_layout_of_a_chain_is_the_layered_layout(rrr):
 
 @pytest.mark.parametrize("seed", [3, 11])
 def test_tree_layout_of_a_40_joint_tree_follows_the_tree_and_overlaps_nothing(seed):
-    from random_robots import random_robot
+    from gtdyn.model.random import random_robot
 
     from gtdyn.plot.dag import fold_layout, joint_places, tree_layout
 

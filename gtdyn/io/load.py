@@ -1,9 +1,13 @@
-"""Loading robots: from a file path (.urdf or .sdf) or a bundled model name."""
+"""Loading robots: from a file path (.urdf or .sdf) or a bundled model name; the bundled models' documented
+states."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from importlib import resources
+
+import numpy as np
 
 from gtdyn.model.build import build_robot
 from gtdyn.errors import ArgumentError, ModelError
@@ -18,6 +22,49 @@ BUNDLED = {
     "four_bar": ("sdf", "gtdyn.models_sdf", "four_bar.sdf"),
     "six_bar": ("sdf", "gtdyn.models_sdf", "six_bar.sdf"),
 }
+
+
+
+
+@dataclass(frozen=True)
+class DocumentedState:
+    """A bundled robot's documented state: joint positions ``q``, velocities ``v`` and accelerations ``qdd``
+    in ``robot.joint_names`` order (rad, rad/s, rad/s²: these robots' joints are revolute). Examples and
+    the ``gtdyn`` command solve there by default; ``title`` names the robot and ``about`` says where ``q``
+    comes from, for people."""
+
+    title: str
+    q: tuple[float, ...]
+    v: tuple[float, ...]
+    qdd: tuple[float, ...]
+    about: str = ""
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """q, q̇, q̈ as new arrays."""
+        return np.array(self.q), np.array(self.v), np.array(self.qdd)
+
+
+# bundled name -> its documented state (bundled robots not listed have none)
+DOCUMENTED_STATES = {
+    "puma560": DocumentedState(
+        "PUMA 560",
+        q=(0.0, np.pi / 4, np.pi, 0.0, np.pi / 4, 0.0),  # the Robotics Toolbox's nominal pose qn
+        v=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
+        qdd=(1.0, -1.0, 0.5, -0.5, 0.25, -0.25),
+        about="the toolbox's nominal pose qn",
+    ),
+}
+
+
+def documented_state(robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """q, q̇, q̈ of the documented state if ``robot`` was read from a bundled file that has one
+    (``DOCUMENTED_STATES``), else None. The file decides, not the robot's name: an edited copy of a bundled
+    model elsewhere has no documented state."""
+    source = os.path.realpath(robot.source)
+    for name, state in DOCUMENTED_STATES.items():
+        if source == os.path.realpath(bundled_path(name)):
+            return state.arrays()
+    return None
 
 
 def bundled_path(name: str) -> str:

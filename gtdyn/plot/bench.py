@@ -7,6 +7,7 @@ import textwrap
 
 import numpy as np
 
+from gtdyn.plot.figure import tight_layout
 from gtdyn.problem import PROBLEM_KINDS as PROBLEMS
 
 
@@ -32,7 +33,7 @@ def bar_chart(rows: list, path: str, title: str) -> None:
         ax.invert_yaxis()
         ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(textwrap.fill(title, 150), fontsize=9)
-    fig.tight_layout()
+    tight_layout(fig)
     fig.savefig(path, dpi=120)
 
 
@@ -64,5 +65,5 @@ def scaling_plot(rows: list, path: str, title: str) -> None:
             ax.legend(fontsize=7)
         axes[0][col].set_title(f"{kind} dynamics", fontsize=10)
     fig.suptitle(textwrap.fill(title, 110), fontsize=9)
-    fig.tight_layout()
+    tight_layout(fig)
     fig.savefig(path, dpi=120)

@@ -15,6 +15,7 @@ from gtdyn import keys
 from gtdyn.analysis.dag import KIND_COLOURS, KIND_ROWS
 from gtdyn.analysis.steps import _kind_runs, elimination_steps, group_batches
 from gtdyn.errors import ArgumentError
+from gtdyn.plot.figure import fixed_limits, tight_layout
 
 
 MAX_PIXELS = 8000  # the long side of a saved PNG, at most
@@ -168,12 +169,14 @@ def _bend(a: tuple[float, float], b: tuple[float, float]) -> float:
 
 
 def _draw_arrows(dag: nx.DiGraph, pos: dict, ax, node_size: float, colour: str, **style) -> None:
+    """The DAG's edges as arrows. The caller sets the axes' limits afterwards."""
     by_bend: dict[float, list] = {}
     for a, b in dag.edges:
         by_bend.setdefault(_bend(pos[a], pos[b]), []).append((a, b))
-    for rad, edges in by_bend.items():
-        nx.draw_networkx_edges(dag, pos, edgelist=edges, ax=ax, arrows=True, arrowstyle="-|>",
-                               node_size=node_size, connectionstyle=f"arc3,rad={rad}", edge_color=colour, **style)
+    with fixed_limits(ax):
+        for rad, edges in by_bend.items():
+            nx.draw_networkx_edges(dag, pos, edgelist=edges, ax=ax, arrows=True, arrowstyle="-|>",
+                                   node_size=node_size, connectionstyle=f"arc3,rad={rad}", edge_color=colour, **style)
 
 
 def draw_dag(dag: nx.DiGraph, path: str | None = None, title: str | None = None, ax=None, robot=None):
@@ -208,7 +211,7 @@ def draw_dag(dag: nx.DiGraph, path: str | None = None, title: str | None = None,
     ax.set_xlim(x0 - 0.7, x1 + 0.7)
     ax.set_ylim(y0 - 0.7, y1 + 0.7)
     if path:
-        fig.tight_layout()
+        tight_layout(fig)
         fig.savefig(path, dpi=_dpi(fig, 130))
     return fig
 
@@ -286,7 +289,7 @@ def draw_elimination_steps(graph: gtsam.GaussianFactorGraph, ordering: gtsam.Ord
             progress(k + 1, n + 1)
     for ax in axes[n:]:
         ax.set_axis_off()
-    fig.tight_layout()
+    tight_layout(fig)
     if path:
         if progress:
             progress(n + 1, n + 1)

@@ -9,6 +9,7 @@ import numpy as np
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.kinematics.loops import loop_plane_normal
 from gtdyn.model.robot import Robot
+from gtdyn.plot.figure import tight_layout
 
 
 def _plane_basis(robot: Robot, kin) -> tuple[np.ndarray, np.ndarray]:
@@ -77,6 +78,6 @@ def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None =
     ax.set_title(title or f"{robot.name}: {robot.num_dofs} joints, {loops} loop{'s' if loops != 1 else ''}", fontsize=10)
     ax.margins(0.15)
     if path:
-        fig.tight_layout()
+        tight_layout(fig)
         fig.savefig(path, dpi=120)
     return fig

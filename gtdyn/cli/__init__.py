@@ -1,0 +1,144 @@
+"""The ``gtdyn`` command: solve, draw and benchmark the dynamics of URDF and SDF robots, closed loops included.
+
+    gtdyn solve [ROBOT] [--problem inverse|forward|hybrid|all] [--q ..] [--v ..] [--qdd ..] [--tau ..]
+                [--ordering O] [--gravity GX GY GZ] [--elimination qr|constrained]
+    gtdyn dag   [ROBOT] [--problem P] [--ordering O] [--out PREFIX] [--format png|svg|pdf] [--steps]
+    gtdyn bench [ROBOT] [--problem P|all] [--orderings a,b] [--repeat N] [--scaling] [--out DIR]
+    gtdyn info  [ROBOT]
+
+ROBOT is a .urdf or .sdf path or a bundled model's name (the list is at the end of ``gtdyn --help``: the
+PUMA 560, planar arms and closed-loop linkages); default puma560. Vectors are comma-separated numbers in
+joint order (``gtdyn info ROBOT`` lists it); for hybrid dynamics --qdd and --tau take joint=value pairs
+(e.g. --qdd joint1=0.5). O is a strategy name or a comma-separated list of variable labels. A bare
+``gtdyn solve`` solves all three problems for the PUMA 560 at its documented default state
+(``gtdyn solve --help``).
+
+Bad input gives one line on stderr (``gtdyn: error: …``) and exit status 1; each warning is one line
+(``gtdyn: warning: …``). Any other exception is a bug in gtdyn: its traceback is shown, exit status 2.
+"""
+
+# The package: this module (the parser and main), one module per command (solve, dag, bench, info), and
+# what they share: inputs (checked arguments and files), state (default states), table (result tables),
+# messages (errors, warnings, progress).
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+import gtdyn
+from gtdyn.cli.bench import cmd_bench
+from gtdyn.cli.dag import cmd_dag
+from gtdyn.cli.info import cmd_info
+from gtdyn.cli.messages import CLIError, Progress, one_line, readable_warnings
+from gtdyn.cli.solve import cmd_solve
+from gtdyn.cli.state import DEFAULT_STATE_DOC, default_state
+from gtdyn.errors import GTDYN_ERRORS
+from gtdyn.io.load import BUNDLED
+from gtdyn.orderings import STRATEGIES
+
+__all__ = ["CLIError", "DEFAULT_STATE_DOC", "Progress", "build_parser", "default_state", "main",
+           "readable_warnings"]
+
+
+def _bundled_names() -> str:
+    """The bundled robots by file format, for the end of ``gtdyn --help``."""
+    by_format: dict[str, list[str]] = {}
+    for name, (_, _, filename) in BUNDLED.items():
+        by_format.setdefault(os.path.splitext(filename)[1][1:].upper(), []).append(name)
+    return "; ".join(f"{', '.join(names)} ({fmt})" for fmt, names in by_format.items())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand; each sets ``run`` to its ``cmd_*`` function."""
+    parser = argparse.ArgumentParser(prog="gtdyn", description=__doc__.replace("``", "")
+                                     + f"\nbundled robots: {_bundled_names()}",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="{solve,dag,bench,info}")
+    robot_help = f"a .urdf or .sdf path, or a bundled robot: {', '.join(BUNDLED)} (default puma560)"
+
+    def robot_arg(p):
+        p.add_argument("robot", nargs="?", default="puma560", help=robot_help)
+
+    def problem_args(p, allow_all: bool, default: str):
+        choices = ["inverse", "forward", "hybrid"] + (["all"] if allow_all else [])
+        p.add_argument("--problem", choices=choices, default=default, help=f"which problem (default {default})")
+        p.add_argument("--q", help="joint positions, comma-separated (default: the documented state)")
+        p.add_argument("--v", help="joint velocities, comma-separated")
+        p.add_argument("--qdd", help="joint accelerations (inverse: a vector; hybrid: joint=value pairs)")
+        p.add_argument("--tau", help="joint torques/forces (forward: a vector; hybrid: joint=value pairs)")
+        p.add_argument("--ordering", help=f"one of {', '.join(STRATEGIES)} (default colamd), or comma-separated "
+                                          "labels such as t3,t2,t1,F1,F2,F3,A3,A2,A1")
+        p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
+                       help=f"gravity in the world frame, m/s² (default {' '.join(f'{g:g}' for g in gtdyn.GRAVITY)})")
+        p.add_argument("--elimination", choices=["qr", "constrained"], default="qr",
+                       help="Householder QR (default) or GTSAM's constrained elimination")
+
+    formatter = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("solve", help="solve inverse, forward and/or hybrid dynamics", description=DEFAULT_STATE_DOC,
+                       formatter_class=formatter)
+    robot_arg(p)
+    problem_args(p, allow_all=True, default="all")
+    p.set_defaults(run=cmd_solve)
+
+    p = sub.add_parser("dag", help="draw the elimination DAG (PNG/SVG/PDF) and write DOT",
+                       description="Draw the DAG of one elimination, in a layout that follows the kinematic tree, and\n"
+                                   "write it as Graphviz DOT; --steps also draws the graph after each batch of\n"
+                                   "eliminations (paper Fig. 5), in at most 12 panels. A PNG's long side stays within\n"
+                                   "8000 px.\n\n" + DEFAULT_STATE_DOC,
+                       formatter_class=formatter)
+    robot_arg(p)
+    problem_args(p, allow_all=False, default="inverse")
+    p.add_argument("--out", help="output path prefix (default ROBOT_PROBLEM_ORDERING in the current directory)")
+    p.add_argument("--format", choices=["png", "svg", "pdf"], default="png", help="picture format (default png)")
+    p.add_argument("--steps", action="store_true", help="also draw the graph after each batch (paper Fig. 5)")
+    p.set_defaults(run=cmd_dag)
+
+    p = sub.add_parser("bench", help="time every ordering against each other and against Pinocchio")
+    robot_arg(p)
+    p.add_argument("--problem", choices=["inverse", "forward", "hybrid", "all"], default="all")
+    p.add_argument("--orderings", help="comma-separated strategy names (default: every applicable one)")
+    p.add_argument("--repeat", type=int, default=30, help="samples per measurement (default 30)")
+    p.add_argument("--inner", type=int, default=5, help="calls per sample (default 5)")
+    p.add_argument("--warmup", type=int, default=5, help="warm-up calls (default 5)")
+    p.add_argument("--scaling", action="store_true", help="also time serial chains of 3 to 48 joints")
+    p.add_argument("--out", help="directory for results.md, results.csv, samples.csv and plots")
+    p.set_defaults(run=cmd_bench)
+
+    p = sub.add_parser("info", help="list a robot's joints, links and limits")
+    robot_arg(p)
+    p.set_defaults(run=cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    for name in ("repeat", "inner"):
+        if getattr(args, name, 1) < 1:
+            print(f"gtdyn: error: --{name} must be at least 1", file=sys.stderr)
+            return 1
+    try:
+        with readable_warnings():
+            args.run(args)
+    except BrokenPipeError:  # e.g. `gtdyn solve | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (CLIError, *GTDYN_ERRORS) as e:
+        print(f"gtdyn: error: {one_line(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("gtdyn: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # not a user error: a bug, which the traceback helps to find
+        traceback.print_exc()
+        print("gtdyn: internal error: this is a bug in gtdyn, not a problem with your input; please report it "
+              "with the command line and the traceback above", file=sys.stderr)
+        return 2
+    return 0

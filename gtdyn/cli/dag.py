@@ -1,0 +1,48 @@
+"""``gtdyn dag``: draw one elimination's DAG (and, with --steps, the elimination step by step) and write it
+as Graphviz DOT."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from gtdyn.cli.inputs import load, ordering_name, writable_directory, writing
+from gtdyn.cli.messages import CLIError, Progress
+from gtdyn.cli.solve import solve_problem
+
+SLOW_DRAWING_EDGES = 500  # drawing more DAG edges than this takes seconds: say so first
+
+
+def cmd_dag(args) -> None:
+    from gtdyn.analysis.dag import to_dot
+    from gtdyn.analysis.metrics import metrics_of
+    from gtdyn.plot.dag import MAX_STEP_VARIABLES, draw_dag, draw_elimination_steps
+
+    robot = load(args.robot)
+    name = ordering_name(args.ordering).split(" ")[0]
+    prefix = args.out or f"{robot.name}_{args.problem}_{name}"
+    writable_directory(os.path.dirname(os.path.abspath(prefix)), "--out")
+    s = solve_problem(robot, args.problem, args)
+    r = s.result
+    n_vars = r.elimination_ordering.size()
+    if args.steps and n_vars > MAX_STEP_VARIABLES:
+        raise CLIError(f"--steps: {robot.name}'s {args.problem} dynamics has {n_vars} variables, more than the "
+                       f"{MAX_STEP_VARIABLES} the step view can draw legibly; draw the DAG alone (without --steps)")
+    m, dag = metrics_of(r), r.dag()
+    if dag.number_of_edges() > SLOW_DRAWING_EDGES:
+        print(f"gtdyn: drawing {dag.number_of_edges()} edges, a few seconds…", file=sys.stderr, flush=True)
+    written = [f"{prefix}.{args.format}", f"{prefix}.dot"]
+    title = f"{args.problem} dynamics of {robot.name}, {s.ordering} ordering: {m['edges']} edges, {m['ops']:.0f} ops"
+    with writing(written[0]):
+        draw_dag(dag, written[0], title, robot=robot)
+    with writing(written[1]), open(written[1], "w") as f:
+        f.write(to_dot(dag, f"{robot.name} {r.problem}"))
+    if args.steps:
+        written.append(f"{prefix}_steps.{args.format}")
+        with writing(written[-1]):
+            draw_elimination_steps(r.graph, r.elimination_ordering, written[-1], robot=robot,
+                                   progress=Progress("drawing the elimination steps"))
+    print(f"{args.problem} dynamics of {robot.name}, ordering {s.ordering}: {','.join(r.ordering)}")
+    print(f"{m['edges']} DAG edges, fill-in {m['fill_in']}, ~{m['ops']:.0f} multiply-adds, "
+          f"largest clique {m['largest_clique']}")
+    print("wrote " + ", ".join(written))

@@ -1,0 +1,109 @@
+"""The command's inputs, checked at the door: numbers, vectors and joint=value pairs from the command line,
+an ordering, the robot file to read and the places to write. Anything wrong is a one-line CLIError."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+import numpy as np
+
+import gtdyn
+from gtdyn.cli.messages import CLIError
+from gtdyn.orderings import APPLIES_TO, STRATEGIES, applicable
+
+
+def number(text: str, name: str, where: str) -> float:
+    """``text`` as a finite number, for option --``name`` (``where``: the text it came from)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise CLIError(f"--{name}: '{text.strip()}' is not a number (in '{where}')") from None
+    if not np.isfinite(value):
+        raise CLIError(f"--{name}: '{text.strip()}' is not a finite number")
+    return value
+
+
+def vector(text: str | None, name: str, robot: gtdyn.Robot, default: np.ndarray | None) -> np.ndarray | None:
+    """Comma-separated numbers, one per joint of ``robot``; ``default`` if not given."""
+    if text is None:
+        return default
+    items = [x for x in text.split(",") if x.strip()]
+    try:
+        [float(x) for x in items]
+    except ValueError:
+        raise CLIError(f"--{name}: expected comma-separated numbers, got '{text}'") from None
+    values = np.array([number(x, name, text) for x in items])
+    if len(values) != robot.num_dofs:
+        raise CLIError(f"--{name}: expected {robot.num_dofs} values (joints {', '.join(robot.joint_names)}), "
+                       f"got {len(values)}")
+    return values
+
+
+def pairs(text: str | None, name: str, robot: gtdyn.Robot) -> dict[str, float] | None:
+    """joint=value pairs; None if not given."""
+    if not text:
+        return None
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        if "=" not in item:
+            raise CLIError(f"--{name}: for hybrid dynamics give joint=value pairs, got '{item}'")
+        joint, value = (x.strip() for x in item.split("=", 1))
+        if joint in out:
+            raise CLIError(f"--{name}: joint '{joint}' is given twice (in '{text}')")
+        out[joint] = number(value, name, item)
+    unknown = [j for j in out if j not in robot.joint_names]
+    if unknown:
+        raise CLIError(f"--{name}: unknown joints {', '.join(unknown)} (joints of {robot.name}: "
+                       f"{', '.join(robot.joint_names)})")
+    return out
+
+
+def ordering_argument(text: str | None, problem: str):
+    """--ordering for ``problem``: None (the default), a strategy that applies to it, or a list of labels."""
+    if text is None:
+        return None
+    if text in STRATEGIES:
+        if problem not in APPLIES_TO[text]:
+            raise CLIError(f"--ordering: '{text}' applies to {' and '.join(APPLIES_TO[text])} dynamics, not {problem}; "
+                           f"for {problem} dynamics use {', '.join(applicable(problem))} or a list of labels")
+        return text
+    if "," in text:
+        return [x.strip() for x in text.split(",") if x.strip()]
+    raise CLIError(f"--ordering: unknown ordering '{text}'; use one of {', '.join(STRATEGIES)} "
+                   "or a comma-separated list of labels such as t3,t2,t1,F1,F2,F3,A3,A2,A1")
+
+
+def ordering_name(text: str | None) -> str:
+    """How a result names its ordering: the strategy, 'colamd (default)' or 'custom'."""
+    if text is None:
+        return "colamd (default)"
+    return text if text in STRATEGIES else "custom"
+
+
+def load(path: str) -> gtdyn.Robot:
+    """The robot the command names; an unreadable file is a one-line error."""
+    try:
+        return gtdyn.load_robot(path)
+    except OSError as e:
+        raise CLIError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def writable_directory(path: str, option: str) -> None:
+    """Create ``path`` if need be and check that a file can be written there, before any long work."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise CLIError(f"{option}: cannot write to '{path}': {e.strerror or e}") from None
+
+
+@contextlib.contextmanager
+def writing(path: str):
+    """OSErrors while writing a file the user named become one-line errors."""
+    try:
+        yield
+    except OSError as e:
+        raise CLIError(f"{path}: cannot write: {e.strerror or e}") from None

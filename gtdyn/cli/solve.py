@@ -1,0 +1,121 @@
+"""``gtdyn solve``: inverse, forward and/or hybrid dynamics at the given or default state, printed as tables.
+``solve_problem`` also serves ``gtdyn dag``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import gtdyn
+from gtdyn.cli.inputs import load, ordering_argument, ordering_name, pairs, vector
+from gtdyn.cli.messages import CLIError
+from gtdyn.cli.state import default_state
+from gtdyn.cli.table import format_result, gravity_text
+
+
+class NeedsTwoActuatedJoints(CLIError):
+    """The default hybrid split is impossible: fewer than two actuated joints."""
+
+
+@dataclass
+class Solved:
+    """A result with what the command asked for: the problem (not the kind the library infers from what is
+    known), which quantities were given and which solved for, and the ordering's name."""
+
+    problem: str
+    result: gtdyn.DynamicsResult
+    given: str
+    solved: str
+    ordering: str
+
+
+def _names(names) -> str:
+    return ", ".join(names)
+
+
+def _check_given(args, problem: str) -> None:
+    """--qdd/--tau that the chosen problem would ignore are errors."""
+    if problem == "inverse" and args.tau:
+        raise CLIError("--tau: inverse dynamics solves for τ; give --qdd, or choose --problem forward or hybrid")
+    if problem == "forward" and args.qdd:
+        raise CLIError("--qdd: forward dynamics solves for q̈; give --tau, or choose --problem inverse or hybrid")
+
+
+def _hybrid_split(robot: gtdyn.Robot, args, q, v, qdd0) -> tuple[dict[str, float], dict[str, float]]:
+    """The q̈ and τ a hybrid problem is given: --qdd and --tau pairs, completed from the default state (q̈0 and
+    the torques inverse dynamics finds for it); by default q̈ of the first half of the actuated joints and τ
+    of the rest."""
+    act = robot.actuated_joint_names
+    given_qdd, given_tau = pairs(args.qdd, "qdd", robot), pairs(args.tau, "tau", robot)
+    if given_qdd is None and given_tau is None and len(act) < 2:
+        raise NeedsTwoActuatedJoints(
+            f"--problem hybrid: {robot.name} has {len(act)} actuated joint{'s' if len(act) != 1 else ''}"
+            f"{' (' + _names(act) + ')' if act else ''}; a hybrid problem gives q̈ at some actuated joints and τ at "
+            "the others, so it needs at least two (or give --qdd and --tau as joint=value pairs)")
+    index = robot.joint_names.index
+    if given_qdd is None or given_tau is None:
+        reference_tau = gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity).tau
+        if given_qdd is None and given_tau is None:
+            half = len(act) // 2
+            given_qdd = {n: qdd0[index(n)] for n in act[:half]}
+            given_tau = {n: reference_tau[index(n)] for n in act[half:]}
+        elif given_qdd is None:
+            given_qdd = {n: qdd0[index(n)] for n in act if n not in given_tau}
+        else:
+            given_tau = {n: reference_tau[index(n)] for n in act if n not in given_qdd}
+    return given_qdd, given_tau
+
+
+def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
+    """Solve ``problem`` ('inverse', 'forward' or 'hybrid') with the command's arguments and defaults."""
+    _check_given(args, problem)
+    if not np.all(np.isfinite(args.gravity)):
+        raise CLIError(f"--gravity: expected three finite numbers, got {' '.join(map(str, args.gravity))}")
+    q0, v0, qdd0 = default_state(robot)
+    q, v = vector(args.q, "q", robot, q0), vector(args.v, "v", robot, v0)
+    options = {"gravity": args.gravity, "elimination": args.elimination,
+               "ordering": ordering_argument(args.ordering, problem)}
+    passive = [j.name for j in robot.joints if not j.actuated]
+    at_passive = f"; τ = 0 at passive {_names(passive)}" if passive else ""
+    if problem == "inverse":
+        qdd, tau = vector(args.qdd, "qdd", robot, qdd0), None
+        given = "q, q̇, q̈" + at_passive
+        solved = f"τ of {_names(robot.actuated_joint_names)}" if passive else "τ"
+    elif problem == "forward":
+        qdd = None
+        tau = vector(args.tau, "tau", robot, None) if args.tau else \
+            gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity).tau
+        given = "q, q̇, τ" + (f" (0 at passive {_names(passive)})" if passive else "")
+        solved = "q̈"
+    else:
+        qdd, tau = _hybrid_split(robot, args, q, v, qdd0)
+        unknown_qdd = [n for n in robot.joint_names if n not in qdd]
+        given = "q, q̇" + (f"; q̈ of {_names(qdd)}" if qdd else "") + (f"; τ of {_names(tau)}" if tau else "") + \
+            at_passive
+        solved = "; ".join(x for x in ((f"τ of {_names(qdd)}" if qdd else ""),
+                                       (f"q̈ of {_names(unknown_qdd)}" if unknown_qdd else "")) if x)
+    result = gtdyn.solve(robot, problem, q, v, qdd=qdd, tau=tau, **options)
+    return Solved(problem, result, given, solved, ordering_name(args.ordering))
+
+
+def cmd_solve(args) -> None:
+    robot = load(args.robot)
+    if args.problem == "all" and (args.qdd or args.tau):
+        raise CLIError("--qdd/--tau: choose one --problem (inverse, forward or hybrid) to give them")
+    problems = ("inverse", "forward", "hybrid") if args.problem == "all" else (args.problem,)
+    results: list[Solved | str] = []  # all errors before any output
+    for problem in problems:
+        try:
+            results.append(solve_problem(robot, problem, args))
+        except NeedsTwoActuatedJoints:
+            if args.problem != "all":
+                raise
+            act = robot.actuated_joint_names
+            results.append(f"hybrid: skipped, needs at least two actuated joints ({robot.name} has {len(act)}"
+                           f"{': ' + _names(act) if act else ''})")
+    print(f"{robot.name} from {robot.source}")
+    print(f"gravity {gravity_text(args.gravity)}, elimination {args.elimination}")
+    for s in results:
+        print()
+        print(s if isinstance(s, str) else format_result(s))
