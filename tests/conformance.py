@@ -12,9 +12,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from references import PinocchioReference, rel_err
+from references import rel_err
 
 import gtdyn
+from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.orderings import applicable
 
 TOL = 1e-8
@@ -64,7 +65,7 @@ def check_robot(path: str, states: int = 3, seed: int = 0) -> Outcome:
     if robot.num_dofs == 0:
         out.verdict, out.detail = "agrees", "no moving joints"
         return out
-    ref = PinocchioReference(path, robot)
+    ref = PinocchioModel(path, robot)
     rng = np.random.default_rng(seed)
     classes: dict[str, set] = {"inverse": set(), "forward": set()}
     kappas = []

@@ -4,7 +4,7 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))  # tests' own helpers (random_robots, references)
+sys.path.insert(0, os.path.dirname(__file__))  # tests' own helpers (references, loop_mechanisms, …)
 
 
 @pytest.fixture

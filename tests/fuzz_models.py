@@ -520,12 +520,14 @@ class Report:
         return "\n".join(lines)
 
 
-def run(count: int, seed: int = 0, workdir: str | None = None, progress=None, keep_bugs: int = 50) -> Report:
-    """Generate and run ``count`` mutants; bug files are saved (up to ``keep_bugs``) for inspection."""
+def run(count: int, seed: int = 0, workdir: str | None = None, progress=None, keep_bugs: int = 50,
+        indices: range | None = None) -> Report:
+    """Generate and run ``count`` mutants (or those of ``indices``); bug files are saved (up to ``keep_bugs``)
+    for inspection."""
     workdir = workdir or tempfile.mkdtemp(prefix="gtdyn-fuzz-")
     report = Report()
     start = time.perf_counter()
-    for index in range(count):
+    for index in indices if indices is not None else range(count):
         m = mutant(index, seed)
         path = os.path.join(workdir, f"fuzz{m.suffix}")
         with open(path, "w", encoding="utf-8") as f:
@@ -541,5 +543,30 @@ def run(count: int, seed: int = 0, workdir: str | None = None, progress=None, ke
             report.bugs.append((m, outcome, saved))
         if progress is not None:
             progress(index + 1, report)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _run_share(args) -> Report:
+    count, seed, workdir, share, workers = args
+    os.makedirs(workdir, exist_ok=True)
+    return run(count, seed, workdir, indices=range(share, count, workers))
+
+
+def run_parallel(count: int, seed: int = 0, workdir: str | None = None, workers: int = 2) -> Report:
+    """``run`` split over ``workers`` processes (file k goes to worker k mod workers); the same files and
+    outcomes as ``run``, merged into one report."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    workdir = workdir or tempfile.mkdtemp(prefix="gtdyn-fuzz-")
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        shares = list(pool.map(_run_share, [(count, seed, os.path.join(workdir, f"worker{k}"), k, workers)
+                                            for k in range(workers)]))
+    report = Report()
+    for share in shares:
+        report.counts.update(share.counts)
+        report.bugs += share.bugs
+        report.slowest = max(report.slowest, share.slowest, key=lambda t: t[0])
     report.seconds = time.perf_counter() - start
     return report

@@ -24,7 +24,7 @@ def rod(name: str, mass: float, start: np.ndarray, end: np.ndarray, thickness: f
     length = np.linalg.norm(d)
     u = d / length
     inertia = mass * length**2 / 12 * (np.eye(3) - np.outer(u, u)) + mass * thickness**2 / 12 * np.eye(3)
-    return LinkSpec(name, mass, inertia, translation(*(d / 2)), True)
+    return LinkSpec(name, mass, inertia, translation(*(d / 2)))
 
 
 def revolute(name, parent, child, origin, child_pose=None, actuated=True) -> JointSpec:

@@ -3,12 +3,14 @@ Timing values are never asserted (machines are shared and noisy)."""
 
 import csv
 import os
+import sys
 
-import numpy as np
-from references import PinocchioReference, rel_err
+import pytest
+from references import rel_err
 
 import gtdyn
 from gtdyn import bench as B
+from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.model.random import serial_chain
 from gtdyn.plot.bench import bar_chart, scaling_plot
 from gtdyn.orderings import applicable
@@ -17,7 +19,7 @@ from gtdyn.orderings import applicable
 def test_rows_cover_every_ordering_and_match_pinocchio():
     robot = gtdyn.load_robot("puma560")
     state = B.benchmark_state(robot, seed=3)
-    ref = PinocchioReference(robot.source, robot)
+    ref = PinocchioModel(robot.source, robot)
     # the state's reference answer is Pinocchio's
     assert rel_err(state.tau, ref.rnea(state.q, state.v, state.qdd)) < 1e-9
     for kind in B.PROBLEMS:
@@ -35,6 +37,14 @@ def test_rows_cover_every_ordering_and_match_pinocchio():
                 assert r.measures["edges"] > 0
         table = B.markdown_table(rows, kind)
         assert table.count("\n") == len(rows) + 2 and f"ratio to {B.BASELINE[kind].upper()}" in table
+
+
+def test_pinocchio_adapter_refuses_another_robot_and_is_optional(monkeypatch):
+    puma, rrr = gtdyn.load_robot("puma560"), gtdyn.load_robot("rrr")
+    with pytest.raises(ValueError, match="Pinocchio reads joints"):
+        PinocchioModel(puma.source, rrr)
+    monkeypatch.setitem(sys.modules, "pinocchio", None)  # as if not installed: the benchmark goes without it
+    assert B.bench_pinocchio(puma, puma.source, "inverse", B.benchmark_state(puma), repeat=1, inner=1, warmup=0) == []
 
 
 def test_scaling_chains_and_outputs(tmp_path):
@@ -66,4 +76,18 @@ def test_run_all_quick(tmp_path):
 def test_machine_description_states_versions():
     text = B.machine_description(7, 3, 2)
     assert "gtsam" in text and "numpy" in text and "7 samples × 3 calls after 2 warm-up" in text
-    assert np.isfinite(B.measure(lambda: None, 3, 2, 1).median_us)
+
+
+def test_measure_times_repeat_samples_of_inner_calls_after_warmup(monkeypatch):
+    """On a fake clock where call k (from 0) takes k + 1 µs: 4 warm-up calls untimed, then 3 samples of 2 calls,
+    each the mean per call — (5 + 6)/2, (7 + 8)/2, (9 + 10)/2 µs — so the median is 7.5 µs and the IQR 2 µs."""
+    from types import SimpleNamespace
+
+    from gtdyn.bench import timing
+
+    costs = []
+    monkeypatch.setattr(timing, "time", SimpleNamespace(perf_counter=lambda: sum(costs) * 1e-6))
+    t = B.measure(lambda: costs.append(len(costs) + 1), repeat=3, inner=2, warmup=4)
+    assert len(costs) == 4 + 3 * 2
+    assert t.samples == pytest.approx([5.5e-6, 7.5e-6, 9.5e-6], rel=1e-12)
+    assert t.median_us == pytest.approx(7.5) and t.iqr_us == pytest.approx(2.0)

@@ -7,9 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
-from references import PinocchioReference, erd_path, rel_err
+from references import erd_path, rel_err
 
 import gtdyn
+from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.linear.elimination import SINGULAR_CONDITION, WARN_CONDITION
 from gtdyn.orderings import applicable
 
@@ -133,7 +134,7 @@ def test_prescribed_passive_motion_the_actuators_cannot_produce():
 def test_well_posed_robots_agree_with_pinocchio_and_report_their_condition():
     path = erd_path("ur_description/urdf/ur5_robot.urdf")
     robot = gtdyn.load_robot(path)
-    ref = PinocchioReference(path, robot)
+    ref = PinocchioModel(path, robot)
     q, v, tau = np.random.default_rng(9).uniform(-1, 1, (3, 6))
     with warnings.catch_warnings():
         warnings.simplefilter("error", gtdyn.IllConditionedWarning)

@@ -8,11 +8,11 @@ Random robots carry off-diagonal inertias, rotated inertial frames and prismatic
 import gtsam
 import numpy as np
 import pytest
-from random_robots import random_robot
 
 from gtdyn import keys as K
 from gtdyn.factors import (MinTorqueFactor, PlanarFactor, PoseFactor, TorqueFactor, TwistAccelFactor, TwistFactor,
                            WrenchFactor)
+from gtdyn.model.random import random_robot
 
 POINTS = 50
 STEP = 1e-6

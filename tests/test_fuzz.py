@@ -5,7 +5,7 @@ GTSAM warning. ``python tests/verify_fuzz.py --count 25000`` runs the long versi
 
 import fuzz_models
 
-COUNT = 2400  # 400 mutants of each bundled model; about 10 s here
+COUNT = 2400  # 400 mutants of each bundled model; about 10 s of work, on two processes
 SEED = 20261122
 
 
@@ -16,7 +16,7 @@ def test_mutants_are_deterministic():
 
 
 def test_fuzzed_robot_files_give_results_or_typed_errors(tmp_path):
-    report = fuzz_models.run(COUNT, seed=SEED, workdir=str(tmp_path))
+    report = fuzz_models.run_parallel(COUNT, seed=SEED, workdir=str(tmp_path))
     print(f"\nfuzz: {COUNT} files, seed {SEED}\n{report.table()}")
     assert sum(report.counts.values()) == COUNT
     # the mutations reach every stage: many files are refused, many load and solve

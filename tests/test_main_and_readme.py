@@ -4,9 +4,12 @@ import os
 import re
 
 import numpy as np
+from references import rel_err
 
 import gtdyn
-from gtdyn.cli import PUMA_STATE, main
+from gtdyn.bench.pinocchio import PinocchioModel
+from gtdyn.cli import main
+from gtdyn.io.load import documented_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -18,7 +21,8 @@ def test_main_job_prints_three_problems_by_joint_name(capsys):
     for name in gtdyn.load_robot("puma560").joint_names:
         assert out.count(f"  {name} ") == 3
     # the printed inverse torques are the solver's, at the documented state
-    tau = gtdyn.inverse_dynamics(gtdyn.load_robot("puma560"), *PUMA_STATE).tau
+    puma = gtdyn.load_robot("puma560")
+    tau = gtdyn.inverse_dynamics(puma, *documented_state(puma)).tau
     first_table = out.split("forward dynamics")[0]
     printed = [float(line.split()[-1]) for line in first_table.splitlines()
                if line.strip().startswith("joint") and "[" not in line and "dynamics" not in line]
@@ -43,9 +47,15 @@ def test_readme_api_example_runs():
     assert blocks, "README has no python example"
     namespace = {}
     exec(compile(blocks[0], "README.md", "exec"), namespace)
-    r, f, h = namespace["r"], namespace["f"], namespace["h"]
+    robot, q, v, r, f, h = (namespace[name] for name in ("robot", "q", "v", "r", "f", "h"))
+    ref = PinocchioModel(robot.source, robot)
+    assert rel_err(r.tau, ref.rnea(q, v, np.ones(6))) < 1e-9
     np.testing.assert_allclose(f.qdd, np.ones(6), atol=1e-9)
-    assert h.problem == "hybrid" and np.isfinite(h.tau).all()
+    # the hybrid solve with a 5 N push down on the flange: Pinocchio's three passes with the same wrench
+    qdd, tau = ref.hybrid(q, v, {"joint1": 1.0}, dict(zip(robot.joint_names[1:], r.tau[1:])),
+                          external_wrenches={"flange": [0, 0, 0, 0, 0, -5.0]})
+    assert h.problem == "hybrid" and rel_err(h.qdd, qdd) < 1e-9 and rel_err(h.tau, tau) < 1e-9
+    assert rel_err(h.qdd, np.ones(6)) > 1e-3  # the push changed the motion: the wrench was applied
 
 
 def test_readme_dag_example_runs(tmp_path, monkeypatch):

@@ -8,13 +8,13 @@
 
 import gtsam
 import numpy as np
-from random_robots import random_robot
 from references import rel_err
 
 import gtdyn
 from gtdyn import keys as K
 from gtdyn.factors import joint_prior
 from gtdyn.factors.full_graph import full_dynamics_graph, joint_priors, zero_values
+from gtdyn.model.random import random_robot
 
 
 def solve_full_inverse(robot, q, v, qdd, gravity=(0, 0, -9.81), planar=None):

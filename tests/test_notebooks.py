@@ -1,5 +1,7 @@
-"""Every notebook runs from a clean kernel without an error, and is committed without outputs."""
+"""Every notebook runs from a clean kernel without an error, computes the numbers it shows correctly (checks run in
+its kernel after its last cell), and is committed without outputs."""
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbclient
@@ -18,15 +20,78 @@ def test_there_are_notebooks():
     assert len(NOTEBOOKS) >= 4, [p.name for p in NOTEBOOKS]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_headless(path, tmp_path):
+# What each notebook must have computed, checked in its own kernel after its last cell: a notebook that runs
+# but shows a wrong number fails here. (CRBA 22 / ABA 18 edges: derived in test_orderings.py; RNEA 10 there too.)
+CHECKS = {
+    "01_inverse_dynamics.ipynb": """
+assert np.max(np.abs(r.tau - tau_pinocchio)) < 1e-9 * np.max(np.abs(tau_pinocchio))
+assert metrics_of(r)["edges"] == 10 and metrics_of(r)["fill_in"] == 0
+""",
+    "02_forward_dynamics.ipynb": """
+assert all(np.max(np.abs(r.qdd - qdd_expected)) < 1e-9 for r in results.values())
+assert (metrics_of(results["crba"])["edges"], metrics_of(results["aba"])["edges"]) == (22, 18)
+assert any(row.method.startswith("pinocchio") for row in rows) and all(row.max_error < 1e-9 for row in rows)
+""",
+    "03_hybrid_dynamics.ipynb": """
+for r in [*results.values(), three]:
+    assert np.max(np.abs(r.qdd - qdd_true)) < 1e-9 and np.max(np.abs(r.tau - tau_true)) < 1e-9
+assert metrics_of(results["MD (Table III)"])["edges"] == metrics_of(results["CUSTOM (Table III)"])["edges"]
+""",
+    "04_closed_loops.ipynb": """
+assert max(state.position_residual, state.velocity_residual, state.acceleration_residual) < 1e-9
+assert max(other.position_residual, other.velocity_residual) < 1e-9 and np.max(np.abs(other.q - state.q)) > 0.5
+assert np.max(np.abs(forward.qdd - state.qdd)) < 1e-9 and max(errors) < 1e-9
+assert np.linalg.norm(least_norm) < np.linalg.norm(padded)
+assert abs(F5 @ loop_joint.screw_axis) < 1e-9
+""",
+    "05_your_robot.ipynb": """
+assert error < 1e-9 and all(row.max_error < 1e-9 for row in rows)
+assert any(row.method.startswith("pinocchio") for row in rows)
+""",
+}
+# Text a cell must print (a caught error the notebook demonstrates).
+PRINTED = {"04_closed_loops.ipynb": ["IndeterminateSystemError:", "free variables:"]}
+
+
+def test_every_notebook_has_checks():
+    assert sorted(CHECKS) == [p.name for p in NOTEBOOKS]
+
+
+def execute(path: Path, folder: Path) -> tuple[nbformat.NotebookNode, int, BaseException | None]:
+    """Run a notebook, with its checks appended, in a fresh kernel whose working directory is ``folder`` (so
+    nothing a notebook writes lands in the repository). Returns the executed notebook, its own code cell count
+    and the error, if a cell (the checks' included) raised."""
     notebook = read(path)
-    # the kernel's working directory is a scratch folder, so nothing a notebook writes lands in the repository
+    code_cells = sum(cell.cell_type == "code" for cell in notebook.cells)
+    notebook.cells.append(nbformat.v4.new_code_cell(CHECKS[path.name]))
     client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=CELL_TIMEOUT_S,
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()  # raises CellExecutionError, naming the cell, on the first error
-    errors = [out for cell in notebook.cells for out in cell.get("outputs", []) if out.output_type == "error"]
-    assert not errors
+                                     resources={"metadata": {"path": str(folder)}})
+    try:
+        client.execute()  # raises CellExecutionError, naming the cell, on the first error
+    except BaseException as e:  # re-raised in the notebook's own test
+        return notebook, code_cells, e
+    return notebook, code_cells, None
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """Every notebook, each in its own fresh kernel, two at a time: the kernels are separate processes, so
+    this uses both cores of the test machine while the tests themselves run one by one."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {path.name: pool.submit(execute, path, tmp_path_factory.mktemp(path.stem)) for path in NOTEBOOKS}
+        return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_headless_and_computes_the_right_numbers(path, executed):
+    notebook, code_cells, error = executed[path.name]
+    if error is not None:
+        raise error
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in cells] == list(range(1, code_cells + 2))  # every cell ran, in order
+    printed = "".join(out.get("text", "") for cell in cells for out in cell.outputs if out.output_type == "stream")
+    assert all(text in printed for text in PRINTED.get(path.name, []))
+    assert any("image/png" in out.get("data", {}) for cell in cells for out in cell.outputs)  # it drew something
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

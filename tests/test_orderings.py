@@ -44,16 +44,48 @@ def test_rnea_metrics_by_hand(rrr):
     assert m["ops"] == pytest.approx(3 * (1 / 3 + 6 + 36) + 2 * 1368 + 3 * 504 + 72)
 
 
+# The 3R arm's forward-dynamics graph (τ known), one factor per equation of paper 001 eq. 4–7:
+#   torque  τj = Sjᵀ Fj           {F1} {F2} {F3}
+#   wrench  (link j)              {A1, F1, F2} {A2, F2, F3} {A3, F3}
+#   twist acceleration (link j)   {A1, a1} {A2, A1, a2} {A3, A2, a3}
+# Eliminating a variable makes one conditional, whose parents are the other variables of the factors it
+# is in; those factors are replaced by one on the parents (symbolic elimination; read downwards).
+CRBA_PARENTS = {  # ordering F3 F2 F1 A3 A2 A1 a3 a2 a1: composite bodies, then M q̈ = τ − h
+    "F3": {"F2", "A2", "A3"},        # {F3} {A2,F2,F3} {A3,F3}          -> new factor {F2,A2,A3}
+    "F2": {"F1", "A1", "A2", "A3"},  # {F2} {A1,F1,F2} {F2,A2,A3}       -> {F1,A1,A2,A3}
+    "F1": {"A1", "A2", "A3"},        # {F1} {F1,A1,A2,A3}               -> {A1,A2,A3}
+    "A3": {"A1", "A2", "a3"},        # {A1,A2,A3} {A3,A2,a3}            -> {A1,A2,a3}
+    "A2": {"A1", "a2", "a3"},        # {A1,A2,a3} {A2,A1,a2}            -> {A1,a2,a3}
+    "A1": {"a1", "a2", "a3"},        # {A1,a2,a3} {A1,a1}               -> {a1,a2,a3}: the dense M
+    "a3": {"a1", "a2"}, "a2": {"a1"}, "a1": set(),
+}                                    # 3+4+3+3+3+3+2+1+0 = 22 edges
+ABA_PARENTS = {  # ordering F3 A3 a3 F2 A2 a2 F1 A1 a1: articulated bodies, leaf first
+    "F3": {"F2", "A2", "A3"},        # {F3} {A2,F2,F3} {A3,F3}          -> {F2,A2,A3}
+    "A3": {"F2", "A2", "a3"},        # {F2,A2,A3} {A3,A2,a3}            -> {F2,A2,a3}
+    "a3": {"F2", "A2"},              # {F2,A2,a3}                       -> {F2,A2}: link 2's articulated inertia
+    "F2": {"F1", "A1", "A2"},        # {F2} {A1,F1,F2} {F2,A2}          -> {F1,A1,A2}
+    "A2": {"F1", "A1", "a2"},        # {F1,A1,A2} {A2,A1,a2}            -> {F1,A1,a2}
+    "a2": {"F1", "A1"},              # {F1,A1,a2}                       -> {F1,A1}
+    "F1": {"A1"},                    # {F1} {F1,A1}                     -> {A1}
+    "A1": {"a1"},                    # {A1} {A1,a1}                     -> {a1}
+    "a1": set(),
+}                                    # 3+3+2+3+3+2+1+1+0 = 18 edges
+
+
 def test_crba_has_more_edges_than_aba(rrr):
-    """Paper Fig. 7 / §V-A: CRBA's DAG has more edges than ABA's. On the 3R arm we find 22 and 18."""
+    """Paper Fig. 7 / §V-A: CRBA's DAG has more edges than ABA's. On the 3R arm the DAGs are the ones derived
+    above by hand (22 and 18 edges), at any state."""
+    assert sum(map(len, CRBA_PARENTS.values())) == 22 and sum(map(len, ABA_PARENTS.values())) == 18
     rng = np.random.default_rng(15)
     for _ in range(5):
         q, v, tau = rng.normal(size=(3, 3))
-        crba = metrics_of(gtdyn.forward_dynamics(rrr, q, v, tau, ordering="crba"))
-        aba = metrics_of(gtdyn.forward_dynamics(rrr, q, v, tau, ordering="aba"))
-        assert crba["edges"] > aba["edges"], f"CRBA {crba['edges']} edges, ABA {aba['edges']}"
+        crba = gtdyn.forward_dynamics(rrr, q, v, tau, ordering="crba")
+        aba = gtdyn.forward_dynamics(rrr, q, v, tau, ordering="aba")
+        assert crba.ordering == list(CRBA_PARENTS) and aba.ordering == list(ABA_PARENTS)
+        assert parent_sets(crba) == CRBA_PARENTS and parent_sets(aba) == ABA_PARENTS
+        crba, aba = metrics_of(crba), metrics_of(aba)
+        assert (crba["edges"], aba["edges"]) == (22, 18)
         assert crba["ops"] > aba["ops"]
-        assert (crba["edges"], aba["edges"]) == (22, 18)  # the counts this test found; see docstring
 
 
 def test_table_iii_md_and_custom_have_equal_edges(rrr):
@@ -88,21 +120,17 @@ def test_every_strategy_gives_the_same_solution(robot, problem):
     tau = gtdyn.inverse_dynamics(robot, q, v, a).tau
     split = np.arange(n) % 2 == 0
     results = {}
+    given = {"inverse": {"qdd": a}, "forward": {"tau": tau},
+             "hybrid": {"qdd": {robot.joint_names[i]: a[i] for i in range(n) if split[i]},
+                        "tau": {robot.joint_names[i]: tau[i] for i in range(n) if not split[i]}}}[problem]
     for name in applicable(problem):
-        if problem == "inverse":
-            r = gtdyn.inverse_dynamics(robot, q, v, a, ordering=name)
-        elif problem == "forward":
-            r = gtdyn.forward_dynamics(robot, q, v, tau, ordering=name)
-        else:
-            r = gtdyn.hybrid_dynamics(robot, q, v, qdd={robot.joint_names[i]: a[i] for i in range(n) if split[i]},
-                                      tau={robot.joint_names[i]: tau[i] for i in range(n) if not split[i]}, ordering=name)
+        r = gtdyn.solve(robot, problem, q, v, **given, ordering=name)
         results[name] = r
         assert rel_err(r.qdd, a) < TOL and rel_err(r.tau, tau) < TOL, name
         assert r.dag().number_of_nodes() == len(r.ordering) == r.bayes_net.size()
     assert set(results) == {name for name, kinds in APPLIES_TO.items() if problem in kinds}
     if problem == "hybrid":
-        three = gtdyn.featherstone_hybrid_dynamics(robot, q, v, {robot.joint_names[i]: a[i] for i in range(n) if split[i]},
-                                                   {robot.joint_names[i]: tau[i] for i in range(n) if not split[i]})
+        three = gtdyn.featherstone_hybrid_dynamics(robot, q, v, given["qdd"], given["tau"])
         assert rel_err(three.qdd, a) < TOL and rel_err(three.tau, tau) < TOL
         assert [p.problem for p in three.passes] == ["inverse", "hybrid", "inverse"]
 

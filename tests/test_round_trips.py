@@ -8,10 +8,11 @@ import itertools
 
 import numpy as np
 import pytest
-from random_robots import random_robot
-from references import PinocchioReference, rel_err
+from references import rel_err
 
 import gtdyn
+from gtdyn.bench.pinocchio import PinocchioModel
+from gtdyn.model.random import random_robot
 
 TOL = 1e-9
 
@@ -45,7 +46,8 @@ def test_every_hybrid_split_reproduces_both(puma):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_random_trees_round_trip(seed):
-    """Random trees with prismatic joints, fixed joints to merge and rotated inertias."""
+    """Random trees with prismatic joints, fixed joints to merge and rotated inertias (and against Pinocchio, through
+    URDF, in test_against_pinocchio.py)."""
     rng = np.random.default_rng(100 + seed)
     robot = random_robot(rng, n=7, tree=True, prismatic=0.3, fixed=0.2)
     n = robot.num_dofs
@@ -66,11 +68,15 @@ def mass_matrix_from_inverse_dynamics(robot, q):
 
 
 def test_mass_matrix_is_spd_and_matches_crba(puma):
-    ref = PinocchioReference(puma.source, puma)
+    """M from inverse dynamics is Pinocchio's CRBA, the bias τ(q, v, 0) its nonlinear effects h, and
+    forward dynamics is M⁻¹(τ − h)."""
+    ref = PinocchioModel(puma.source, puma)
     rng = np.random.default_rng(7)
     for _ in range(5):
-        q = rng.uniform(-np.pi, np.pi, 6)
+        q, v, tau = rng.uniform(-np.pi, np.pi, 6), rng.uniform(-2, 2, 6), rng.uniform(-20, 20, 6)
         M = mass_matrix_from_inverse_dynamics(puma, q)
         assert np.allclose(M, M.T, atol=1e-12)
         assert np.min(np.linalg.eigvalsh(M)) > 0
         assert rel_err(M, ref.mass_matrix(q)) < TOL
+        assert rel_err(gtdyn.inverse_dynamics(puma, q, v, np.zeros(6)).tau, ref.nonlinear_effects(q, v)) < TOL
+        assert rel_err(gtdyn.forward_dynamics(puma, q, v, tau).qdd, ref.forward_by_crba(q, v, tau)) < TOL

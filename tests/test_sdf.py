@@ -191,7 +191,7 @@ def test_inertial_pose_is_in_the_link_frame(tmp_path):
     body = link("a", pose(f"5 5 5 0 0 {QUARTER}"),
                 f"<inertial>{pose(f'0.1 0.2 0.3 {QUARTER} 0 0')}<mass>2.5</mass>{inertia}</inertial>")
     a = read(tmp_path, body).links[0]
-    assert a.mass == 2.5 and a.has_inertial
+    assert a.mass == 2.5
     assert np.allclose(a.inertia, [[1, 0.1, 0.2], [0.1, 2, 0.3], [0.2, 0.3, 3]])
     assert np.allclose(a.inertial_origin, transform(0.1, 0.2, 0.3, rot_x(QUARTER)))
 
@@ -211,7 +211,7 @@ def test_inertial_pose_relative_to_another_frame(tmp_path):
 ])
 def test_sdformat_inertial_defaults(tmp_path, inertial, mass, diagonal):
     a = read(tmp_path, link("a", inertial)).links[0]
-    assert a.mass == mass and a.has_inertial
+    assert a.mass == mass
     assert np.allclose(a.inertia, np.diag(diagonal)) and np.allclose(a.inertial_origin, np.eye(4))
 
 
@@ -278,7 +278,7 @@ def test_joint_from_the_world_makes_a_world_base(tmp_path):
     assert description.base == "world"
     world = description.links[0]
     assert [item.name for item in description.links] == ["world", "a", "b"]
-    assert world.mass == 0 and not world.has_inertial and np.allclose(world.inertia, 0)
+    assert world.mass == 0 and np.allclose(world.inertia, 0)
     weld = description.joints[0]
     assert weld.parent == "world" and np.allclose(weld.origin, transform(0, 0, 1))
 
@@ -529,7 +529,7 @@ def test_bundled_mechanism_parses_as_documented(name):
     description = bundled(name)
     assert description.name == name and description.base == "world"
     assert [item.name for item in description.links][:2] == ["world", "base"]
-    assert all(item.has_inertial and item.mass > 0 for item in description.links[1:])
+    assert all(item.mass > 0 for item in description.links[1:])
     assert [j.name for j in description.joints if j.type == "revolute" and j.actuated] == actuated
     poses, closing = spanning_tree(description, {})
     assert [j.name for j in closing] == closures
@@ -617,8 +617,45 @@ def test_four_bar_analytic_case_in_its_comment():
 
 
 def test_four_bar_is_a_parallelogram():
-    positions = BUNDLED["four_bar"][0]
-    length = {pair: np.linalg.norm(np.subtract(positions[pair[0]], positions[pair[1]]))
-              for pair in [("j1", "j2"), ("j3", "j4"), ("j2", "j4"), ("j1", "j3")]}
-    assert math.isclose(length["j1", "j2"], length["j3", "j4"])     # crank = rocker
-    assert math.isclose(length["j2", "j4"], length["j1", "j3"])     # coupler = ground
+    """Read from the file, at rest and moved (loops closed): crank = rocker, coupler = ground, and the coupler
+    translates without turning while crank and rocker turn together."""
+    description = bundled("four_bar")
+    joints = by_name(description.joints)
+
+    def at(q: dict):
+        poses, _ = spanning_tree(description, q)
+        where = {name: (poses[j.parent] @ j.origin)[[0, 2], 3] for name, j in joints.items()}
+        return poses, {pair: np.linalg.norm(where[pair[0]] - where[pair[1]])
+                       for pair in [("j1", "j2"), ("j3", "j4"), ("j2", "j4"), ("j1", "j3")]}
+
+    rest, _ = at({})
+    for q in ({}, close_loops(description, {"j1": 0.3})):
+        poses, length = at(q)
+        assert math.isclose(length["j1", "j2"], length["j3", "j4"], rel_tol=1e-9)  # crank = rocker
+        assert math.isclose(length["j2", "j4"], length["j1", "j3"], rel_tol=1e-9)  # coupler = ground
+        assert np.allclose(poses["coupler"][:3, :3], rest["coupler"][:3, :3], atol=1e-9)
+        assert np.allclose(poses["crank"][:3, :3], poses["rocker"][:3, :3], atol=1e-9)
+    assert q["j1"] == 0.3 and np.allclose([q["j2"], q["j3"], q["j4"]], [-0.3, 0.3, 0.3], atol=1e-9)
+
+
+def test_four_bar_dynamics_match_the_analytic_case():
+    """gtdyn's inverse and forward dynamics of sdf/four_bar.sdf against its header comment: with θ = 53.13° − q1,
+    τ(θ) = M θ̈ + 0.1875 g cos θ about −y, so τ1 = −τ = M q̈1 − 0.1875 g cos(θ0 − q1) about the +y axis, with
+    M = 0.0416833 kg m² (to the header's 6 digits) and no velocity term (M is constant)."""
+    import gtdyn
+
+    robot = gtdyn.load_robot("four_bar")
+    assert robot.joint_names == ["j1", "j2", "j3", "j4"] and robot.actuated_joint_names == ["j1"]
+    theta0, g = math.atan2(0.8, 0.6), 9.81
+    rng = np.random.default_rng(41)
+    for q1, v1, a1 in [(0.0, 0.0, 0.0), (0.7, 0.0, 0.0)] + [tuple(rng.uniform(-1, 1, 3) * (1, 3, 5)) for _ in range(4)]:
+        state = gtdyn.close_loops(robot, {"j1": q1}, {"j1": v1}, {"j1": a1}, guess=[q1, -q1, q1, q1])
+        assert np.allclose(state.q, [q1, -q1, q1, q1], atol=1e-9)  # the parallelogram branch
+        tau = gtdyn.inverse_dynamics(robot, state.q, state.v, state.qdd).tau
+        gravity = -0.1875 * g * math.cos(theta0 - q1)
+        assert tau[1:] == pytest.approx([0, 0, 0], abs=1e-12)  # passive joints
+        if a1 == 0:  # gravity alone: the header's numbers are exact
+            assert tau[0] == pytest.approx(gravity, rel=1e-9)
+        assert tau[0] == pytest.approx(0.0416833 * a1 + gravity, rel=1e-6, abs=1e-6 * abs(a1))  # M to 6 digits
+        qdd = gtdyn.forward_dynamics(robot, state.q, state.v, [tau[0], 0, 0, 0]).qdd
+        assert qdd == pytest.approx(state.qdd, abs=1e-9)

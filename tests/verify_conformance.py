@@ -31,7 +31,7 @@ def main() -> int:
         t = time.perf_counter()
         outcome = check_robot(path, states=args.states)
         rows.append((name, outcome, time.perf_counter() - t))
-    print(f"\n| robot | dofs | outcome | κ(M) max | max rel. err | notes |\n|---|---|---|---|---|---|")
+    print("\n| robot | dofs | outcome | κ(M) max | max rel. err | notes |\n|---|---|---|---|---|---|")
     for name, o, _ in rows:
         detail = f": {o.detail}" if o.detail else ""
         print(f"| {name} | {o.dofs} | {o.verdict}{detail} | {o.kappa:.2g} | {o.worst:.1g} | {', '.join(o.notes)} |")

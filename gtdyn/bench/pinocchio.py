@@ -1,70 +1,164 @@
-"""Pinocchio solving the same problem on the same URDF and state, in the same process."""
+"""Pinocchio on the same URDF file, with vectors in a gtdyn robot's joint order: the one adapter the benchmarks
+and the tests compare against.
+
+Pinocchio is optional (the ``test`` extra installs it) and imported only when a ``PinocchioModel`` is made,
+so ``import gtdyn.bench`` does not need it.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
 from gtdyn.bench.orderings import Row, State
 from gtdyn.bench.timing import measure
+from gtdyn.equations import GRAVITY
 from gtdyn.model.robot import Robot
+
+
+class PinocchioModel:
+    """Pinocchio's model of the URDF file at ``path``, which gtdyn read as ``robot``.
+
+    Every method takes and returns vectors in ``robot.joint_names`` order: a continuous joint's q is its angle
+    (Pinocchio stores (cos q, sin q)), velocity-sized vectors are permuted by each joint's ``idx_v``.
+    ``external_wrenches`` maps a link or frame name to the wrench [m; f] on it, in that frame — as in
+    ``gtdyn.inverse_dynamics``. Closed loops are not covered (URDF has none).
+    """
+
+    def __init__(self, path: str, robot: Robot, gravity=GRAVITY):
+        import pinocchio
+
+        self.pin = pinocchio
+        self.model = pinocchio.buildModelFromUrdf(path)
+        self.model.gravity.linear = np.asarray(gravity, float)
+        self.data = self.model.createData()
+        names = [self.model.names[i] for i in range(1, self.model.njoints)]
+        if sorted(names) != sorted(robot.joint_names) or self.model.nv != robot.num_dofs:
+            raise ValueError(f"{path}: Pinocchio reads joints {names}, gtdyn {robot.joint_names}")
+        self.joint_names = list(robot.joint_names)
+        joints = [self.model.joints[self.model.getJointId(n)] for n in robot.joint_names]
+        self.idx_v = np.array([j.idx_v for j in joints], dtype=int)  # gtdyn joint k -> Pinocchio velocity index
+        self.idx_q = [(j.idx_q, j.nq) for j in joints]
+
+    # -- gtdyn order <-> Pinocchio order ---------------------------------------------------------------
+
+    def configuration(self, q) -> np.ndarray:
+        """Pinocchio's configuration vector for joint values ``q``."""
+        out = self.pin.neutral(self.model)
+        for (i, nq), qk in zip(self.idx_q, np.asarray(q, float)):
+            out[i:i + nq] = [qk] if nq == 1 else [np.cos(qk), np.sin(qk)]
+        return out
+
+    def tangent(self, x) -> np.ndarray:
+        """A velocity-sized vector (v, q̈, τ) in Pinocchio's order."""
+        out = np.zeros(self.model.nv)
+        out[self.idx_v] = x
+        return out
+
+    def joint_order(self, x) -> np.ndarray:
+        """A velocity-sized Pinocchio vector in gtdyn's joint order."""
+        return np.asarray(x)[self.idx_v]
+
+    def fext(self, external_wrenches: Mapping[str, object] | None = None) -> list:
+        """Pinocchio's per-joint external forces (each in its joint's frame) for wrenches [m; f] on frames."""
+        forces = [self.pin.Force.Zero() for _ in range(self.model.njoints)]
+        for frame, wrench in (external_wrenches or {}).items():
+            placed = self.model.frames[self.model.getFrameId(frame)]
+            wrench = np.asarray(wrench, float)
+            forces[placed.parentJoint] += placed.placement.act(self.pin.Force(wrench[3:], wrench[:3]))
+        return forces
+
+    # -- the algorithms, in gtdyn order --------------------------------------------------------------
+
+    def rnea(self, q, v, qdd, external_wrenches=None) -> np.ndarray:
+        """Inverse dynamics τ = M(q) q̈ + h(q, v) − Σ Jᵀ f (Pinocchio's RNEA)."""
+        tau = self.pin.rnea(self.model, self.data, self.configuration(q), self.tangent(v), self.tangent(qdd),
+                            self.fext(external_wrenches))
+        return self.joint_order(tau)
+
+    def aba(self, q, v, tau, external_wrenches=None) -> np.ndarray:
+        """Forward dynamics q̈ (Pinocchio's articulated-body algorithm)."""
+        qdd = self.pin.aba(self.model, self.data, self.configuration(q), self.tangent(v), self.tangent(tau),
+                           self.fext(external_wrenches))
+        return self.joint_order(qdd)
+
+    def mass_matrix(self, q) -> np.ndarray:
+        """M(q), symmetric (Pinocchio's CRBA fills the upper triangle)."""
+        M = self._mass_matrix(self.configuration(q))
+        return M[np.ix_(self.idx_v, self.idx_v)]
+
+    def nonlinear_effects(self, q, v) -> np.ndarray:
+        """h(q, v): Coriolis, centrifugal and gravity torques (τ at q̈ = 0)."""
+        h = self.pin.nonLinearEffects(self.model, self.data, self.configuration(q), self.tangent(v))
+        return self.joint_order(h)
+
+    def forward_by_crba(self, q, v, tau) -> np.ndarray:
+        """Forward dynamics as M⁻¹(τ − h), from CRBA and the nonlinear effects."""
+        return self.joint_order(self._forward_by_crba(self.configuration(q), self.tangent(v), self.tangent(tau)))
+
+    def hybrid(self, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], external_wrenches=None):
+        """Hybrid dynamics by three passes (as Featherstone's method): q̈ given at the joints in ``qdd`` and τ
+        at those in ``tau`` (dicts by joint name, together every joint); returns full (q̈, τ) vectors."""
+        if sorted([*qdd, *tau]) != sorted(self.joint_names):
+            raise ValueError(f"hybrid: give each of {', '.join(self.joint_names)} once, in qdd or in tau")
+        given = self.tangent([name in qdd for name in self.joint_names]).astype(bool)
+        a = self.tangent([qdd.get(name, 0.0) for name in self.joint_names])
+        t = self.tangent([tau.get(name, 0.0) for name in self.joint_names])
+        fext = self.fext(external_wrenches)
+        qdd_out, tau_out = self._hybrid(self.configuration(q), self.tangent(v), a, t, given, fext)
+        return self.joint_order(qdd_out), self.joint_order(tau_out)
+
+    # -- kernels on Pinocchio-ordered vectors (what the benchmark times) --------------------------------
+
+    def _mass_matrix(self, q) -> np.ndarray:
+        M = self.pin.crba(self.model, self.data, q)
+        return np.triu(M) + np.triu(M, 1).T
+
+    def _forward_by_crba(self, q, v, tau) -> np.ndarray:
+        h = self.pin.nonLinearEffects(self.model, self.data, q, v)
+        return np.linalg.solve(self._mass_matrix(q), tau - h)  # LAPACK (Cholesky would need SciPy; M is small)
+
+    def _hybrid(self, q, v, a, tau, given, fext=None):
+        """Pass 1: the bias τ of the given q̈ (unknown q̈ = 0); pass 2: M_ff q̈_f = τ_f − bias_f; pass 3: τ."""
+        fext = fext if fext is not None else self.fext()
+        bias = self.pin.rnea(self.model, self.data, q, v, np.where(given, a, 0.0), fext)
+        M = self._mass_matrix(q)
+        free = ~given
+        qdd = np.where(given, a, 0.0)
+        qdd[free] = np.linalg.solve(M[np.ix_(free, free)], tau[free] - bias[free])
+        return qdd, np.array(self.pin.rnea(self.model, self.data, q, v, qdd, fext))
 
 
 def bench_pinocchio(robot: Robot, path: str, kind: str, state: State, repeat: int = 30, inner: int = 50,
                     warmup: int = 20) -> list[Row]:
     """Pinocchio on the same URDF and state; empty if Pinocchio is not installed, or for other files (closed
-    loops need constraint dynamics, which this comparison does not cover)."""
-    try:
-        import pinocchio as pin
-    except ImportError:
-        return []
+    loops need constraint dynamics, which this comparison does not cover).
+
+    Timed: Pinocchio's own calls on vectors already in its order (the conversion from gtdyn's order is not
+    part of the algorithm); each row's ``max_error`` is against the state's reference solution."""
     if not path.lower().endswith(".urdf") or robot.loop_joints:
         return []
-    model = pin.buildModelFromUrdf(path)
-    data = model.createData()
-    idx_v = np.array([model.joints[model.getJointId(n)].idx_v for n in robot.joint_names])
-    idx_q = [(model.joints[model.getJointId(n)].idx_q, model.joints[model.getJointId(n)].nq) for n in robot.joint_names]
-    q = pin.neutral(model)
-    for (i, nq), x in zip(idx_q, state.q):
-        q[i:i + nq] = [x] if nq == 1 else [np.cos(x), np.sin(x)]
-
-    def vec(x):
-        out = np.zeros(model.nv)
-        out[idx_v] = x
-        return out
-
-    v, a, tau = vec(state.v), vec(state.qdd), vec(state.tau)
-
-    def crba_forward():
-        M = pin.crba(model, data, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        h = pin.nonLinearEffects(model, data, q, v)
-        return np.linalg.solve(M, tau - h)  # LAPACK (Cholesky would need SciPy; M is small and dense)
-
-    def three_pass():
-        given = np.zeros(model.nv, dtype=bool)
-        for name in state.known_qdd:
-            given[model.joints[model.getJointId(name)].idx_v] = True
-        bias = pin.rnea(model, data, q, v, np.where(given, a, 0.0))
-        M = pin.crba(model, data, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        free = ~given
-        qdd = a.copy()
-        qdd[free] = np.linalg.solve(M[np.ix_(free, free)], tau[free] - bias[free])
-        return qdd, pin.rnea(model, data, q, v, qdd)
-
+    try:
+        ref = PinocchioModel(path, robot)
+    except ImportError:
+        return []
+    pin, model, data = ref.pin, ref.model, ref.data
+    q, v, a, tau = ref.configuration(state.q), ref.tangent(state.v), ref.tangent(state.qdd), ref.tangent(state.tau)
+    given = ref.tangent([name in state.known_qdd for name in ref.joint_names]).astype(bool)
+    fext = ref.fext()
     cases = {"inverse": [("pinocchio rnea", lambda: pin.rnea(model, data, q, v, a))],
              "forward": [("pinocchio aba", lambda: pin.aba(model, data, q, v, tau)),
-                         ("pinocchio crba+solve", crba_forward)],
-             "hybrid": [("pinocchio rnea+crba+solve (3 passes)", three_pass)]}[kind]
+                         ("pinocchio crba+solve", lambda: ref._forward_by_crba(q, v, tau))],
+             "hybrid": [("pinocchio rnea+crba+solve (3 passes)", lambda: ref._hybrid(q, v, a, tau, given, fext))]}[kind]
     rows = []
+    scale = max(np.max(np.abs(state.tau)), np.max(np.abs(state.qdd)), 1e-300)
     for name, fn in cases:
         row = Row(robot.name, robot.num_dofs, kind, name)
         row.timings["solve_us"] = measure(fn, repeat, inner, warmup)
         out = fn()
-        qdd_pin = out[0] if isinstance(out, tuple) else (out if kind == "forward" else a)
-        tau_pin = out[1] if isinstance(out, tuple) else (out if kind == "inverse" else tau)
-        scale = max(np.max(np.abs(state.tau)), np.max(np.abs(state.qdd)))
-        row.max_error = float(max(np.max(np.abs(np.asarray(qdd_pin)[idx_v] - state.qdd)),
-                                  np.max(np.abs(np.asarray(tau_pin)[idx_v] - state.tau))) / scale)
+        qdd_pin, tau_pin = out if isinstance(out, tuple) else ((out, tau) if kind == "forward" else (a, out))
+        row.max_error = float(max(np.max(np.abs(ref.joint_order(qdd_pin) - state.qdd)),
+                                  np.max(np.abs(ref.joint_order(tau_pin) - state.tau))) / scale)
         rows.append(row)
     return rows

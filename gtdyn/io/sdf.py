@@ -44,7 +44,7 @@ def read_sdf(path: str) -> RobotDescription:
     joints = [_joint_spec(element, frames) for element in frames.elements_of("joint")]
     base = WORLD if any(joint.parent == WORLD for joint in joints) else None
     if base is not None:
-        links.insert(0, LinkSpec(WORLD, 0.0, np.zeros((3, 3)), np.eye(4), has_inertial=False))
+        links.insert(0, LinkSpec(WORLD, 0.0, np.zeros((3, 3)), np.eye(4)))
     return RobotDescription(model.get("name"), tuple(links), tuple(joints), source=path, allow_loops=True,
                             base=base)
 
@@ -113,12 +113,12 @@ def _link_spec(link, frames: ModelFrames) -> LinkSpec:
     owner = f"link '{name}' <inertial>"
     inertial = only_child(link, "inertial", frames.path, f"link '{name}'")
     if inertial is None:  # SDFormat's default inertial: 1 kg, unit inertia, at the link origin
-        return LinkSpec(name, 1.0, np.eye(3), np.eye(4), has_inertial=True)
+        return LinkSpec(name, 1.0, np.eye(3), np.eye(4))
     mass = _scalar(inertial, "mass", 1.0, frames.path, owner, MAX_MASS, "mass")
     inertia = _inertia_matrix(only_child(inertial, "inertia", frames.path, owner), frames.path, owner)
     model_T_inertial = frames.pose_element_in_model(frames.pose_of(inertial, owner), name, owner)
     link_T_inertial = rigid_inverse(frames.pose_in_model(name, owner)) @ model_T_inertial
-    return LinkSpec(name, mass, inertia, link_T_inertial, has_inertial=True)
+    return LinkSpec(name, mass, inertia, link_T_inertial)
 
 
 def _inertia_matrix(inertia, path: str, owner: str) -> np.ndarray:

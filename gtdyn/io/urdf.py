@@ -159,7 +159,7 @@ def _link_spec(link, path: str) -> LinkSpec:
     origin = np.eye(4) if inertial.origin is None else np.asarray(inertial.origin, float)
     inertia = np.zeros((3, 3)) if inertial.inertia is None else np.asarray(inertial.inertia, float)
     mass = 0.0 if inertial.mass is None else float(inertial.mass)
-    return LinkSpec(link.name, mass, inertia, origin, has_inertial=True)
+    return LinkSpec(link.name, mass, inertia, origin)
 
 
 def _joint_spec(joint) -> JointSpec:

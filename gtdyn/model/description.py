@@ -18,15 +18,13 @@ class LinkSpec:
     """A link as written in the file.
 
     ``inertial_origin`` is the 4×4 pose of the inertial (CoM) frame in the link frame, ``inertia`` the 3×3
-    inertia about the CoM expressed in that frame. A link without ``<inertial>`` has ``has_inertial``
-    False and zero mass and inertia.
+    inertia about the CoM expressed in that frame. A link without ``<inertial>`` has zero mass and inertia.
     """
 
     name: str
     mass: float = 0.0
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
     inertial_origin: np.ndarray = field(default_factory=lambda: np.eye(4))
-    has_inertial: bool = False
 
 
 @dataclass(frozen=True)
