@@ -184,7 +184,7 @@ def resolve_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.Gaus
             raise ArgumentError(f"ordering: '{ordering}' applies to {' and '.join(APPLIES_TO[ordering])} dynamics, not "
                              f"{problem.kind}; for {problem.kind} dynamics use {', '.join(applicable(problem.kind))} "
                              "or an explicit list")
-        return _checked_ordering(STRATEGIES[ordering](robot, problem, graph), graph)
+        return resolve_ordering(STRATEGIES[ordering](robot, problem, graph), robot, problem, graph)
     if callable(ordering):
         return resolve_ordering(ordering(robot, problem, graph), robot, problem, graph)
     if isinstance(ordering, Sequence):
@@ -201,10 +201,6 @@ def _as_key(x) -> int:
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return int(x)
     raise ArgumentError(f"ordering: {x!r} is neither a variable label (such as 't1', 'F2', 'A3', 'a1') nor a key")
-
-
-def _checked_ordering(ordering: gtsam.Ordering, graph) -> gtsam.Ordering:
-    return _checked([ordering.at(i) for i in range(ordering.size())], graph)
 
 
 def _checked(order: list[int], graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:

@@ -73,3 +73,19 @@ def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, flo
     if neither:
         raise ArgumentError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
     return Problem("hybrid", known_qdd, known_tau)
+
+
+def build_problem(robot: Robot, kind: str, qdd=None, tau=None) -> Problem:
+    """The one dispatch over problem kinds: "inverse" (``qdd``: every joint), "forward" (``tau``: every
+    joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name)."""
+    given = {"inverse": ("qdd",), "forward": ("tau",), "hybrid": ("qdd", "tau")}
+    if kind not in given:
+        raise ArgumentError(f"kind: '{kind}' is not one of {', '.join(given)}")
+    extra = [name for name, value in (("qdd", qdd), ("tau", tau)) if value is not None and name not in given[kind]]
+    if extra:
+        raise ArgumentError(f"{', '.join(extra)}: not given in {kind} dynamics (it solves for {' and '.join(extra)})")
+    if kind == "inverse":
+        return inverse_problem(robot, qdd)
+    if kind == "forward":
+        return forward_problem(robot, tau)
+    return hybrid_problem(robot, qdd or {}, tau or {})

@@ -127,3 +127,35 @@ def test_both_elimination_paths_agree_and_detect_singular_systems(rrr, tmp_path)
             assert "a2" in info.value.free_variables
     with pytest.raises(ValueError, match="^elimination: 'lu' is not one of qr, constrained"):
         gtdyn.forward_dynamics(rrr, q, v, tau, elimination="lu")
+
+
+def test_solve_dispatches_and_names_misplaced_arguments(rrr):
+    q, v, a = [0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [1.0, -1.0, 0.5]
+    tau = gtdyn.solve(rrr, "inverse", q, v, qdd=a, ordering="rnea").tau
+    np.testing.assert_array_equal(tau, gtdyn.inverse_dynamics(rrr, q, v, a, ordering="rnea").tau)
+    np.testing.assert_allclose(gtdyn.solve(rrr, "forward", q, v, tau=tau).qdd, a, atol=1e-12)
+    h = gtdyn.solve(rrr, "hybrid", q, v, qdd={"j1": a[0]}, tau={"j2": tau[1], "j3": tau[2]})
+    assert h.problem == "hybrid" and np.allclose(h.qdd, a, atol=1e-12)
+    with pytest.raises(gtdyn.ArgumentError, match="^kind: 'sideways'"):
+        gtdyn.solve(rrr, "sideways", q, v)
+    with pytest.raises(gtdyn.ArgumentError, match="^qdd: not given in forward dynamics"):
+        gtdyn.solve(rrr, "forward", q, v, qdd=a, tau=tau)
+
+
+def test_register_ordering(rrr):
+    from gtdyn.orderings import APPLIES_TO, STRATEGIES
+
+    def reverse_natural(robot, problem, graph):
+        return sorted(set(graph.keyVector()), reverse=True)
+
+    try:
+        gtdyn.register_ordering("reverse_natural", reverse_natural, ("forward",))
+        r = gtdyn.forward_dynamics(rrr, [0.1, 0.2, 0.3], [0, 0, 0], [1, 1, 1], ordering="reverse_natural")
+        assert r.ordering == sorted(r.ordering, key=lambda label: gtdyn.keys.parse_label(label), reverse=True)
+        with pytest.raises(gtdyn.ArgumentError, match="applies to forward dynamics, not inverse"):
+            gtdyn.inverse_dynamics(rrr, [0.1, 0.2, 0.3], [0, 0, 0], [1, 1, 1], ordering="reverse_natural")
+        with pytest.raises(gtdyn.ArgumentError, match="^register_ordering"):
+            gtdyn.register_ordering("bad", reverse_natural, ("sideways",))
+    finally:
+        STRATEGIES.pop("reverse_natural", None)
+        APPLIES_TO.pop("reverse_natural", None)

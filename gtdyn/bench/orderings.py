@@ -35,7 +35,7 @@ from gtdyn.kinematics.loop_closure import close_loops
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import applicable, resolve_ordering
 from gtdyn.problem import PROBLEM_KINDS
-from gtdyn.problem import Problem, forward_problem, hybrid_problem, inverse_problem
+from gtdyn.problem import build_problem
 
 PROBLEMS = PROBLEM_KINDS
 BASELINE = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}  # the paper's reference rows
@@ -83,14 +83,6 @@ def benchmark_state(robot: Robot, seed: int = 0) -> State:
     return State(q, v, qdd, tau, {k: qdd[index(k)] for k in act[:half]}, {k: tau[index(k)] for k in act[half:]})
 
 
-def _problem(robot: Robot, state: State, kind: str) -> Problem:
-    if kind == "inverse":
-        return inverse_problem(robot, state.qdd)
-    if kind == "forward":
-        return forward_problem(robot, state.tau)
-    return hybrid_problem(robot, state.known_qdd, state.known_tau)
-
-
 def _solve(robot: Robot, state: State, kind: str, ordering, elimination="qr"):
     return solve(robot, kind, state.q, state.v, **state.given(kind), ordering=ordering, elimination=elimination)
 
@@ -105,7 +97,7 @@ def bench_orderings(robot: Robot, kind: str, state: State, orderings: Iterable[s
     """One Row per applicable ordering (or those named) for one problem."""
     orderings = list(orderings) if orderings is not None else applicable(kind)
     kin = forward_kinematics(robot, state.q, state.v)
-    problem = with_loop_factors(robot, kin, _problem(robot, state, kind))
+    problem = with_loop_factors(robot, kin, build_problem(robot, kind, **state.given(kind)))
     gravity = np.array(GRAVITY)
     graph_qr = dynamics_graph(robot, kin, problem, gravity)
     graph_hard = dynamics_graph(robot, kin, problem, gravity, constrained=True)

@@ -24,7 +24,7 @@ from gtdyn.kinematics.loops import CLOSURE_TOLERANCE, check_closed, loop_plane_n
 from gtdyn.linear.elimination import METHODS, eliminate
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering
-from gtdyn.problem import Problem, forward_problem, hybrid_problem, inverse_problem
+from gtdyn.problem import Problem, build_problem, forward_problem, hybrid_problem, inverse_problem
 from gtdyn.spatial import Ad
 
 
@@ -64,20 +64,12 @@ def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[s
                   planar)
 
 
-def solve(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, **options) -> DynamicsResult:
+def solve(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, gravity=GRAVITY, external_wrenches=None, ordering=None,
+          elimination="qr", planar=None) -> DynamicsResult:
     """One entry for the three problems: ``kind`` "inverse" (``qdd``: every joint), "forward" (``tau``: every
-    joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name). ``options`` as ``inverse_dynamics``."""
-    given = {"inverse": ("qdd",), "forward": ("tau",), "hybrid": ("qdd", "tau")}
-    if kind not in given:
-        raise ArgumentError(f"kind: '{kind}' is not one of {', '.join(given)}")
-    extra = [name for name, value in (("qdd", qdd), ("tau", tau)) if value is not None and name not in given[kind]]
-    if extra:
-        raise ArgumentError(f"{', '.join(extra)}: not given in {kind} dynamics (it solves for {' and '.join(extra)})")
-    if kind == "inverse":
-        return inverse_dynamics(robot, q, v, qdd, **options)
-    if kind == "forward":
-        return forward_dynamics(robot, q, v, tau, **options)
-    return hybrid_dynamics(robot, q, v, qdd or {}, tau or {}, **options)
+    joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name). Other arguments as ``inverse_dynamics``."""
+    return solve_problem(robot, q, v, build_problem(robot, kind, qdd, tau), gravity, external_wrenches, ordering,
+                         elimination, planar)
 
 
 # ----------------------------------------------------------------------------------------------------
