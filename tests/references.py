@@ -30,3 +30,15 @@ def rel_err(x, ref) -> float:
     """max|x − ref| / max|ref| (max norm), the issue's relative error."""
     x, ref = np.asarray(x, float), np.asarray(ref, float)
     return float(np.max(np.abs(x - ref)) / max(np.max(np.abs(ref)), 1e-300))
+
+
+def load_quietly(path: str):
+    """gtdyn.load_robot without the ModelWarning that example-robot-data's grippers (``<mimic>`` joints, which
+    gtdyn treats as independent) raise; tests/test_urdf.py checks that warning itself."""
+    import warnings
+
+    import gtdyn
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*<mimic>", category=gtdyn.ModelWarning)
+        return gtdyn.load_robot(path)

@@ -8,7 +8,7 @@ default orderings at many states, every named ordering (and hybrid dynamics) at 
 
 import numpy as np
 import pytest
-from references import erd_path, rel_err
+from references import erd_path, load_quietly, rel_err
 
 import gtdyn
 from gtdyn.bench.pinocchio import PinocchioModel
@@ -36,7 +36,7 @@ def random_state(rng, n):
 def setup(request):
     path_fn, frame = ROBOTS[request.param]
     path = path_fn()
-    robot = gtdyn.load_robot(path)
+    robot = load_quietly(path)
     return robot, PinocchioModel(path, robot), frame
 
 
@@ -77,7 +77,7 @@ def test_custom_gravity_and_none(setup):
 def test_large_tree_talos():
     """A 32-joint branching humanoid (legs, arms, torso, head, grippers), root fixed."""
     path = erd_path("talos_data/robots/talos_reduced.urdf")
-    robot = gtdyn.load_robot(path)
+    robot = load_quietly(path)
     ref = PinocchioModel(path, robot)
     rng = np.random.default_rng(4)
     for _ in range(10):

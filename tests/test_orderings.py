@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from references import erd_path, rel_err
+from references import erd_path, load_quietly, rel_err
 
 import gtdyn
 from gtdyn.analysis.metrics import metrics_of
@@ -109,7 +109,7 @@ ROBOTS = {
 
 @pytest.fixture(params=sorted(ROBOTS), scope="module")
 def robot(request):
-    return gtdyn.load_robot(ROBOTS[request.param]())
+    return load_quietly(ROBOTS[request.param]())
 
 
 @pytest.mark.parametrize("problem", ["inverse", "forward", "hybrid"])
@@ -149,7 +149,7 @@ def test_applicability_is_checked_and_named(rrr):
 def test_tree_meaning_of_classical_orderings():
     """On a tree, RNEA's wrenches go parent before child and its V̇ child before parent; ABA finishes each
     joint's subtree before the joint itself."""
-    robot = gtdyn.load_robot(erd_path("panda_description/urdf/panda.urdf"))
+    robot = load_quietly(erd_path("panda_description/urdf/panda.urdf"))
     n = robot.num_dofs
     rnea = gtdyn.inverse_dynamics(robot, np.zeros(n), np.zeros(n), np.zeros(n), ordering="rnea").ordering
     aba = gtdyn.forward_dynamics(robot, np.zeros(n), np.zeros(n), np.zeros(n), ordering="aba").ordering
