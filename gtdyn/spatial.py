@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import gtsam
 import numpy as np
 
@@ -38,3 +40,21 @@ def pose(R: np.ndarray | None = None, p: np.ndarray | None = None) -> gtsam.Pose
     """A Pose3 from a rotation matrix and a translation (identity where omitted)."""
     rot = gtsam.Rot3() if R is None else gtsam.Rot3(np.asarray(R, dtype=float))
     return gtsam.Pose3(rot, np.zeros(3) if p is None else np.asarray(p, dtype=float))
+
+
+def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """R = Rz(yaw)·Ry(pitch)·Rx(roll), the fixed-axis X-Y-Z angles of URDF and SDFormat."""
+    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw),
+                              math.sin(yaw))
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+def roll_pitch_yaw(R) -> tuple[float, float, float]:
+    """The fixed-axis angles of a rotation matrix, R = Rz(yaw) · Ry(pitch) · Rx(roll) (``rpy_matrix``'s inverse)."""
+    R = np.asarray(R, float)
+    pitch = math.atan2(-R[2, 0], math.hypot(R[0, 0], R[1, 0]))
+    if math.hypot(R[0, 0], R[1, 0]) < 1e-12:  # pitch ±90°: only roll ∓ yaw is defined; take yaw = 0
+        return math.atan2(-R[1, 2], R[1, 1]), pitch, 0.0
+    return math.atan2(R[2, 1], R[2, 2]), pitch, math.atan2(R[1, 0], R[0, 0])

@@ -87,11 +87,11 @@ def test_heavy_libraries_only_where_used():
 
 
 def test_import_gtdyn_is_light():
-    """Importing gtdyn, and solving on an SDF robot, loads none of them. (Reading a URDF does: yourdfpy
-    imports networkx.)"""
+    """Importing gtdyn, reading a URDF and an SDF robot and solving their dynamics load none of them."""
     code = ("import sys, gtdyn; r = gtdyn.load_robot('five_bar'); s = gtdyn.close_loops(r, {'j1': 0.1, 'j2': 0.2}); "
-            "gtdyn.inverse_dynamics(r, s.q, s.v, s.qdd); "
-            "print(sorted(m for m in ('matplotlib', 'networkx', 'pinocchio') if m in sys.modules))")
+            "gtdyn.inverse_dynamics(r, s.q, s.v, s.qdd); p = gtdyn.load_robot('puma560'); "
+            "gtdyn.forward_dynamics(p, [0.1] * 6, [0.0] * 6, [1.0] * 6); "
+            "print(sorted(m for m in ('matplotlib', 'networkx', 'pinocchio', 'scipy', 'trimesh') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -9,7 +9,8 @@ import pytest
 
 from gtdyn.errors import ArgumentError
 from gtdyn.io.urdf import read_urdf
-from gtdyn.io.urdf_writer import roll_pitch_yaw, urdf_text, write_urdf
+from gtdyn.io.urdf_writer import urdf_text, write_urdf
+from gtdyn.spatial import roll_pitch_yaw
 from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.model.random import random_description
 

@@ -10,6 +10,7 @@ import numpy as np
 from gtdyn.errors import ModelError
 from gtdyn.io.xml import at, element_text, numbers, only_child, unit_vector
 from gtdyn.model.limits import MAX_LENGTH, check_magnitude
+from gtdyn.spatial import rpy_matrix
 
 MODEL_FRAME = "__model__"
 WORLD = "world"
@@ -169,20 +170,11 @@ def _pose_matrix(pose, path: str, owner: str) -> np.ndarray:
         angles = values[3:]
         if boolean(pose, "degrees", path, f"{where} degrees"):
             angles = [math.radians(a) for a in angles]
-        transform[:3, :3] = _rpy_matrix(*angles)
+        transform[:3, :3] = rpy_matrix(*angles)
     else:
         transform[:3, :3] = _quaternion_matrix(values[3:], path, pose, where)
     transform[:3, 3] = values[:3]
     return transform
-
-
-def _rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """R = Rz(yaw)·Ry(pitch)·Rx(roll), the fixed-axis X-Y-Z convention of SDFormat and URDF."""
-    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw),
-                              math.sin(yaw))
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
 
 
 def _quaternion_matrix(xyzw: list[float], path: str, pose, where: str) -> np.ndarray:

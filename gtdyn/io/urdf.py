@@ -1,26 +1,24 @@
-"""URDF → RobotDescription, through yourdfpy's element parser on a strictly parsed and checked XML tree.
+"""URDF → RobotDescription, read straight from a strictly parsed XML tree.
 
-Every element and number gtdyn reads is checked here on the XML tree first, with the file, element and line
-in each message (yourdfpy would silently default, drop or mis-shape them); yourdfpy then sees only those
-elements. Visuals, collisions, transmissions, Gazebo tags and the like are ignored. The root link is taken
+Every element and number gtdyn reads is checked as it is read, with the file, element and line in each
+message; visuals, collisions, transmissions, Gazebo tags and the like are ignored. (gtdyn used yourdfpy's
+element parser until it checked every value itself; importing yourdfpy pulled in trimesh and scipy, 0.6 s
+of every `gtdyn solve`.) The root link is taken
 as fixed to the world. ``floating`` and ``planar`` joints are reported as unsupported by ``build_robot``;
 ``<mimic>`` joints are read as independent joints, with a ``ModelWarning``.
 """
 
 from __future__ import annotations
 
-import copy
-import io
 import warnings
 
 import numpy as np
-import yourdfpy
-from lxml import etree
 
 from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
 from gtdyn.io.xml import at, numbers, only_child, parse_xml, unit_vector
 from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS
+from gtdyn.spatial import rpy_matrix
 
 _REQUIRED_JOINT_PARTS = ("parent", "child")
 _JOINT_PARTS = ("parent", "child", "origin", "axis", "limit", "mimic")
@@ -41,19 +39,14 @@ def read_urdf(path: str) -> RobotDescription:
     if root.find("link") is None:
         raise ModelError(f"{path}: <robot name='{root.get('name')}'> has no <link>")
     _check_required_parts(root, path)
-    _check_values(root, path)
     _warn_about_mimic_joints(root, path)
-    # After the checks above, yourdfpy cannot fail on these elements: if it does, that is a gtdyn bug to fix here.
-    # (through yourdfpy's public loader: the checked tree goes back to text and is read with no scene graph)
-    urdf_robot = yourdfpy.URDF.load(io.BytesIO(etree.tostring(_read_parts_only(root))), build_scene_graph=False,
-                                    load_meshes=False).robot
-    links = tuple(_link_spec(link, path) for link in urdf_robot.links)
-    joints = tuple(_joint_spec(joint) for joint in urdf_robot.joints)
-    return RobotDescription(urdf_robot.name or "robot", links, joints, source=path)
+    links = tuple(_link_spec(link, path) for link in root.iterchildren("link"))
+    joints = tuple(_joint_spec(joint, path) for joint in root.iterchildren("joint"))
+    return RobotDescription(root.get("name"), links, joints, source=path)
 
 
 def _check_required_parts(root, path: str) -> None:
-    """Check what yourdfpy would silently default: names, joint types, parent and child links, masses, and
+    """Check what a lax reader would silently default: names, joint types, parent and child links, masses, and
     that each part gtdyn reads appears at most once."""
     for element in root.iterchildren("link", "joint"):
         name = element.get("name")
@@ -88,40 +81,18 @@ def _check_required_parts(root, path: str) -> None:
                                  f"{', '.join(missing)}; URDF needs all six of {' '.join(_INERTIA_ATTRIBUTES)}")
 
 
-def _check_values(root, path: str) -> None:
-    """Every number gtdyn reads: the right count, finite, and within the magnitudes of gtdyn.io.xml."""
-    for link in root.findall("link"):
-        inertial = link.find("inertial")
-        if inertial is None:
-            continue
-        owner = f"link '{link.get('name')}' <inertial>"
-        _check_origin(inertial.find("origin"), path, owner)
-        mass = inertial.find("mass")
-        numbers(mass.get("value"), path, mass, f"{owner} <mass value>", 1, "one number", MAX_MASS, "mass")
-        inertia = inertial.find("inertia")
-        for attribute in _INERTIA_ATTRIBUTES:
-            numbers(inertia.get(attribute), path, inertia, f"{owner} <inertia {attribute}>", 1, "one number",
-                    MAX_INERTIA, "an inertia of")
-    for joint in root.findall("joint"):
-        owner = f"joint '{joint.get('name')}'"
-        _check_origin(joint.find("origin"), path, owner)
-        axis = joint.find("axis")
-        if axis is not None and axis.get("xyz") is not None:
-            numbers(axis.get("xyz"), path, axis, f"{owner} <axis xyz>", 3, "x y z")
-        limit = joint.find("limit")
-        if limit is not None:
-            for attribute in _LIMIT_ATTRIBUTES:
-                if limit.get(attribute) is not None:
-                    numbers(limit.get(attribute), path, limit, f"{owner} <limit {attribute}>", 1, "one number")
-
-
-def _check_origin(origin, path: str, owner: str) -> None:
+def _origin(origin, path: str, owner: str) -> np.ndarray:
+    """The 4×4 pose an ``<origin xyz rpy>`` describes (identity where absent)."""
+    transform = np.eye(4)
     if origin is None:
-        return
+        return transform
     if origin.get("xyz") is not None:
-        numbers(origin.get("xyz"), path, origin, f"{owner} <origin xyz>", 3, "x y z", MAX_LENGTH, "a length of")
+        transform[:3, 3] = numbers(origin.get("xyz"), path, origin, f"{owner} <origin xyz>", 3, "x y z", MAX_LENGTH,
+                                   "a length of")
     if origin.get("rpy") is not None:
-        numbers(origin.get("rpy"), path, origin, f"{owner} <origin rpy>", 3, "roll pitch yaw")
+        transform[:3, :3] = rpy_matrix(*numbers(origin.get("rpy"), path, origin, f"{owner} <origin rpy>", 3,
+                                                "roll pitch yaw"))
+    return transform
 
 
 def _warn_about_mimic_joints(root, path: str) -> None:
@@ -135,47 +106,38 @@ def _warn_about_mimic_joints(root, path: str) -> None:
                       ModelWarning, stacklevel=4)
 
 
-def _read_parts_only(root):
-    """A copy of the tree with only the elements gtdyn reads, so that nothing else can trip yourdfpy."""
-    pruned = copy.deepcopy(root)
-    for element in list(pruned):
-        if element.tag not in READ_ELEMENTS["robot"]:
-            pruned.remove(element)
-            continue
-        for child in list(element):
-            if child.tag not in READ_ELEMENTS[element.tag] or child.tag == "mimic":
-                element.remove(child)
-            elif child.tag == "inertial":
-                for part in list(child):
-                    if part.tag not in READ_ELEMENTS["inertial"]:
-                        child.remove(part)
-    return pruned
-
-
 def _link_spec(link, path: str) -> LinkSpec:
-    inertial = link.inertial
+    inertial = link.find("inertial")
     if inertial is None:
-        return LinkSpec(link.name)
-    origin = np.eye(4) if inertial.origin is None else np.asarray(inertial.origin, float)
-    inertia = np.zeros((3, 3)) if inertial.inertia is None else np.asarray(inertial.inertia, float)
-    mass = 0.0 if inertial.mass is None else float(inertial.mass)
-    return LinkSpec(link.name, mass, inertia, origin)
+        return LinkSpec(link.get("name"))
+    owner = f"link '{link.get('name')}' <inertial>"
+    mass = link.find("inertial/mass")
+    value = numbers(mass.get("value"), path, mass, f"{owner} <mass value>", 1, "one number", MAX_MASS, "mass")[0]
+    element = inertial.find("inertia")
+    i = {a: numbers(element.get(a), path, element, f"{owner} <inertia {a}>", 1, "one number", MAX_INERTIA,
+                    "an inertia of")[0] for a in _INERTIA_ATTRIBUTES}
+    inertia = np.array([[i["ixx"], i["ixy"], i["ixz"]], [i["ixy"], i["iyy"], i["iyz"]], [i["ixz"], i["iyz"], i["izz"]]])
+    return LinkSpec(link.get("name"), value, inertia, _origin(inertial.find("origin"), path, owner))
 
 
-def _joint_spec(joint) -> JointSpec:
-    origin = np.eye(4) if joint.origin is None else np.asarray(joint.origin, float)
-    axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, float)
-    unit = unit_vector(axis)  # a unit vector, as JointSpec wants; a zero axis stays zero for build to report
-    axis = axis if unit is None else unit
-    limit = joint.limit
-    lower = upper = None
-    effort = velocity = None
-    if limit is not None and joint.type != "continuous":
-        lower, upper = limit.lower, limit.upper
-    if limit is not None:
-        effort, velocity = limit.effort, limit.velocity
-    return JointSpec(
-        joint.name, joint.type, joint.parent, joint.child, origin, axis,
-        -np.inf if lower is None else float(lower), np.inf if upper is None else float(upper),
-        np.inf if effort is None else float(effort), np.inf if velocity is None else float(velocity),
-    )
+def _joint_spec(joint, path: str) -> JointSpec:
+    owner, kind = f"joint '{joint.get('name')}'", joint.get("type")
+    axis = np.array([1.0, 0.0, 0.0])  # URDF's default
+    element = joint.find("axis")
+    if element is not None and element.get("xyz") is not None:
+        axis = np.array(numbers(element.get("xyz"), path, element, f"{owner} <axis xyz>", 3, "x y z"))
+        unit = unit_vector(axis)  # a unit vector, as JointSpec wants; a zero axis stays zero for build to report
+        axis = axis if unit is None else unit
+    limits = dict.fromkeys(_LIMIT_ATTRIBUTES)
+    element = joint.find("limit")
+    for attribute in _LIMIT_ATTRIBUTES if element is not None else ():
+        if element.get(attribute) is not None:
+            limits[attribute] = numbers(element.get(attribute), path, element, f"{owner} <limit {attribute}>", 1,
+                                        "one number")[0]
+    if kind == "continuous":  # a continuous joint has no position limits, whatever the file says
+        limits["lower"] = limits["upper"] = None
+    lower, upper, effort, velocity = (limits[a] for a in _LIMIT_ATTRIBUTES)
+    return JointSpec(joint.get("name"), kind, joint.find("parent").get("link"), joint.find("child").get("link"),
+                     _origin(joint.find("origin"), path, owner), axis,
+                     -np.inf if lower is None else lower, np.inf if upper is None else upper,
+                     np.inf if effort is None else effort, np.inf if velocity is None else velocity)

@@ -15,6 +15,7 @@ from lxml import etree
 
 from gtdyn.errors import ArgumentError
 from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
+from gtdyn.spatial import roll_pitch_yaw
 
 
 def urdf_text(description: RobotDescription) -> str:
@@ -97,15 +98,6 @@ def _joint(joint: JointSpec) -> etree._Element:
 def _origin(T) -> etree._Element:
     T = np.asarray(T, float)
     return etree.Element("origin", xyz=_numbers(T[:3, 3]), rpy=_numbers(roll_pitch_yaw(T[:3, :3])))
-
-
-def roll_pitch_yaw(R) -> tuple[float, float, float]:
-    """URDF's fixed-axis angles of a rotation matrix: R = Rz(yaw) · Ry(pitch) · Rx(roll)."""
-    R = np.asarray(R, float)
-    pitch = math.atan2(-R[2, 0], math.hypot(R[0, 0], R[1, 0]))
-    if math.hypot(R[0, 0], R[1, 0]) < 1e-12:  # pitch ±90°: only roll ∓ yaw is defined; take yaw = 0
-        return math.atan2(-R[1, 2], R[1, 1]), pitch, 0.0
-    return math.atan2(R[2, 1], R[2, 2]), pitch, math.atan2(R[1, 0], R[0, 0])
 
 
 def _number(x) -> str:
