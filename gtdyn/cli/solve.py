@@ -20,8 +20,8 @@ class NeedsTwoActuatedJoints(CLIError):
 
 @dataclass
 class Solved:
-    """A result with what the command asked for: the problem (not the kind the library infers from what is
-    known), which quantities were given and which solved for, and the ordering's name."""
+    """A result with what the command asked for: the problem, which quantities were given and which solved
+    for, and the ordering's name."""
 
     problem: str
     result: gtdyn.DynamicsResult
