@@ -37,11 +37,12 @@ class Link:
     mass: float
     inertia: np.ndarray  # 3×3 about the CoM, in the CoM frame
     lTcom: gtsam.Pose3  # CoM frame in the link frame
+    G: np.ndarray = field(init=False, repr=False)  # spatial inertia diag(I_com, m·I3) in the CoM frame
 
-    @property
-    def G(self) -> np.ndarray:
-        """Spatial inertia diag(I_com, m·I3) in the CoM frame."""
-        return spatial_inertia(self.mass, self.inertia)
+    def __post_init__(self):  # derived once from mass and inertia, read-only like them
+        G = spatial_inertia(self.mass, self.inertia)
+        G.flags.writeable = False
+        object.__setattr__(self, "G", G)
 
 
 @dataclass(frozen=True, eq=False)
