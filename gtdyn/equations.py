@@ -21,6 +21,10 @@ import numpy as np
 from gtdyn.spatial import Ad, ad
 
 I6 = np.eye(6)
+_MINUS_I6 = -I6  # shared constant blocks (GTSAM copies every block into its factor); read-only
+_MINUS_ONE = -np.ones((1, 1))
+for _block in (I6, _MINUS_I6, _MINUS_ONE):
+    _block.flags.writeable = False
 GRAVITY = (0.0, 0.0, -9.81)  # m/s² in the world frame: every function's default (Pinocchio's too)
 
 
@@ -77,7 +81,7 @@ def wrench_equation(G: np.ndarray, V: np.ndarray, out_poses: list[gtsam.Pose3], 
     """
     coefficients = {"A": G}
     for k in range(joints_in):
-        coefficients[f"F_in{k}"] = -I6
+        coefficients[f"F_in{k}"] = _MINUS_I6
     for k, cTi in enumerate(out_poses):
         coefficients[f"F_out{k}"] = Ad(cTi).T
     return LinearEquation(coefficients, coriolis_wrench(G, V) + gravity_term + external)
@@ -85,7 +89,7 @@ def wrench_equation(G: np.ndarray, V: np.ndarray, out_poses: list[gtsam.Pose3], 
 
 def torque_equation(S: np.ndarray) -> LinearEquation:
     """Eq. 7:  Sᵀ F − τ = 0."""
-    return LinearEquation({"F": _column(S).T, "tau": -np.ones((1, 1))}, np.zeros(1))
+    return LinearEquation({"F": _column(S).T, "tau": _MINUS_ONE}, np.zeros(1))
 
 
 def planar_directions(wTc: gtsam.Pose3, normal: np.ndarray) -> np.ndarray:

@@ -61,9 +61,11 @@ def pose_key(i: int) -> int:
     return gtsam.symbol("T", i)
 
 
+_INDEX_BITS = 56  # a gtsam.Symbol key is its character in the top 8 bits and its index in the 56 below
+
+
 def _split(key: int) -> tuple[str, int]:
-    s = gtsam.Symbol(key)
-    return chr(s.chr()), s.index()
+    return chr(key >> _INDEX_BITS), key & ((1 << _INDEX_BITS) - 1)
 
 
 def kind(key: int) -> str:

@@ -66,10 +66,7 @@ def applicable(problem_kind: str) -> list[str]:
 
 
 def _ordering(key_list: list[int]) -> gtsam.Ordering:
-    ordering = gtsam.Ordering()
-    for k in key_list:
-        ordering.push_back(k)
-    return ordering
+    return gtsam.Ordering(key_list)
 
 
 def _unknown(problem: Problem, known: str, j: int) -> bool:
@@ -208,7 +205,8 @@ def _checked(order: list[int], graph: gtsam.GaussianFactorGraph) -> gtsam.Orderi
     wanted_set, order_set = set(wanted), set(order)
     unknown = [keys.label(k) for k in order if k not in wanted_set]
     missing = [keys.label(k) for k in wanted if k not in order_set]
-    repeated = sorted(keys.label(k) for k, count in Counter(order).items() if count > 1)
+    repeated = [] if len(order_set) == len(order) else sorted(
+        keys.label(k) for k, count in Counter(order).items() if count > 1)
     problems = []
     if unknown:
         problems.append(f"not unknowns of this problem: {', '.join(unknown)}")

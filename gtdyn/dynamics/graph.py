@@ -22,6 +22,7 @@ from gtdyn import keys
 from gtdyn.equations import (gravity_wrench, minimum_torque_equation, planar_equation, torque_equation,
                              twist_accel_equation, wrench_equation)
 from gtdyn.kinematics.forward import KinematicState
+from gtdyn.linear.elimination import squared_column_norms
 from gtdyn.linear.system import Key, add_equation
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
@@ -49,12 +50,12 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
             "A_c": zero if c == 0 else Key(keys.twist_accel_key(c)),
             "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
-        }, constrained, column_norms)
+        }, constrained)
         # eq. 7
         add_equation(graph, torque_equation(S), {
             "F": Key(keys.wrench_key(j)),
             "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j)),
-        }, constrained, column_norms)
+        }, constrained)
     for link in robot.links:
         i = link.index
         into, out_of = robot.joints_into(link.name), robot.joints_out_of(link.name)
@@ -63,11 +64,12 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
         roles = {"A": Key(keys.twist_accel_key(i))}
         roles.update({f"F_in{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(into)})
         roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
-        add_equation(graph, eq, roles, constrained, column_norms)
+        add_equation(graph, eq, roles, constrained)
     for j, normal in problem.planar.items():
         child = robot.link(robot.joints[j - 1].child).index
-        add_equation(graph, planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, constrained,
-                      column_norms)
+        add_equation(graph, planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, constrained)
+    if column_norms is not None:
+        column_norms.update(squared_column_norms(graph))
     for j in problem.minimum_torque:
-        add_equation(graph, minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, constrained, None, soft=True)
+        add_equation(graph, minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, constrained, soft=True)
     return graph

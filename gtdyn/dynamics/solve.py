@@ -163,7 +163,7 @@ def _rows(graph: gtsam.GaussianFactorGraph) -> int:
 def _check_finite(arrays: dict, inputs: dict[str, np.ndarray]) -> None:
     """ArgumentError naming the largest input if the equations (their column norms, or the solution)
     overflowed double precision."""
-    if all(np.all(np.isfinite(a)) for a in arrays.values()):
+    if not arrays or np.all(np.isfinite(np.concatenate([np.ravel(a) for a in arrays.values()]))):
         return
     name, value = max(((n, float(np.max(np.abs(x)))) for n, x in inputs.items() if np.size(x)), key=lambda t: t[1])
     raise ArgumentError(f"{name}: the dynamics equations overflow double precision at this state (largest input "

@@ -127,7 +127,7 @@ def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int
             eq, names = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[c], kin.v[j - 1]), ("A_c", "A_p", "a")
         add_equation(graph, eq, {names[0]: np.zeros(6) if c == 0 else Key(link_key(c)),
                                   names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
-                                  names[2]: given[j] if j in given else Key(rate_key(j))}, False, None)
+                                  names[2]: given[j] if j in given else Key(rate_key(j))}, False)
     solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
     return np.array([given[j.index] if j.index in given else solution.at(rate_key(j.index))[0] for j in robot.joints])
 

@@ -102,33 +102,38 @@ def condition_estimate(bayes_net: gtsam.GaussianBayesNet, squared_norms: dict[in
     key_list = sorted(squared_norms)  # a start vector per variable, not per elimination position
     if not key_list:  # nothing unknown (a robot without moving joints)
         return 1.0, []
-    dims = [len(np.atleast_1d(squared_norms[k])) for k in key_list]
-    scale = np.sqrt(np.concatenate([np.atleast_1d(squared_norms[k]) for k in key_list]))
+    columns = [np.atleast_1d(squared_norms[k]) for k in key_list]
+    dims = [n.size for n in columns]
+    scale = np.sqrt(np.concatenate(columns))
     if not np.all(scale > 0):
         return float("inf"), [k for k, n in zip(key_list, _split(scale, dims)) if not np.all(n > 0)]
+    starts = np.cumsum([0] + dims)
     w = np.random.default_rng(0).standard_normal(len(scale))  # same start in every ordering: same estimate
     w /= np.linalg.norm(w)
+    x = _values(key_list, starts.tolist(), w / scale)  # D⁻¹ w, as GTSAM's VectorValues
     growth = 0.0
     with np.errstate(all="ignore"):
         for _ in range(iterations):
             try:
-                u = bayes_net.backSubstituteTranspose(_values(key_list, dims, w / scale))  # B⁻ᵀ w, B = R D⁻¹
-                z = scale * bayes_net.backSubstitute(u).vector()  # B⁻¹ B⁻ᵀ w
+                y = bayes_net.backSubstitute(bayes_net.backSubstituteTranspose(x))  # R⁻¹ R⁻ᵀ D⁻¹ w
             except RuntimeError:  # GTSAM refuses an exactly zero pivot
                 return float("inf"), []
+            z = scale * y.vector()  # B⁻¹ B⁻ᵀ w with B = R D⁻¹ (VectorValues are ordered by key, like scale)
             growth = float(np.linalg.norm(z))
             if not np.isfinite(growth) or growth == 0.0:
                 return float("inf"), []
             w = z / growth
-    share = np.sqrt(np.add.reduceat(w * w, np.cumsum([0] + dims[:-1])))
-    return float(np.sqrt(growth)), [k for k, s in zip(key_list, share) if s > WEAK_SHARE * share.max()]
+            x = y.scale(1.0 / growth)  # D⁻¹ w for the next step, without leaving GTSAM
+    share = np.sqrt(np.add.reduceat(w * w, starts[:-1]))
+    cutoff = WEAK_SHARE * share.max()
+    return float(np.sqrt(growth)), [k for k, s in zip(key_list, share.tolist()) if s > cutoff]
 
 
-def _values(key_list: list[int], dims: list[int], flat: np.ndarray) -> gtsam.VectorValues:
-    out, start = gtsam.VectorValues(), 0
-    for key, d in zip(key_list, dims):
-        out.insert(key, flat[start:start + d])
-        start += d
+def _values(key_list: list[int], starts: list[int], flat: np.ndarray) -> gtsam.VectorValues:
+    """VectorValues from a flat vector in which key k's block starts at ``starts[k's position]``."""
+    out = gtsam.VectorValues()
+    for key, start, end in zip(key_list, starts[:-1], starts[1:]):
+        out.insert(key, flat[start:end])
     return out
 
 
@@ -137,17 +142,14 @@ def _split(flat: np.ndarray, dims: list[int]) -> list[np.ndarray]:
 
 
 def squared_column_norms(graph: gtsam.GaussianFactorGraph) -> dict[int, np.ndarray]:
-    """Squared column norms of every unknown of a linear graph (hard, i.e. unit-weighted, rows)."""
-    norms: dict[int, np.ndarray] = {}
-    for i in range(graph.size()):
-        factor = gtsam.JacobianFactor(graph.at(i))
-        A, _ = factor.jacobianUnweighted()
-        col = 0
-        for key in factor.keys():
-            d = keys.dim(key)
-            norms[key] = norms.get(key, 0.0) + np.sum(A[:, col:col + d] ** 2, axis=0)
-            col += d
-    return norms
+    """Squared column norms of every unknown of a linear graph (hard, i.e. unit-weighted, rows), from its sparse
+    Jacobian in one pass: GTSAM numbers the columns by key, each key's block as wide as its variable."""
+    key_list = sorted(graph.keyVector())
+    starts = np.cumsum([0] + [keys.dim(k) for k in key_list]).tolist()
+    rows_cols_values = graph.sparseJacobian_()  # 1-based, whitened (which leaves hard rows as they are); last column b
+    squares = np.bincount(rows_cols_values[1].astype(np.intp) - 1, weights=rows_cols_values[2] ** 2,
+                          minlength=starts[-1] + 1)
+    return {key: squares[start:end] for key, start, end in zip(key_list, starts[:-1], starts[1:])}
 
 
 def unit_weighted(graph: gtsam.GaussianFactorGraph) -> gtsam.GaussianFactorGraph:

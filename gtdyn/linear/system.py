@@ -15,8 +15,15 @@ class Key(int):
 
 
 def noise(dim: int, constrained: bool) -> gtsam.noiseModel.Base:
-    """GTSAM's hard-constraint model, or unit weights for an exact equation in a square system."""
-    return hard(dim) if constrained else gtsam.noiseModel.Unit.Create(dim)
+    """GTSAM's hard-constraint model, or unit weights for an exact equation in a square system. Noise models are
+    immutable, so one per (dim, constrained) serves every factor."""
+    model = _NOISE.get((dim, constrained))
+    if model is None:
+        model = _NOISE[dim, constrained] = hard(dim) if constrained else gtsam.noiseModel.Unit.Create(dim)
+    return model
+
+
+_NOISE: dict[tuple[int, bool], gtsam.noiseModel.Base] = {}
 
 
 def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray, constrained: bool = False) -> gtsam.JacobianFactor:
@@ -26,9 +33,13 @@ def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray, constrai
     factor is made by linearising a CustomFactor with the same constant blocks, which is exact.
     """
     model = noise(len(rhs), constrained)
-    if len(terms) <= 3:
-        flat = [x for key, A in terms for x in (key, A)]
-        return gtsam.JacobianFactor(*flat, rhs, model)
+    if len(terms) == 1:
+        return gtsam.JacobianFactor(terms[0][0], terms[0][1], rhs, model)
+    if len(terms) == 2:
+        return gtsam.JacobianFactor(terms[0][0], terms[0][1], terms[1][0], terms[1][1], rhs, model)
+    if len(terms) == 3:
+        return gtsam.JacobianFactor(terms[0][0], terms[0][1], terms[1][0], terms[1][1], terms[2][0], terms[2][1], rhs,
+                                    model)
 
     blocks = [A for _, A in terms]
 
@@ -46,23 +57,16 @@ def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray, constrai
 
 
 def add_equation(graph: gtsam.GaussianFactorGraph, eq: LinearEquation, roles: dict, constrained: bool,
-                  column_norms: dict | None, soft: bool = False) -> None:
+                 soft: bool = False) -> None:
     """Add eq as a linear factor. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or to a known
-    value, which moves to the right-hand side. Squared column norms of the unknowns accumulate in
-    ``column_norms`` (for the condition estimate of ``gtdyn.linear.elimination``)."""
-    rhs = np.array(eq.rhs, dtype=float)
+    value, which moves to the right-hand side. (``gtdyn.linear.elimination.squared_column_norms`` gives the
+    unknowns' column norms of the finished graph.)"""
+    rhs = eq.rhs
     terms = []
     for name, coefficient in eq.coefficients.items():
         role = roles[name]
         if isinstance(role, Key):
-            block = np.asarray(coefficient, dtype=float)
-            terms.append((int(role), block))
-            if column_norms is not None:
-                column_norms[int(role)] = column_norms.get(int(role), 0.0) + np.einsum("ij,ij->j", block, block)
+            terms.append((role, coefficient))
         else:
             rhs = rhs - coefficient @ np.atleast_1d(role)
-    if soft:  # a least-squares preference, never a constraint
-        flat = [x for key, A in terms for x in (key, A)]
-        graph.push_back(gtsam.JacobianFactor(*flat, rhs, gtsam.noiseModel.Unit.Create(len(rhs))))
-    else:
-        graph.push_back(linear_factor(terms, rhs, constrained))
+    graph.push_back(linear_factor(terms, np.asarray(rhs, dtype=float), constrained and not soft))
