@@ -212,3 +212,15 @@ def test_bundled_mechanisms_load_and_draw(tmp_path, name):
     path = tmp_path / f"{name}.png"
     gtdyn.draw_mechanism(robot, state.q, str(path))
     assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_loop_closure_stays_on_the_branch_of_its_guess():
+    """The bundled parallelogram four-bar from its rest assembly: a single Gauss–Newton solve from the rest pose
+    landed on the crossed assembly from j1 ≈ 0.4 rad; continuation along the branch's tangent keeps the
+    parallelogram (j2 = −j1, j3 = j4 = j1) for any crank angle, through the change point where all bars line
+    up (j1 ≈ 0.93 rad)."""
+    robot = gtdyn.load_robot("four_bar")
+    for angle in (0.4, 0.6, 0.9, 0.93, 1.5, 3.0, -2.0):
+        s = close_loops(robot, {"j1": angle})
+        np.testing.assert_allclose(s.q, [angle, -angle, angle, angle], atol=1e-9, err_msg=str(angle))
+        assert s.position_residual < 1e-12

@@ -10,6 +10,7 @@ accelerations that close every loop.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.model.robot import Robot
 
 MAX_ITERATIONS = 50
+CONTINUATION_STEP = 0.2  # rad or m: how far the independent joints move between two position solves
 STEP_TOLERANCE = 1e-13
 
 
@@ -68,12 +70,44 @@ def close_loops(robot: Robot, q: Mapping[str, float], v: Mapping[str, float] | N
 
 
 def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) -> tuple[np.ndarray, int]:
-    """Gauss–Newton on the pose-factor graph; returns all joint values and the iterations used."""
-    graph = gtsam.NonlinearFactorGraph()
+    """All joint values that close the loops with the ``given`` independent ones, on the assembly branch of
+    ``start``; returns them and the Gauss–Newton iterations used.
+
+    The independent joints move from their values in ``start`` to ``given`` in steps of at most
+    CONTINUATION_STEP; each solve starts from the last assembly moved along the branch's tangent (a
+    predictor–corrector continuation), so that the answer stays on the starting branch (one Gauss–Newton
+    solve from afar can land on another: the four-bar's crossed assembly from j1 = 0.4).
+    If the path leaves the reachable region, a single solve from ``start`` is tried instead.
+    """
+    pose_factors = gtsam.NonlinearFactorGraph()
     for joint in robot.joints:
         p, c = robot.link(joint.parent).index, robot.link(joint.child).index
-        graph.add(PoseFactor(joint, None if p == 0 else keys.pose_key(p), None if c == 0 else keys.pose_key(c),
-                             keys.joint_angle_key(joint.index)))
+        pose_factors.add(PoseFactor(joint, None if p == 0 else keys.pose_key(p), None if c == 0 else keys.pose_key(c),
+                                    keys.joint_angle_key(joint.index)))
+    distance = max((abs(value - start[j - 1]) for j, value in given.items()), default=0.0)
+    stages = max(1, math.ceil(distance / CONTINUATION_STEP))
+    q, total = start.copy(), 0
+    increment = {j: (value - start[j - 1]) / stages for j, value in given.items()}
+    try:
+        for k in range(1, stages + 1):
+            if k > 1:  # predict along the branch's tangent (the velocity problem), then correct
+                q = q + solve_rates(robot, q, increment, order=1)
+            targets = {j: start[j - 1] + increment[j] * k for j in given}
+            q, iterations = _gauss_newton(robot, pose_factors, targets, q)
+            total += iterations
+        return q, total
+    except LoopClosureError:
+        if stages == 1:
+            raise
+    q, iterations = _gauss_newton(robot, pose_factors, given, start)
+    return q, total + iterations
+
+
+def _gauss_newton(robot: Robot, pose_factors: gtsam.NonlinearFactorGraph, given: dict[int, float],
+                  start: np.ndarray) -> tuple[np.ndarray, int]:
+    """Gauss–Newton with backtracking on the pose factors with the given joints fixed, from ``start``."""
+    graph = gtsam.NonlinearFactorGraph()
+    graph.push_back(pose_factors)  # shares the factors (CustomFactors cannot be cloned)
     for j, value in given.items():
         graph.add(joint_prior(keys.joint_angle_key(j), value))
     values = gtsam.Values()
@@ -90,7 +124,8 @@ def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) ->
         linear = graph.linearize(values)
         for i in range(linear.size()):  # exact equations: unit weights, so Householder QR applies
             linear.at(i).setModel(False, np.ones(linear.at(i).rows()))
-        delta = eliminate(linear, gtsam.Ordering.ColamdGaussianFactorGraph(linear), owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
+        delta = eliminate(linear, gtsam.Ordering.ColamdGaussianFactorGraph(linear),
+                          owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
         step = 1.0
         while True:
             trial = values.retract(delta.scale(step))
@@ -105,7 +140,8 @@ def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) ->
     residual = max(float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size()))
     if residual > 1e-9:
         raise LoopClosureError(f"q: no assembly closes the loops from these independent joint values "
-                         f"(residual {residual:.3g} after {iteration} Gauss–Newton steps); the loop may be out of reach")
+                               f"(residual {residual:.3g} after {iteration} Gauss–Newton steps); the loop may be out "
+                               "of reach")
     return q_all, iteration
 
 
