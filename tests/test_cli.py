@@ -333,3 +333,15 @@ def test_python_dash_m_gtdyn_runs_solve():
     out = subprocess.run([sys.executable, "-m", "gtdyn"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and out.stderr == ""
     assert all(f"{p} dynamics of puma560" in out.stdout for p in ("inverse", "forward", "hybrid"))
+
+
+def test_solve_on_a_loop_whose_every_joint_is_actuated(capsys, tmp_path):
+    """An SDF loop without gtdyn:actuated tags has every joint actuated (redundantly): the default state takes
+    as many independent joints as the loop leaves free, and the three problems solve (least-norm torques)."""
+    from square_four_bar import square_four_bar_sdf
+
+    path = tmp_path / "all_actuated.sdf"
+    path.write_text(square_four_bar_sdf(1, False, ("j1", "j2", "j3", "j4")))
+    code, out, err = run(capsys, "solve", str(path))
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines() if " dynamics of " in line] == ["inverse", "forward", "hybrid"]

@@ -224,3 +224,19 @@ def test_loop_closure_stays_on_the_branch_of_its_guess():
         s = close_loops(robot, {"j1": angle})
         np.testing.assert_allclose(s.q, [angle, -angle, angle, angle], atol=1e-9, err_msg=str(angle))
         assert s.position_residual < 1e-12
+
+
+def test_independent_joints_prefer_the_given_order(tmp_path):
+    from gtdyn.kinematics.loop_closure import independent_joints
+    from square_four_bar import square_four_bar_sdf
+
+    assert independent_joints(gtdyn.load_robot("five_bar"), ["j1", "j2"]) == ["j1", "j2"]
+    assert independent_joints(gtdyn.load_robot("five_bar"), ["j3"]) == ["j3", "j1"]  # one DOF each, j3 first
+    assert independent_joints(gtdyn.load_robot("six_bar"), ["j1"]) == ["j1"]  # two loops, one DOF
+    assert independent_joints(gtdyn.load_robot("rrr")) == ["j1", "j2", "j3"]  # a tree: every joint
+    path = tmp_path / "all_actuated.sdf"
+    path.write_text(square_four_bar_sdf(1, False, ("j1", "j2", "j3", "j4")))
+    robot = gtdyn.load_robot(path)
+    assert independent_joints(robot, robot.actuated_joint_names) == ["j1"]
+    with pytest.raises(gtdyn.ArgumentError, match="^preferred: unknown joints j9"):
+        independent_joints(robot, ["j9"])

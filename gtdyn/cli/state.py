@@ -9,6 +9,7 @@ import numpy as np
 
 import gtdyn
 from gtdyn.io.load import DOCUMENTED_STATES, documented_state
+from gtdyn.kinematics.loop_closure import independent_joints
 
 LIMIT_MARGIN = 0.05  # of a joint's range: how far inside its limits a default position stays
 
@@ -36,7 +37,8 @@ def _documented_states_text() -> str:
 DEFAULT_STATE_DOC = f"""default state: {_documented_states_text()}. For other robots
 q_k = 0.1·k for the k-th joint if that lies inside its limits by {LIMIT_MARGIN:.0%} of the range, else the middle
 of the range (or 0.1 inside a one-sided limit); q̇_k = 0.1, q̈_k = 0.5 (rad or m for revolute or prismatic
-joints). On closed loops these are the actuated joints' values and the other joints close the loops.
+joints). On closed loops these are the values of independent joints (actuated ones first: as many as the loops
+leave free) and the other joints close the loops.
 Forward dynamics is given the torques inverse dynamics finds for that q̈; hybrid dynamics is given q̈ for
 the first half of the actuated joints and those torques for the rest (so it needs two actuated joints).
 Units: rad, rad/s, rad/s², N·m for revolute joints; m, m/s, m/s², N for prismatic ones."""
@@ -61,9 +63,9 @@ def default_state(robot: gtdyn.Robot) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if documented is not None:
         return documented
     q = np.array([inside_limits(j, 0.1 * j.index) for j in robot.joints])
-    if robot.loop_joints:  # the actuated joints at the values below; the others close the loops
-        act = [j for j in robot.joints if j.actuated]
-        s = gtdyn.close_loops(robot, {j.name: q[j.index - 1] for j in act}, {j.name: 0.1 for j in act},
-                              {j.name: 0.5 for j in act})
+    if robot.loop_joints:  # independent joints (actuated ones first) at the values below; the others close the loops
+        free = [robot.joint(n) for n in independent_joints(robot, robot.actuated_joint_names)]
+        s = gtdyn.close_loops(robot, {j.name: q[j.index - 1] for j in free}, {j.name: 0.1 for j in free},
+                              {j.name: 0.5 for j in free})
         return s.q, s.v, s.qdd
     return q, np.full(robot.num_dofs, 0.1), np.full(robot.num_dofs, 0.5)

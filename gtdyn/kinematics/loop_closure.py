@@ -11,7 +11,7 @@ accelerations that close every loop.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import gtsam
@@ -187,3 +187,36 @@ def acceleration_residuals(robot: Robot, q: np.ndarray, v: np.ndarray, qdd: np.n
         eq = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[c], kin.v[j - 1])
         out[joint.name] = float(np.max(np.abs(eq.error({"A_c": A[c], "A_p": A[p], "a": qdd[j - 1]}))))
     return out
+
+
+def independent_joints(robot: Robot, preferred: Iterable[str] = (), q=None) -> list[str]:
+    """A largest set of joints whose rates the loops leave free — the mechanism's independent coordinates at
+    ``q`` (default: the rest assembly) — taken greedily in the order of ``preferred``, then of
+    ``robot.joint_names``. On a tree that is every joint."""
+    q = np.zeros(robot.num_dofs) if q is None else joint_vector(robot, "q", q)
+    unknown_names = [n for n in preferred if n not in robot.joint_names]
+    if unknown_names:
+        raise ArgumentError(f"preferred: unknown joints {', '.join(map(str, unknown_names))} "
+                            f"(joints: {', '.join(robot.joint_names)})")
+    kin = forward_kinematics(robot, q, np.zeros(robot.num_dofs))
+    graph = gtsam.GaussianFactorGraph()
+    for joint in robot.joints:  # eq. 4 around every joint, every twist and rate unknown
+        j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
+        add_equation(graph, twist_equation(kin.cTp[j], joint.screw_axis),
+                     {"V_c": np.zeros(6) if c == 0 else Key(keys.twist_key(c)),
+                      "V_p": np.zeros(6) if p == 0 else Key(keys.twist_key(p)), "v": Key(keys.joint_vel_key(j))}, False)
+    A, _ = graph.jacobian()
+    columns = sorted(set(graph.keyVector()))  # jacobian() orders its columns by key
+    offsets = np.cumsum([0] + [keys.dim(k) for k in columns])
+    _, s, Vt = np.linalg.svd(A)
+    rank = int(np.sum(s > 1e-9 * s[0])) if s.size else 0
+    motions = Vt[rank:].T  # a basis of the rates the loops allow
+    rows = {name: offsets[columns.index(keys.joint_vel_key(robot.joint(name).index))] for name in robot.joint_names}
+    chosen: list[str] = []
+    for name in list(dict.fromkeys([*preferred, *robot.joint_names])):
+        if len(chosen) == motions.shape[1]:
+            break
+        trial = chosen + [name]
+        if np.linalg.matrix_rank(motions[[rows[n] for n in trial]], tol=1e-9) == len(trial):
+            chosen = trial
+    return chosen
