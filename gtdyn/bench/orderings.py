@@ -31,7 +31,7 @@ from gtdyn.dynamics.solve import inverse_dynamics, solve, with_loop_factors
 from gtdyn.dynamics.three_pass import featherstone_hybrid_dynamics
 from gtdyn.equations import GRAVITY
 from gtdyn.kinematics.forward import forward_kinematics
-from gtdyn.kinematics.loop_closure import close_loops
+from gtdyn.kinematics.loop_closure import close_loops, independent_joints
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import applicable, resolve_ordering
 from gtdyn.problem import PROBLEM_KINDS
@@ -74,9 +74,10 @@ def benchmark_state(robot: Robot, seed: int = 0) -> State:
     n = robot.num_dofs
     q, v, qdd = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n), rng.uniform(-2, 2, n)
     act = robot.actuated_joint_names
-    if robot.loop_joints:  # random actuated joints near the rest assembly; the others close the loops
-        s = close_loops(robot, {k: rng.uniform(-0.2, 0.2) for k in act}, {k: rng.uniform(-1, 1) for k in act},
-                              {k: rng.uniform(-2, 2) for k in act})
+    if robot.loop_joints:  # random independent joints (actuated first) near the rest assembly; the others close the loops
+        free = independent_joints(robot, act)
+        s = close_loops(robot, {k: rng.uniform(-0.2, 0.2) for k in free}, {k: rng.uniform(-1, 1) for k in free},
+                        {k: rng.uniform(-2, 2) for k in free})
         q, v, qdd = s.q, s.v, s.qdd
     tau = inverse_dynamics(robot, q, v, qdd, ordering="rnea").tau
     half, index = len(act) // 2, robot.joint_names.index

@@ -22,7 +22,6 @@ from gtdyn import keys
 from gtdyn.equations import (gravity_wrench, minimum_torque_equation, planar_equation, torque_equation,
                              twist_accel_equation, wrench_equation)
 from gtdyn.kinematics.forward import KinematicState
-from gtdyn.linear.elimination import squared_column_norms
 from gtdyn.linear.system import Key, add_equation
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
@@ -30,12 +29,12 @@ from gtdyn.problem import Problem
 
 def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,
                    external_wrenches: Mapping[int, np.ndarray] | None = None,
-                   constrained: bool = False, column_norms: dict | None = None) -> gtsam.GaussianFactorGraph:
+                   constrained: bool = False) -> gtsam.GaussianFactorGraph:
     """The linear dynamics graph: eq. 5 and 7 per joint, eq. 6 per moving link, a planar factor per planar
     loop and soft minimum-torque factors where the problem asks for them.
 
-    ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. If given,
-    ``column_norms`` receives each unknown's squared column norms (hard equations only).
+    ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. The soft
+    minimum-torque factors come last, after the exact equations.
     """
     external_wrenches = external_wrenches or {}
     graph = gtsam.GaussianFactorGraph()
@@ -68,8 +67,6 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
     for j, normal in problem.planar.items():
         child = robot.link(robot.joints[j - 1].child).index
         add_equation(graph, planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, constrained)
-    if column_norms is not None:
-        column_norms.update(squared_column_norms(graph))
     for j in problem.minimum_torque:
         add_equation(graph, minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, constrained, soft=True)
     return graph

@@ -21,7 +21,7 @@ from gtdyn.errors import ArgumentError, IndeterminateSystemError, LoopClosureErr
 from gtdyn.kinematics.forward import KinematicState, forward_kinematics
 from gtdyn.kinematics.loop_closure import acceleration_residuals
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE, check_closed, loop_plane_normal
-from gtdyn.linear.elimination import METHODS, eliminate
+from gtdyn.linear.elimination import METHODS, eliminate, squared_column_norms
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering
 from gtdyn.problem import Problem, build_problem, forward_problem, hybrid_problem, inverse_problem
@@ -133,10 +133,12 @@ def _planar_loops(robot: Robot, kin, planar) -> dict[int, np.ndarray]:
 
 
 def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination, inputs) -> DynamicsResult:
-    norms: dict[int, np.ndarray] = {}
     with np.errstate(all="ignore"):
-        graph = dynamics_graph(robot, kin, problem, gravity, wrenches_com, constrained=elimination == "constrained",
-                               column_norms=norms)
+        graph = dynamics_graph(robot, kin, problem, gravity, wrenches_com, constrained=elimination == "constrained")
+        hard = graph  # the exact equations, unit-weighted: for the column scaling and the consistency check
+        if elimination == "constrained" or problem.minimum_torque:
+            hard = dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()), gravity, wrenches_com)
+    norms = squared_column_norms(hard)
     _check_finite(norms, inputs)
     order = resolve_ordering(ordering, robot, problem, graph)
     eliminated = eliminate(graph, order, method=elimination, column_norms=norms, owner=lambda key: keys.owner(robot, key))
@@ -146,9 +148,6 @@ def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, e
     except RuntimeError:  # GTSAM refuses to back-substitute non-finite numbers
         values = np.array([np.nan])
     _check_finite({0: values}, inputs)  # a determined system whose right-hand side overflowed
-    hard = graph
-    if elimination == "constrained" or problem.minimum_torque:  # the exact equations, unit-weighted
-        hard = dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()), gravity, wrenches_com)
     if _rows(hard) > sum(keys.dim(k) for k in norms):  # more equations than unknowns: the data must satisfy all
         backward_error = _backward_error(hard, norms, solution)
         if backward_error > BACKWARD_ERROR_TOLERANCE:
@@ -173,10 +172,7 @@ def _check_finite(arrays: dict, inputs: dict[str, np.ndarray]) -> None:
 def _backward_error(hard: gtsam.GaussianFactorGraph, norms: dict, x: gtsam.VectorValues) -> float:
     """‖Ax − b‖ / (‖A‖_F ‖x‖ + ‖b‖) of the unit-weighted exact equations: the relative change of the data that
     would make x exact."""
-    zero = gtsam.VectorValues()
-    for key in norms:
-        zero.insert(key, np.zeros(keys.dim(key)))
-    residual, b = np.sqrt(2 * hard.error(x)), np.sqrt(2 * hard.error(zero))
+    residual, b = np.sqrt(2 * hard.error(x)), np.sqrt(2 * hard.error(gtsam.VectorValues.Zero(x)))
     A = np.sqrt(sum(float(np.sum(n)) for n in norms.values()))
     return float(residual / max(A * np.linalg.norm(x.vector()) + b, np.finfo(float).tiny))
 

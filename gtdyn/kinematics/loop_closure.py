@@ -152,6 +152,15 @@ def _squared_error(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> f
 def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int, v: np.ndarray | None = None) -> np.ndarray:
     """The linear velocity (order 1, eq. 4) or acceleration (order 2, eq. 5) problem around every joint."""
     kin = forward_kinematics(robot, q, np.zeros(robot.num_dofs) if v is None else v)
+    graph = _rate_graph(robot, kin, given, order)
+    rate_key = keys.joint_vel_key if order == 1 else keys.joint_accel_key
+    solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
+    return np.array([given[j.index] if j.index in given else solution.at(rate_key(j.index))[0] for j in robot.joints])
+
+
+def _rate_graph(robot: Robot, kin, given: dict[int, float], order: int) -> gtsam.GaussianFactorGraph:
+    """Eq. 4 (order 1: link twists and joint rates) or eq. 5 (order 2: accelerations) around every joint, tree
+    and loop-closing alike; the rates of the ``given`` joints are known, every other one is unknown."""
     graph = gtsam.GaussianFactorGraph()
     rate_key = keys.joint_vel_key if order == 1 else keys.joint_accel_key
     link_key = keys.twist_key if order == 1 else keys.twist_accel_key
@@ -162,10 +171,9 @@ def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int
         else:
             eq, names = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[c], kin.v[j - 1]), ("A_c", "A_p", "a")
         add_equation(graph, eq, {names[0]: np.zeros(6) if c == 0 else Key(link_key(c)),
-                                  names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
-                                  names[2]: given[j] if j in given else Key(rate_key(j))}, False)
-    solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
-    return np.array([given[j.index] if j.index in given else solution.at(rate_key(j.index))[0] for j in robot.joints])
+                                 names[1]: np.zeros(6) if p == 0 else Key(link_key(p)),
+                                 names[2]: given[j] if j in given else Key(rate_key(j))}, False)
+    return graph
 
 
 def acceleration_residual(robot: Robot, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> float:
@@ -198,13 +206,7 @@ def independent_joints(robot: Robot, preferred: Iterable[str] = (), q=None) -> l
     if unknown_names:
         raise ArgumentError(f"preferred: unknown joints {', '.join(map(str, unknown_names))} "
                             f"(joints: {', '.join(robot.joint_names)})")
-    kin = forward_kinematics(robot, q, np.zeros(robot.num_dofs))
-    graph = gtsam.GaussianFactorGraph()
-    for joint in robot.joints:  # eq. 4 around every joint, every twist and rate unknown
-        j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
-        add_equation(graph, twist_equation(kin.cTp[j], joint.screw_axis),
-                     {"V_c": np.zeros(6) if c == 0 else Key(keys.twist_key(c)),
-                      "V_p": np.zeros(6) if p == 0 else Key(keys.twist_key(p)), "v": Key(keys.joint_vel_key(j))}, False)
+    graph = _rate_graph(robot, forward_kinematics(robot, q, np.zeros(robot.num_dofs)), {}, order=1)  # every rate unknown
     A, _ = graph.jacobian()
     columns = sorted(set(graph.keyVector()))  # jacobian() orders its columns by key
     offsets = np.cumsum([0] + [keys.dim(k) for k in columns])

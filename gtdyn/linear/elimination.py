@@ -22,6 +22,7 @@ column that fill made large.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,7 +70,7 @@ def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, *, method
               warn: bool = True) -> Elimination:
     """Sequential elimination into a Bayes net, with the determinacy verdict of the module docstring.
 
-    ``column_norms``: squared column norms per key (as ``gtdyn.dynamics.graph.dynamics_graph`` collects them; computed
+    ``column_norms``: squared column norms per key of the exact equations (``squared_column_norms``; computed
     here if not given). ``owner(key)`` names the joint or link of a variable in messages.
     """
     norms = column_norms if column_norms is not None else squared_column_norms(graph)
@@ -105,9 +106,9 @@ def condition_estimate(bayes_net: gtsam.GaussianBayesNet, squared_norms: dict[in
     columns = [np.atleast_1d(squared_norms[k]) for k in key_list]
     dims = [n.size for n in columns]
     scale = np.sqrt(np.concatenate(columns))
-    if not np.all(scale > 0):
-        return float("inf"), [k for k, n in zip(key_list, _split(scale, dims)) if not np.all(n > 0)]
     starts = np.cumsum([0] + dims)
+    if not np.all(scale > 0):  # an unknown in no equation
+        return float("inf"), [k for k, smallest in zip(key_list, np.minimum.reduceat(scale, starts[:-1])) if not smallest > 0]
     w = np.random.default_rng(0).standard_normal(len(scale))  # same start in every ordering: same estimate
     w /= np.linalg.norm(w)
     x = _values(key_list, starts.tolist(), w / scale)  # D⁻¹ w, as GTSAM's VectorValues
@@ -135,10 +136,6 @@ def _values(key_list: list[int], starts: list[int], flat: np.ndarray) -> gtsam.V
     for key, start, end in zip(key_list, starts[:-1], starts[1:]):
         out.insert(key, flat[start:end])
     return out
-
-
-def _split(flat: np.ndarray, dims: list[int]) -> list[np.ndarray]:
-    return np.split(flat, np.cumsum(dims)[:-1])
 
 
 def squared_column_norms(graph: gtsam.GaussianFactorGraph) -> dict[int, np.ndarray]:
@@ -199,8 +196,6 @@ def _named(key_list: list[int], owner: Callable[[int], str] | None) -> str:
 
 def _user_stacklevel() -> int:
     """The stack level of the first frame outside gtdyn, so a warning points at the user's call."""
-    import sys
-
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_globals.get("__name__", "").startswith("gtdyn"):
         frame, level = frame.f_back, level + 1
