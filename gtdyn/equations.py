@@ -102,7 +102,7 @@ def planar_directions(wTc: gtsam.Pose3, normal: np.ndarray) -> np.ndarray:
     u1 /= np.linalg.norm(u1)
     u2 = np.cross(n, u1)
     R = wTc.rotation()
-    P = np.zeros((3, 6))
+    P = np.zeros((3, 6), dtype=np.asarray(R.unrotate(n)).dtype)  # object on traced poses (gtdyn.compiled)
     P[0, 3:] = R.unrotate(n)
     P[1, :3] = R.unrotate(u1)
     P[2, :3] = R.unrotate(u2)

@@ -10,7 +10,8 @@ import numpy as np
 
 def skew(w: np.ndarray) -> np.ndarray:
     """[w]: the 3×3 matrix with [w] x = w × x."""
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]],
+                    dtype=object if np.asarray(w).dtype == object else float)
 
 
 def Ad(aTb: gtsam.Pose3) -> np.ndarray:
@@ -19,8 +20,13 @@ def Ad(aTb: gtsam.Pose3) -> np.ndarray:
 
 
 def ad(V: np.ndarray) -> np.ndarray:
-    """Lie bracket matrix [ad_V] = [[ω], 0; [v], [ω]] (paper 001, §II)."""
-    return gtsam.Pose3.adjointMap(np.asarray(V, dtype=float))
+    """Lie bracket matrix [ad_V] = [[ω], 0; [v], [ω]] (paper 001, §II). On an object array (traced values,
+    ``gtdyn.compiled``) the same blocks are assembled element by element."""
+    V = np.asarray(V)
+    if V.dtype != object:
+        return gtsam.Pose3.adjointMap(V.astype(float))
+    w, v = skew(V[:3]), skew(V[3:])
+    return np.block([[w, np.zeros((3, 3))], [v, w]])
 
 
 def spatial_inertia(mass: float, inertia: np.ndarray) -> np.ndarray:

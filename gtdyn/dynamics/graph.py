@@ -13,13 +13,13 @@ by Householder QR, which is backward stable in every variable ordering (see ``gt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.equations import (gravity_wrench, minimum_torque_equation, planar_equation, torque_equation,
+from gtdyn.equations import (LinearEquation, gravity_wrench, minimum_torque_equation, planar_equation, torque_equation,
                              twist_accel_equation, wrench_equation)
 from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.system import Key, add_equation
@@ -27,34 +27,32 @@ from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
 
 
-def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,
-                   external_wrenches: Mapping[int, np.ndarray] | None = None,
-                   constrained: bool = False) -> gtsam.GaussianFactorGraph:
-    """The linear dynamics graph: eq. 5 and 7 per joint, eq. 6 per moving link, a planar factor per planar
-    loop and soft minimum-torque factors where the problem asks for them.
+def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, gravity,
+                       external_wrenches: Mapping[int, np.ndarray] | None = None) -> Iterator[tuple[LinearEquation, dict, bool]]:
+    """The equations of the linear dynamics graph, in graph order, as (equation, roles, soft): eq. 5 and 7 per
+    joint, eq. 6 per moving link, a planar factor per planar loop and soft minimum-torque factors where the
+    problem asks for them. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or a known value.
 
-    ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. The soft
-    minimum-torque factors come last, after the exact equations.
+    ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. The same
+    equations, written on traced values, are what ``gtdyn.compiled`` turns into code.
     """
     external_wrenches = external_wrenches or {}
-    graph = gtsam.GaussianFactorGraph()
     zero = np.zeros(6)
     for joint in robot.joints:
         j, p = joint.index, robot.link(joint.parent).index
         c = robot.link(joint.child).index
         S = joint.screw_axis
         # eq. 5: the fixed base has V̇_0 = 0 (gravity is explicit in eq. 6); a loop may close onto it (c == 0)
-        accel = twist_accel_equation(kin.cTp[j], S, kin.V[c], kin.v[j - 1])
-        add_equation(graph, accel, {
+        yield twist_accel_equation(kin.cTp[j], S, kin.V[c], kin.v[j - 1]), {
             "A_c": zero if c == 0 else Key(keys.twist_accel_key(c)),
             "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
-        }, constrained)
+        }, False
         # eq. 7
-        add_equation(graph, torque_equation(S), {
+        yield torque_equation(S), {
             "F": Key(keys.wrench_key(j)),
             "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j)),
-        }, constrained)
+        }, False
     for link in robot.links:
         i = link.index
         into, out_of = robot.joints_into(link.name), robot.joints_out_of(link.name)
@@ -63,10 +61,20 @@ def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity:
         roles = {"A": Key(keys.twist_accel_key(i))}
         roles.update({f"F_in{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(into)})
         roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
-        add_equation(graph, eq, roles, constrained)
+        yield eq, roles, False
     for j, normal in problem.planar.items():
         child = robot.link(robot.joints[j - 1].child).index
-        add_equation(graph, planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, constrained)
+        yield planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, False
     for j in problem.minimum_torque:
-        add_equation(graph, minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, constrained, soft=True)
+        yield minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, True
+
+
+def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,
+                   external_wrenches: Mapping[int, np.ndarray] | None = None,
+                   constrained: bool = False) -> gtsam.GaussianFactorGraph:
+    """The linear dynamics graph of ``dynamics_equations``, one factor per equation; the soft minimum-torque
+    factors come last, after the exact equations."""
+    graph = gtsam.GaussianFactorGraph()
+    for eq, roles, soft in dynamics_equations(robot, kin, problem, gravity, external_wrenches):
+        add_equation(graph, eq, roles, constrained, soft)
     return graph

@@ -1,0 +1,69 @@
+"""The on-disk cache of compiled solvers: object code and what the solver needs around it, keyed by everything
+that decides the code — robot content, problem, ordering, gravity, gtdyn version and the host CPU.
+
+The directory is ``$GTDYN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gtdyn/compiled``, else
+``~/.cache/gtdyn/compiled``. An unwritable directory only means no cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import pickle
+import tempfile
+
+import numpy as np
+
+from gtdyn.model.robot import Robot
+
+FORMAT = 1  # bump when the generated code or the cached record changes meaning
+
+
+def directory() -> pathlib.Path:
+    if os.environ.get("GTDYN_CACHE_DIR"):
+        return pathlib.Path(os.environ["GTDYN_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "gtdyn" / "compiled"
+
+
+def robot_fingerprint(robot: Robot) -> bytes:
+    """Every number and name of the robot that the dynamics use (not the file's formatting)."""
+    parts: list[bytes] = [robot.name.encode()]
+    for link in robot.links:
+        parts += [link.name.encode(), np.float64(link.mass).tobytes(), np.asarray(link.inertia, float).tobytes(),
+                  link.lTcom.matrix().tobytes()]
+    for joint in robot.joints:
+        parts += [f"{joint.name}|{joint.type}|{joint.parent}|{joint.child}|{joint.actuated}|{joint.closes_loop}".encode(),
+                  np.asarray(joint.screw_axis, float).tobytes(), joint.rest_pose.matrix().tobytes()]
+    return b"\0".join(parts)
+
+
+def key(*parts) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part if isinstance(part, bytes) else repr(part).encode())
+        digest.update(b"\1")
+    return digest.hexdigest()
+
+
+def load(name: str) -> dict | None:
+    path = directory() / f"{name}.pkl"
+    try:
+        with open(path, "rb") as f:
+            record = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("format") == FORMAT else None
+
+
+def store(name: str, record: dict) -> pathlib.Path | None:
+    folder = directory()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, suffix=".tmp") as f:
+            pickle.dump({**record, "format": FORMAT}, f)
+        os.replace(f.name, folder / f"{name}.pkl")  # atomic: a concurrent reader sees all or nothing
+    except OSError:
+        return None
+    return folder / f"{name}.pkl"

@@ -1,0 +1,288 @@
+"""From a robot, a problem and an ordering to straight-line code: five functions over one array ``ws``.
+
+* ``factor``: forward kinematics, the eq. 5–7 rows and the elimination (multipliers and pivot rows);
+* ``solve``: the elimination's row operations on a right-hand side, then back-substitution — for ``rnea``
+  this *is* Algorithm 1 of paper 001: V̇ root→leaf, F leaf→root, τ = Sᵀ F;
+* ``solve_t``: the same factorization transposed, Aᵀ y = z;
+* ``residual``: r = b − A x with the original rows;
+* ``main``: x = A⁻¹ b, one step of iterative refinement x ← x + A⁻¹(b − A x), the backward error
+  ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖), the condition estimate κ = 1/σ_min(A D⁻¹) by the reference path's inverse
+  iteration (same start vector, same three steps), the loop-closure gaps — and a status: 1 when the answer is
+  certified (κ ≤ ``CONDITION_LIMIT``, κ · backward error ≤ ``ERROR_BOUND``, every loop closed), 0 when the
+  caller must ask the reference path, which then answers, warns or raises exactly as it always does.
+
+Layout of ``ws``: inputs q, q̇, x (3n), outputs (n, or 2n for hybrid) then status, κ and backward error, the
+vector regions of the functions, then slots for values one function computes and another reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.compiled import trace
+from gtdyn.compiled.kinematics import traced_kinematics
+from gtdyn.compiled.plan import Plan, eliminate, traced_rows
+from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
+from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
+from gtdyn.model.robot import Robot
+from gtdyn.problem import Problem
+
+CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
+ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
+CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
+
+
+@dataclass
+class Layout:
+    n: int
+    outputs: int
+    rows: int
+    unknowns: int
+    start: dict[str, int] = field(default_factory=dict)
+    size: int = 0
+
+    def __post_init__(self):
+        sizes = {"inputs": 3 * self.n, "out": self.outputs + 3, "rhs": self.rows, "sol": self.unknowns,
+                 "zt": self.unknowns, "yt": self.rows, "xr": self.unknowns, "res": self.rows}
+        for name, size in sizes.items():
+            self.start[name] = self.size
+            self.size += size
+
+    @property
+    def status(self) -> int:
+        return self.start["out"] + self.outputs
+
+
+@dataclass
+class Program:
+    """The generated functions (``trace.Function``), the layout of ``ws`` and the plan they came from."""
+
+    functions: dict[str, trace.Function]
+    layout: Layout
+    plan: Plan
+    outputs: list[tuple[str, int]]  # per output entry: ("unknown", column) / ("input", ws index) / ("zero", 0)
+
+
+class _Slots:
+    """Values computed in one function and read in another go through a slot of ``ws``."""
+
+    def __init__(self, layout: Layout):
+        self.layout, self.index, self.loaded = layout, {}, {}
+
+    def use(self, fn: trace.Function, x):
+        if not trace.is_sym(x) or x.fn is fn:
+            return x
+        key = (x.fn.name, x.id)
+        if key not in self.index:
+            self.index[key] = self.layout.size
+            self.layout.size += 1
+        memo = (fn.name, key)
+        if memo not in self.loaded:
+            self.loaded[memo] = fn.load(self.index[key], val=x.val, name=x.fn.names.get(x.id))
+        return self.loaded[memo]
+
+    def write_back(self, functions: dict[str, trace.Function]) -> None:
+        for (name, sym_id), index in self.index.items():
+            functions[name].store(index, functions[name].syms[sym_id])
+
+
+def _identifier(text: str, fallback: str) -> str:
+    return text if text.isidentifier() else fallback
+
+
+def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray]) -> Program:
+    """The five functions for ``problem`` (its known values being placeholders: which joints are known is what
+    matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states."""
+    n = robot.num_dofs
+    factor = trace.Function("factor", samples["q"].shape[1])
+    q = [factor.load(j, samples["q"][j], _identifier(keys.pretty(keys.joint_angle_key(j + 1)), f"q{j + 1}")) for j in range(n)]
+    v = [factor.load(n + j, samples["v"][j], _identifier(keys.pretty(keys.joint_vel_key(j + 1)), f"v{j + 1}")) for j in range(n)]
+    inputs = {}
+
+    def given(j: int, key: int):
+        if j not in inputs:
+            inputs[j] = factor.load(2 * n + j - 1, samples["x"][j - 1], _identifier(keys.pretty(key), f"x{j}"))
+        return inputs[j]
+
+    traced_problem = dataclasses.replace(
+        problem, known_qdd={j: given(j, keys.joint_accel_key(j)) for j in problem.known_qdd},
+        known_tau={j: 0.0 if _passive(robot, j) else given(j, keys.torque_key(j)) for j in problem.known_tau})
+    factor.comment("forward kinematics: poses and twists, root → leaves")
+    kin, closure = traced_kinematics(robot, q, v)
+    factor.comment("the rows of eq. 5–7 at this state")
+    rows = traced_rows(robot, kin, traced_problem, gravity)
+    plan = eliminate_with_comments(factor, rows, order)
+    unknowns = plan.unknowns
+    column = {}
+    for key in unknowns:
+        for c in range(keys.dim(key)):
+            column[key, c] = len(column)
+    outputs = _outputs(robot, problem, column)
+    layout = Layout(n, len(outputs), len(rows), len(column))
+    slots = _Slots(layout)
+    functions = {"factor": factor}
+    functions["solve"] = _solve(plan, column, layout, slots)
+    functions["solve_t"] = _solve_transposed(plan, column, layout, slots)
+    functions["residual"] = _residual(plan, column, layout, slots)
+    functions["main"] = _main(functions, plan, column, layout, slots, closure, outputs)
+    slots.write_back(functions)
+    return Program(functions, layout, plan, outputs)
+
+
+def eliminate_with_comments(factor: trace.Function, rows, order) -> Plan:
+    factor.comment(f"Gaussian elimination in the ordering {' '.join(keys.label(k) for k in order)}")
+    return eliminate(rows, order)
+
+
+def _outputs(robot: Robot, problem: Problem, column: dict) -> list[tuple[str, int]]:
+    """Where each output entry comes from: q̈ (forward, hybrid) then τ (inverse, hybrid), by joint."""
+    n = robot.num_dofs
+    wanted = {"inverse": ["tau"], "forward": ["qdd"], "hybrid": ["qdd", "tau"]}[problem.kind]
+    out = []
+    for quantity in wanted:
+        for j in range(1, n + 1):
+            key = (keys.joint_accel_key if quantity == "qdd" else keys.torque_key)(j)
+            if (key, 0) in column:
+                out.append(("unknown", column[key, 0]))
+            elif quantity == "tau" and _passive(robot, j):
+                out.append(("zero", 0))
+            else:
+                out.append(("input", 2 * n + j - 1))
+    return out
+
+
+def _passive(robot: Robot, j: int) -> bool:
+    return not robot.joints[j - 1].actuated
+
+
+def _solve(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Function:
+    fn = trace.Function("solve")
+    rhs_start = layout.start["rhs"]
+    t = [fn.load(rhs_start + i) for i in range(len(plan.rows))]
+    if plan.tape:
+        fn.comment("the elimination's row operations on the right-hand side")
+    for i, p, multiplier in plan.tape:
+        t[i] = t[i] - slots.use(fn, multiplier) * t[p]
+    fn.comment("back-substitution, in the reverse of the elimination ordering")
+    x: dict[tuple[int, int], object] = {}
+    current = None
+    for key, c, p in reversed(plan.pivots):
+        if key != current:
+            current = key
+            fn.comment(f"{keys.pretty(key)} ← {plan.rows[p].label}")
+        row = plan.work[p]
+        total = t[p]
+        for other, block in row.items():
+            for k, coefficient in enumerate(block):
+                if (other, k) != (key, c) and not (not trace.is_sym(coefficient) and coefficient == 0):
+                    total = total - slots.use(fn, coefficient) * x[other, k]
+        value = trace.div(total, slots.use(fn, row[key][c]))
+        label = keys.pretty(key) + (f"_{c}" if keys.dim(key) > 1 else "")
+        fn.label(value, _identifier(label, keys.label(key) + f"_{c}"))
+        x[key, c] = value
+    for (key, c), col in column.items():
+        fn.store(layout.start["sol"] + col, x.get((key, c), float("nan")))
+    return fn
+
+
+def _solve_transposed(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Function:
+    """Aᵀ y = z: with M A = U (M the row operations), y = Mᵀ U⁻ᵀ z."""
+    fn = trace.Function("solve_t")
+    z = {kc: fn.load(layout.start["zt"] + col) for kc, col in column.items()}
+    w = [0.0] * len(plan.rows)
+    earlier: dict[tuple[int, int], list[tuple[int, object]]] = {}
+    for key, c, p in plan.pivots:
+        total = z[key, c]
+        for q, coefficient in earlier.get((key, c), []):
+            total = total - slots.use(fn, coefficient) * w[q]
+        w[p] = trace.div(total, slots.use(fn, plan.work[p][key][c]))
+        for other, block in plan.work[p].items():
+            for k, coefficient in enumerate(block):
+                if (other, k) != (key, c) and not (not trace.is_sym(coefficient) and coefficient == 0):
+                    earlier.setdefault((other, k), []).append((p, coefficient))
+    for i, p, multiplier in reversed(plan.tape):
+        w[p] = w[p] - slots.use(fn, multiplier) * w[i]
+    for i, value in enumerate(w):
+        fn.store(layout.start["yt"] + i, value)
+    return fn
+
+
+def _residual(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Function:
+    fn = trace.Function("residual")
+    x = {kc: fn.load(layout.start["xr"] + col) for kc, col in column.items()}
+    for i, row in enumerate(plan.rows):
+        total = slots.use(fn, row.rhs)
+        for key, block in row.coef.items():
+            for k, coefficient in enumerate(block):
+                total = total - slots.use(fn, coefficient) * x[key, k]
+        fn.store(layout.start["res"] + i, total)
+    return fn
+
+
+def _squared_norm(values) -> object:
+    return trace.dot(values, values)
+
+
+def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, closure: dict, outputs) -> trace.Function:
+    fn = trace.Function("main")
+    start, M = layout.start, len(plan.rows)
+    fn.call(functions["factor"])
+    b = [slots.use(fn, row.rhs) for row in plan.rows]
+
+    def solve(rhs):
+        for i, value in enumerate(rhs):
+            fn.store(start["rhs"] + i, value)
+        fn.call(functions["solve"])
+        return [fn.load(start["sol"] + k) for k in range(len(column))]
+
+    def residual(x):
+        for k, value in enumerate(x):
+            fn.store(start["xr"] + k, value)
+        fn.call(functions["residual"])
+        return [fn.load(start["res"] + i) for i in range(M)]
+
+    fn.comment("solve, then one step of iterative refinement with the original rows")
+    x = solve(b)
+    x = [a + d for a, d in zip(x, solve(residual(x)))]
+    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
+    squared_norms = [0.0] * len(column)
+    for row in plan.rows:
+        for key, block in row.coef.items():
+            for k, coefficient in enumerate(block):
+                c = slots.use(fn, coefficient)
+                squared_norms[column[key, k]] = squared_norms[column[key, k]] + c * c
+    r = residual(x)
+    a_norm = trace.sqrt(sum(squared_norms, 0.0))
+    backward = trace.div(trace.sqrt(_squared_norm(r)),
+                         a_norm * trace.sqrt(_squared_norm(x)) + trace.sqrt(_squared_norm(b)) + 1e-300)
+    fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
+    scale = [trace.sqrt(s) for s in squared_norms]
+    w0 = np.random.default_rng(0).standard_normal(len(column))  # gtdyn.linear.elimination.condition_estimate
+    w0 /= np.linalg.norm(w0)
+    y = [trace.div(float(w), s) for w, s in zip(w0, scale)]
+    growth = 1.0
+    for _ in range(INVERSE_ITERATIONS):
+        for k, value in enumerate(y):
+            fn.store(start["zt"] + k, value)
+        fn.call(functions["solve_t"])
+        u = solve([fn.load(start["yt"] + i) for i in range(M)])
+        z = [s * value for s, value in zip(scale, u)]
+        growth = trace.sqrt(_squared_norm(z))
+        y = [trace.div(value, growth) for value in u]
+    condition = trace.sqrt(growth)
+    fn.comment("certificate: well conditioned, accurate, and every loop closed")
+    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND)
+    for pose_gap, twist_gap in closure.values():
+        gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
+        ok = ok * trace.le(_squared_norm(gaps), CLOSURE_LIMIT ** 2)
+    for i, (source, index) in enumerate(outputs):
+        value = x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0
+        fn.store(start["out"] + i, value)
+    fn.store(layout.status, ok)
+    fn.store(layout.status + 1, condition)
+    fn.store(layout.status + 2, backward)
+    return fn

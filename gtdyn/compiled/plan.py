@@ -1,0 +1,160 @@
+"""The symbolic elimination: the equations of ``gtdyn.dynamics.graph`` written on traced values, then Gaussian
+elimination in the given ordering, done once, with the pivots chosen while the code is written.
+
+Elimination works on the rows of the exact equations. Eliminating a variable x (6 columns for V̇ or F, one
+for q̈ or τ) takes the rows that still involve x, picks one pivot row per column and subtracts multiples of it
+from the others: a multiplier ``l = a_ic / a_pc`` and a row update ``row_i ← row_i − l · row_p``. The pivot rows
+become x's conditional (back-substitution computes x from them); the other rows, now free of x, stay for the
+variables eliminated later — the new factor of the elimination DAG. Identity blocks (eq. 5 on V̇_c, eq. 6 on
+F_in) make substitutions with no arithmetic at all: RNEA and ABA fall out of the orderings, not of special code.
+
+Pivots are fixed here, so they must be good at every state, not just one. Each candidate is scored by its
+smallest ratio, over several random states, to the largest candidate in its column (threshold partial
+pivoting, made state-independent): a constant ±1, or the articulated inertia Sᵀ Iᴬ S of ABA, scores well
+everywhere; an entry that passes through zero as a joint turns scores badly. Among candidates within
+``THRESHOLD`` of the best, constants come first, then rows with fewer entries (less fill). What a fixed choice
+cannot promise, the run-time checks of ``gtdyn.compiled.codegen`` verify.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.compiled import trace
+from gtdyn.dynamics.graph import dynamics_equations
+from gtdyn.linear.system import Key
+from gtdyn.model.robot import Robot
+from gtdyn.problem import Problem
+
+THRESHOLD = 0.1  # a pivot at least a tenth of the best candidate's state-independent score
+
+
+@dataclass
+class Row:
+    """One exact equation row: Σ_key coef[key] · x_key = rhs; ``label`` says which equation it came from."""
+
+    coef: dict[int, np.ndarray]
+    rhs: object
+    label: str
+
+
+@dataclass
+class Plan:
+    """The symbolic elimination of one graph in one ordering.
+
+    ``rows``: the original rows (for residuals and column norms), then their current state in ``work``;
+    ``tape``: the row operations (i, p, l) in order; ``pivots``: (key, component, row) in elimination order;
+    ``parents[key]``: the variables x's conditional really uses. ``singular``: a column with no candidate.
+    """
+
+    order: list[int]
+    rows: list[Row]
+    work: list[dict[int, np.ndarray]] = field(default_factory=list)
+    tape: list[tuple[int, int, object]] = field(default_factory=list)
+    pivots: list[tuple[int, int, int]] = field(default_factory=list)
+    parents: dict[int, set] = field(default_factory=dict)
+    steps: dict[int, tuple[int, int]] = field(default_factory=dict)  # key -> (first tape op, first pivot)
+    singular: list[int] = field(default_factory=list)
+
+    @property
+    def unknowns(self) -> list[int]:
+        """The unknowns by key, as the reference path numbers them (``gtsam.VectorValues`` order)."""
+        return sorted(self.order)
+
+
+def equation_labels(robot: Robot, problem: Problem) -> list[str]:
+    """A label per equation of ``dynamics_equations``, in its order."""
+    out = []
+    for joint in robot.joints:
+        out += [f"eq. 5, joint {joint.name}", f"eq. 7, joint {joint.name}"]
+    out += [f"eq. 6, link {link.name}" for link in robot.links]
+    out += [f"planar, joint {robot.joints[j - 1].name}" for j in problem.planar]
+    return out
+
+
+def traced_rows(robot: Robot, kin, problem: Problem, gravity) -> list[Row]:
+    """The exact equations as rows of traced coefficients (structurally zero entries left out)."""
+    if problem.minimum_torque:
+        raise ValueError("soft minimum-torque rows are solved by the reference path")
+    rows = []
+    for (eq, roles, _), label in zip(dynamics_equations(robot, kin, problem, gravity), equation_labels(robot, problem)):
+        rhs = np.asarray(eq.rhs, dtype=object)
+        blocks = {}
+        for name, coefficient in eq.coefficients.items():
+            role = roles[name]
+            coefficient = np.asarray(coefficient, dtype=object).reshape(len(rhs), -1)
+            if isinstance(role, Key):
+                blocks[int(role)] = coefficient
+            else:
+                rhs = rhs - coefficient @ np.atleast_1d(np.asarray(role, dtype=object))
+        for r in range(len(rhs)):
+            coef = {key: block[r].copy() for key, block in blocks.items() if not _zero(block[r])}
+            rows.append(Row(coef, rhs[r], label if len(rhs) == 1 else f"{label}, row {r + 1}"))
+    return rows
+
+
+def _zero(entries) -> bool:
+    return all(not trace.is_sym(e) and e == 0 for e in entries)
+
+
+def eliminate(rows: list[Row], order: list[int]) -> Plan:
+    """Gaussian elimination of ``rows`` in ``order`` with pivots chosen as the module docstring says."""
+    plan = Plan(list(order), rows, [{k: b.copy() for k, b in r.coef.items()} for r in rows])
+    active = set(range(len(rows)))
+    for x in order:
+        plan.steps[x] = (len(plan.tape), len(plan.pivots))
+        stack = [i for i in sorted(active) if x in plan.work[i]]
+        mine = []
+        for c in range(keys.dim(x)):
+            candidates = [i for i in stack if i not in mine and x in plan.work[i] and not _zero([plan.work[i][x][c]])]
+            if not candidates:
+                plan.singular.append(x)
+                continue
+            p = _choose(plan, candidates, x, c)
+            mine.append(p)
+            plan.pivots.append((x, c, p))
+            pivot_row = plan.work[p]
+            for i in candidates:
+                if i == p:
+                    continue
+                row = plan.work[i]
+                multiplier = trace.div(row[x][c], pivot_row[x][c])
+                plan.tape.append((i, p, multiplier))
+                for key, block in pivot_row.items():
+                    updated = row[key] - block * multiplier if key in row else -(block * multiplier)
+                    row[key] = updated
+                row[x][c] = 0.0  # exactly eliminated
+                for key in [k for k, block in row.items() if _zero(block)]:
+                    del row[key]
+        parents = set()
+        for p in mine:
+            parents.update(k for k in plan.work[p] if k != x)
+            active.discard(p)
+        plan.parents[x] = parents
+        for i in stack:  # x's remaining entries are exact zeros now
+            if i not in mine and x in plan.work[i]:
+                del plan.work[i][x]
+    return plan
+
+
+def _choose(plan: Plan, candidates: list[int], x: int, c: int) -> int:
+    entries = [plan.work[i][x][c] for i in candidates]
+    magnitudes = np.array([np.abs(np.broadcast_to(trace.value(e), _samples(entries))) for e in entries])
+    with np.errstate(all="ignore"):
+        ratios = magnitudes / np.max(magnitudes, axis=0)
+    scores = np.nan_to_num(np.min(ratios, axis=1))
+    best = scores.max()
+    eligible = [k for k in range(len(candidates)) if scores[k] >= THRESHOLD * best]
+    k = min(eligible, key=lambda k: (trace.is_sym(entries[k]), sum(len(b) for b in plan.work[candidates[k]].values()),
+                                     -scores[k]))
+    return candidates[k]
+
+
+def _samples(entries) -> tuple[int, ...]:
+    for e in entries:
+        if trace.is_sym(e):
+            return np.shape(e.val)
+    return (1,)

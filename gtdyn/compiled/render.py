@@ -1,0 +1,58 @@
+"""The generated functions as Python source: what ``solver.source`` shows. Every line is one operation of the
+compiled code, in the same order (``gtdyn.compiled.native`` lowers the same operations to machine code), so
+the text runs too: ``exec`` it and call ``main(ws)`` on a numpy array laid out like the solver's workspace."""
+
+from __future__ import annotations
+
+from gtdyn.compiled import trace
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_FUNCTIONS = {"sin": "sin", "cos": "cos", "sqrt": "sqrt", "abs": "abs"}
+
+
+def render(functions: dict[str, trace.Function], header: str = "") -> str:
+    """All functions, callees first, ``main`` last."""
+    lines = [f'"""{header}"""' if header else "", "from math import cos, sin, sqrt", ""]
+    for fn in functions.values():
+        lines += render_function(fn) + [""]
+    return "\n".join(lines)
+
+
+def render_function(fn: trace.Function) -> list[str]:
+    used = set()
+
+    def name(sym_id: int) -> str:
+        return fn.names.get(sym_id, f"t{sym_id}")
+
+    # readable names must stay unique: the first value to claim one keeps it
+    for sym_id in sorted(fn.names):
+        if fn.names[sym_id] in used:
+            del fn.names[sym_id]
+        else:
+            used.add(fn.names[sym_id])
+
+    def operand(a) -> str:
+        return name(a.id) if trace.is_sym(a) else repr(float(a))
+
+    out = [f"def {fn.name}(ws):"]
+    for i, op in enumerate(fn.ops):
+        kind = op[0]
+        if kind == "#":
+            out.append(f"    # {op[1]}")
+        elif kind == "load":
+            out.append(f"    {name(i)} = ws[{op[1]}]")
+        elif kind == "store":
+            out.append(f"    ws[{op[1]}] = {operand(op[2])}")
+        elif kind == "call":
+            out.append(f"    {op[1]}(ws)")
+        elif kind in _INFIX:
+            out.append(f"    {name(i)} = {operand(op[1])} {_INFIX[kind]} {operand(op[2])}")
+        elif kind == "neg":
+            out.append(f"    {name(i)} = -{operand(op[1])}")
+        elif kind == "le":
+            out.append(f"    {name(i)} = float({operand(op[1])} <= {operand(op[2])})")
+        else:
+            out.append(f"    {name(i)} = {_FUNCTIONS[kind]}({operand(op[1])})")
+    if len(out) == 1:
+        out.append("    pass")
+    return out

@@ -1,0 +1,319 @@
+"""``gtdyn.compile``: a robot, a problem and an ordering → a solver that runs the elimination as machine code.
+
+The symbolic pass (``plan``, ``codegen``) happens once; each call only runs the numbers. The graph and the
+ordering are exactly the reference path's: the ordering is resolved on the reference graph at a sample state
+(named strategies, lists and callables alike), so ``solver.dag()`` is the reference path's DAG.
+
+Each call returns the compiled answer when the code's own checks certify it (see ``gtdyn.compiled.codegen``);
+otherwise — a singular or ill-conditioned system, an open loop, non-finite input, an answer not accurate to
+1e-10 — it asks the reference path, which answers, warns or raises exactly as ``gtdyn.solve`` does.
+``solver.fallbacks`` counts those calls.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.arguments import finite_vector
+from gtdyn.compiled import cache, native
+from gtdyn.compiled.codegen import generate
+from gtdyn.compiled.render import render
+from gtdyn.dynamics.graph import dynamics_graph
+from gtdyn.dynamics.solve import solve as reference_solve
+from gtdyn.dynamics.solve import with_loop_factors
+from gtdyn.equations import GRAVITY
+from gtdyn.errors import ArgumentError
+from gtdyn.kinematics.forward import forward_kinematics
+from gtdyn.kinematics.loop_closure import close_loops, independent_joints
+from gtdyn.model.robot import Robot
+from gtdyn.orderings import resolve_ordering
+from gtdyn.problem import PROBLEM_KINDS, Problem, build_problem
+
+SAMPLES = 8  # random states the pivot choice looks at
+
+
+def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
+            use_cache: bool = True) -> CompiledSolver:
+    """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
+    joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
+    keys, or a callable, as everywhere; default "colamd"). See ``CompiledSolver`` for calling it.
+
+    The first compile of a robot, problem and ordering writes the machine code to an on-disk cache
+    (``gtdyn.compiled.cache``); later compiles, in any process, load it.
+    """
+    from gtdyn import __version__
+
+    started = time.perf_counter()
+    if not isinstance(robot, Robot):
+        raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
+    if problem not in PROBLEM_KINDS:
+        raise ArgumentError(f"problem: '{problem}' is not one of {', '.join(PROBLEM_KINDS)}")
+    gravity = finite_vector("gravity", gravity, 3)
+    qdd_joints = _qdd_joints(robot, problem, qdd_joints)
+    samples = sample_states(robot, problem, qdd_joints)
+    template = _problem(robot, problem, qdd_joints, samples, 0)
+    kin = forward_kinematics(robot, samples["q"][:, 0], samples["v"][:, 0])
+    template = with_loop_factors(robot, kin, template)
+    graph = dynamics_graph(robot, kin, template, gravity)
+    gtsam_order = resolve_ordering(ordering, robot, template, graph)
+    order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
+    name = cache.key(__version__, cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot), problem,
+                     sorted(qdd_joints), sorted((j, tuple(np.round(n, 12))) for j, n in template.planar.items()),
+                     order, tuple(gravity))
+    record = cache.load(name) if use_cache else None
+    cached = record is not None
+    if record is None:
+        record = _build(robot, template, order, gravity, samples, name)
+        if use_cache:
+            cache.store(name, record)
+    solver = CompiledSolver(robot, problem, qdd_joints, gravity, order, record, name)
+    solver.compile_seconds = time.perf_counter() - started
+    solver.from_cache = cached
+    if not cached:
+        solver._self_check(samples)
+    return solver
+
+
+def _qdd_joints(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
+    if problem != "hybrid":
+        if qdd_joints:
+            raise ArgumentError(f"qdd_joints: only hybrid dynamics takes qdd_joints, not {problem}")
+        return ()
+    if qdd_joints is None or isinstance(qdd_joints, str):
+        raise ArgumentError("qdd_joints: hybrid dynamics needs the names of the joints whose q̈ is given (a list)")
+    names = tuple(qdd_joints)
+    unknown = [n for n in names if n not in robot.joint_names]
+    if unknown:
+        raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")
+    return names
+
+
+def _problem(robot: Robot, kind: str, qdd_joints, samples, k: int) -> Problem:
+    x = samples["x"][:, k]
+    if kind == "inverse":
+        return build_problem(robot, kind, qdd=x)
+    if kind == "forward":
+        return build_problem(robot, kind, tau=x)
+    index = robot.joint_names.index
+    return build_problem(robot, kind, qdd={n: x[index(n)] for n in qdd_joints},
+                         tau={j.name: x[j.index - 1] for j in robot.joints if j.name not in qdd_joints and j.actuated})
+
+
+def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
+    """``count`` random states (q, v and the given x), as arrays of shape (n, count); on closed loops they close
+    every loop (``close_loops`` from random independent joints). Reproducible."""
+    rng = np.random.default_rng(seed)
+    n = robot.num_dofs
+    q, v = np.empty((n, count)), np.empty((n, count))
+    qdd, x = np.empty((n, count)), np.empty((n, count))
+    passive = np.array([not j.actuated for j in robot.joints], bool)
+    for k in range(count):
+        lower = np.array([max(j.lower, -np.pi) for j in robot.joints])
+        upper = np.array([min(j.upper, np.pi) for j in robot.joints])
+        q[:, k] = rng.uniform(lower, upper) if n else []
+        v[:, k], qdd[:, k] = rng.uniform(-1, 1, n), rng.uniform(-2, 2, n)
+        if robot.loop_joints:
+            free = independent_joints(robot, robot.actuated_joint_names)
+            s = close_loops(robot, {f: rng.uniform(-0.2, 0.2) for f in free}, {f: rng.uniform(-1, 1) for f in free},
+                            {f: rng.uniform(-2, 2) for f in free})
+            q[:, k], v[:, k], qdd[:, k] = s.q, s.v, s.qdd
+        tau = rng.uniform(-5, 5, n)
+        tau[passive] = 0.0
+        if problem == "inverse":
+            x[:, k] = qdd[:, k]
+        elif problem == "forward":
+            x[:, k] = tau
+        else:
+            x[:, k] = [qdd[j, k] if name in qdd_joints else tau[j] for j, name in enumerate(robot.joint_names)]
+    return {"q": q, "v": v, "x": x}
+
+
+def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str) -> dict:
+    started = time.perf_counter()
+    program = generate(robot, template, order, gravity, samples)
+    traced = time.perf_counter()
+    prefix = f"g{name[:12]}_"
+    ir = native.module_ir(program.functions, prefix)
+    obj = native.compile_object(ir)
+    layout = program.layout
+    header = (f"{template.kind} dynamics of '{robot.name}', ordering {' '.join(keys.label(k) for k in order)}: "
+              f"generated by gtdyn.compile")
+    return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
+            "outputs": len(program.outputs), "source": render(program.functions, header),
+            "parents": {k: sorted(p) for k, p in program.plan.parents.items()}, "singular": list(program.plan.singular),
+            "operations": {fn.name: fn.count() for fn in program.functions.values()},
+            "seconds": {"trace": traced - started, "llvm": time.perf_counter() - traced},
+            "planar": sorted(template.planar)}
+
+
+class CompiledSolver:
+    """``solver(q, v, x)``: x is q̈ (inverse), τ (forward) or, for hybrid, a full-length vector with q̈ at
+    ``qdd_joints`` and τ elsewhere. Returns τ, q̈, or ``(qdd, tau)``, in ``robot.joint_names`` order.
+
+    ``solver.batch(Q, V, X, threads=1)``: N states at once (arrays of shape (N, n)); returns arrays with the
+    same leading axis. A solver's single calls share one workspace, so call one solver from one thread at a
+    time; ``batch`` runs its threads on separate workspaces.
+    """
+
+    def __init__(self, robot: Robot, problem: str, qdd_joints, gravity, order, record: dict, name: str):
+        self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, gravity
+        self.order = list(order)
+        self.source: str = record["source"]
+        self.operations: dict[str, int] = record["operations"]
+        self.cache_key = name
+        self.fallbacks = 0
+        self.compile_seconds = float("nan")
+        self.from_cache = False
+        self._record = record
+        self._native = native.Loaded(record["object"], record["prefix"])
+        self._size, self._n = record["size"], robot.num_dofs
+        self._out, self._status = record["start"]["out"], record["status"]
+        self._outputs = record["outputs"]
+        self._ws = np.zeros(self._size)
+        self._pointer = self._ws.ctypes.data
+        self._main = self._native.main
+        self._passive = np.array([j.index - 1 for j in robot.joints if not j.actuated
+                                  and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))], int)
+        self._lock = threading.Lock()
+
+    # -- calling ---------------------------------------------------------------------------------------------
+
+    def __call__(self, q, v, x):
+        n, ws = self._n, self._ws
+        if np.shape(q) != (n,) or np.shape(v) != (n,) or np.shape(x) != (n,):
+            self._shape_error(q, v, x, (n,))
+        ws[:n] = q
+        ws[n:2 * n] = v
+        ws[2 * n:3 * n] = x
+        if self._passive.size and np.any(ws[2 * n + self._passive] != 0.0):
+            self._passive_error()
+        self._main(self._pointer)
+        if ws[self._status] != 1.0:
+            return self._reference(np.array(q, float), np.array(v, float), np.array(x, float))
+        out = ws[self._out:self._out + self._outputs].copy()
+        return (out[:n], out[n:]) if self.problem == "hybrid" else out
+
+    def batch(self, Q, V, X, threads: int = 1):
+        """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
+        n = self._n
+        Q, V, X = (np.asarray(a, dtype=float) for a in (Q, V, X))
+        if Q.ndim != 2 or Q.shape[1] != n or V.shape != Q.shape or X.shape != Q.shape:
+            raise ArgumentError(f"Q, V, X: expected three arrays of shape (N, {n}), got {Q.shape}, {V.shape}, {X.shape}")
+        if self._passive.size and np.any(X[:, self._passive] != 0.0):
+            self._passive_error()
+        count = Q.shape[0]
+        ws = np.zeros((count, self._size))
+        ws[:, :n], ws[:, n:2 * n], ws[:, 2 * n:3 * n] = Q, V, X
+        threads = max(1, min(int(threads), count))
+        bounds = np.linspace(0, count, threads + 1).astype(int)
+
+        def run(a: int, b: int) -> None:
+            self._native.batch(ws.ctypes.data + a * self._size * 8, b - a, self._size)
+
+        if threads == 1:
+            run(0, count)
+        else:
+            workers = [threading.Thread(target=run, args=(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+        out = ws[:, self._out:self._out + self._outputs].copy()
+        for k in np.flatnonzero(ws[:, self._status] != 1.0):
+            answer = self._reference(Q[k], V[k], X[k])
+            out[k] = np.concatenate(answer) if self.problem == "hybrid" else answer
+        return (out[:, :n], out[:, n:]) if self.problem == "hybrid" else out
+
+    @property
+    def condition(self) -> float:
+        """The condition estimate κ of the last single call's equations (as ``DynamicsResult.condition``)."""
+        return float(self._ws[self._status + 1])
+
+    @property
+    def backward_error(self) -> float:
+        """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) of the last single call, after refinement."""
+        return float(self._ws[self._status + 2])
+
+    # -- what it is ------------------------------------------------------------------------------------------
+
+    @property
+    def ordering(self) -> list[str]:
+        return [keys.label(k) for k in self.order]
+
+    def dag(self):
+        """The elimination DAG of this graph and ordering: the reference path's ``DynamicsResult.dag()``."""
+        from gtdyn.analysis.dag import elimination_dag
+        import gtsam
+
+        samples = sample_states(self.robot, self.problem, self.qdd_joints, count=1)
+        template = _problem(self.robot, self.problem, self.qdd_joints, samples, 0)
+        kin = forward_kinematics(self.robot, samples["q"][:, 0], samples["v"][:, 0])
+        graph = dynamics_graph(self.robot, kin, with_loop_factors(self.robot, kin, template), self.gravity)
+        return elimination_dag(graph, gtsam.Ordering(self.order))
+
+    def computed_dag(self):
+        """What the compiled code computes from what: an edge p → x when x's pivot rows use p. Gaussian
+        elimination with identity pivots needs fewer parents than the generic structure of ``dag()``, of which
+        this is a subgraph with the same nodes."""
+        import networkx as nx
+
+        out = nx.DiGraph()
+        for step, key in enumerate(self.order):
+            out.add_node(key, label=keys.label(key), pretty=keys.pretty(key), kind=keys.kind(key), step=step)
+        for key, parents in self._record["parents"].items():
+            out.add_edges_from((p, key) for p in parents)
+        return out
+
+    def __repr__(self) -> str:
+        ops = sum(self.operations.values())
+        return (f"CompiledSolver({self.problem} dynamics of '{self.robot.name}', ordering {' '.join(self.ordering)}; "
+                f"{ops} operations)")
+
+    # -- the reference path ------------------------------------------------------------------------------------
+
+    def _reference(self, q, v, x):
+        self.fallbacks += 1
+        if self.problem == "inverse":
+            r = reference_solve(self.robot, "inverse", q, v, qdd=x, gravity=self.gravity, ordering=self.order)
+            return r.tau
+        if self.problem == "forward":
+            r = reference_solve(self.robot, "forward", q, v, tau=x, gravity=self.gravity, ordering=self.order)
+            return r.qdd
+        given_qdd = {name: x[i] for i, name in enumerate(self.robot.joint_names) if name in self.qdd_joints}
+        given_tau = {j.name: x[j.index - 1] for j in self.robot.joints if j.name not in self.qdd_joints and j.actuated}
+        r = reference_solve(self.robot, "hybrid", q, v, qdd=given_qdd, tau=given_tau, gravity=self.gravity,
+                            ordering=self.order)
+        return r.qdd, r.tau
+
+    def _self_check(self, samples) -> None:
+        """The generated code against the reference path at the sample states: a wrong answer here is a bug
+        in gtdyn, never the user's."""
+        for k in range(samples["q"].shape[1]):
+            q, v, x = (samples[s][:, k] for s in ("q", "v", "x"))
+            got = self(q, v, x)
+            if self.fallbacks:
+                self.fallbacks = 0
+                continue
+            want = self._reference(q, v, x)
+            self.fallbacks = 0
+            got, want = (np.concatenate(a) if isinstance(a, tuple) else a for a in (got, want))
+            error = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1.0)
+            if not error <= 1e-8:
+                raise RuntimeError(f"gtdyn.compile: the generated code for '{self.robot.name}' disagrees with the "
+                                   f"reference path by {error:.3g} at a sample state; please report this")
+
+    def _shape_error(self, q, v, x, shape):
+        for name, a in (("q", q), ("v", v), ("x", x)):
+            if np.shape(a) != shape:
+                raise ArgumentError(f"{name}: expected {shape[0]} values (robot.joint_names order), got shape {np.shape(a)}")
+
+    def _passive_error(self):
+        names = [self.robot.joints[i].name for i in self._passive]
+        raise ArgumentError(f"x: joints {', '.join(names)} are passive, so their torque is 0")
+
+

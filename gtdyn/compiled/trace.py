@@ -1,0 +1,242 @@
+"""Tracing arithmetic into straight-line code.
+
+A ``Sym`` is a double-precision value that will exist at run time. Arithmetic on it (``+ - * /``, ``sin``…)
+does not compute: it appends one operation to the ``Function`` being written and returns the new value. Known
+numbers (robot constants, structural zeros, ±1) stay Python floats, so ``0 · x``, ``1 · x`` and ``x + 0`` fold
+away as the code is written: that is how the constants of a robot and the zeros of the equations disappear
+from the generated code. Equal operations on equal operands are written once (common subexpressions).
+
+Each Sym also carries its value at a few sample states (``val``), so that decisions taken while writing the
+code, such as the choice of pivots, can look at typical numbers.
+
+The same equations written for numbers (``gtdyn.equations``) run unchanged on object arrays of Syms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+UNARY = {"neg": np.negative, "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "abs": np.abs}
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "le": lambda a, b: np.less_equal(a, b).astype(float)}
+_SCALAR = {"neg": lambda a: -a, "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "abs": abs,
+           "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+           "div": lambda a, b: a / b, "le": lambda a, b: float(a <= b)}
+COMMUTATIVE = {"add", "mul"}
+
+
+class Sym:
+    """A run-time double, the result of operation ``id`` of function ``fn``."""
+
+    __slots__ = ("fn", "id", "val")
+
+    def __init__(self, fn: Function, id: int, val):
+        self.fn, self.id, self.val = fn, id, val
+
+    def __add__(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else add(self, other)
+
+    def __radd__(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else add(other, self)
+
+    def __sub__(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else sub(self, other)
+
+    def __rsub__(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else sub(other, self)
+
+    def __mul__(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else mul(self, other)
+
+    def __rmul__(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else mul(other, self)
+
+    def __truediv__(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else div(self, other)
+
+    def __rtruediv__(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else div(other, self)
+
+    def __neg__(self):
+        return neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __bool__(self):
+        raise TypeError("a traced value has no truth value while the code is being written")
+
+    def __repr__(self) -> str:
+        return f"<{self.fn.name}:{self.fn.names.get(self.id, f't{self.id}')}>"
+
+
+def is_sym(x) -> bool:
+    return type(x) is Sym
+
+
+def value(x):
+    """Sample values of a traced value or a constant."""
+    return x.val if type(x) is Sym else float(x)
+
+
+def _operation(op: str, *args):
+    fn = next(a.fn for a in args if type(a) is Sym)
+    return fn.emit(op, *args)
+
+
+def add(a, b):
+    if type(a) is not Sym:
+        if type(b) is not Sym:
+            return float(a) + float(b)
+        return b if a == 0 else _operation("add", b, float(a))
+    if type(b) is not Sym:
+        return a if b == 0 else _operation("add", a, float(b))
+    return _operation("add", a, b)
+
+
+def sub(a, b):
+    if type(b) is not Sym:
+        if type(a) is not Sym:
+            return float(a) - float(b)
+        return a if b == 0 else _operation("add", a, -float(b))
+    if type(a) is not Sym and a == 0:
+        return neg(b)
+    return _operation("sub", a if type(a) is Sym else float(a), b)
+
+
+def mul(a, b):
+    if type(a) is not Sym:
+        a, b = b, a
+    if type(b) is not Sym:
+        if type(a) is not Sym:
+            return float(a) * float(b)
+        b = float(b)
+        if b == 0:
+            return 0.0
+        if b == 1:
+            return a
+        if b == -1:
+            return neg(a)
+    return _operation("mul", a, b)
+
+
+def div(a, b):
+    if type(b) is not Sym:
+        b = float(b)
+        if type(a) is not Sym:
+            return float(a) / b
+        if b == 1:
+            return a
+        if b == -1:
+            return neg(a)
+        return _operation("mul", a, 1.0 / b) if math.frexp(b)[0] == 0.5 else _operation("div", a, b)
+    if type(a) is not Sym and a == 0:
+        return 0.0
+    return _operation("div", a if type(a) is Sym else float(a), b)
+
+
+def neg(a):
+    if type(a) is not Sym:
+        return -float(a)
+    op = a.fn.ops[a.id]
+    if op[0] == "neg":  # −(−x) = x
+        return op[1]
+    return a.fn.emit("neg", a)
+
+
+def sin(a):
+    return math.sin(a) if type(a) is not Sym else a.fn.emit("sin", a)
+
+
+def cos(a):
+    return math.cos(a) if type(a) is not Sym else a.fn.emit("cos", a)
+
+
+def sqrt(a):
+    return math.sqrt(a) if type(a) is not Sym else a.fn.emit("sqrt", a)
+
+
+def fabs(a):
+    return abs(float(a)) if type(a) is not Sym else a.fn.emit("abs", a)
+
+
+def le(a, b):
+    """1.0 where a ≤ b, 0.0 otherwise (also when either is NaN)."""
+    if type(a) is not Sym and type(b) is not Sym:
+        return float(a <= b)
+    return _operation("le", a, b)
+
+
+def dot(coefficients, values):
+    """Σ c_k v_k, with constant zeros skipped (a sparse row times a vector)."""
+    total = 0.0
+    for c, x in zip(coefficients, values):
+        total = add(total, mul(c, x))
+    return total
+
+
+class Function:
+    """Straight-line code over one flat array ``ws`` of doubles: loads, stores, arithmetic, calls.
+
+    ``ops[id]`` is ``(op, *operands)``; an operand is a ``Sym`` of this function or a float. Loads and stores
+    address ``ws`` by a fixed index; ``call`` runs another function on the same ``ws``.
+    """
+
+    def __init__(self, name: str, samples: int = 1):
+        self.name = name
+        self.ops: list[tuple] = []
+        self.syms: list[Sym | None] = []
+        self.names: dict[int, str] = {}
+        self.samples = samples
+        self._seen: dict[tuple, Sym] = {}
+
+    def emit(self, op: str, *args) -> Sym:
+        key = (op,) + tuple(a.id if type(a) is Sym else (a,) for a in args)
+        if op in COMMUTATIVE:
+            key = (op,) + tuple(sorted(key[1:], key=repr))
+        found = self._seen.get(key)
+        if found is not None:
+            return found
+        for a in args:
+            if type(a) is Sym and a.fn is not self:
+                raise ValueError(f"{a} belongs to function {a.fn.name}, not {self.name}")
+        fn = UNARY.get(op) or BINARY[op]
+        with np.errstate(all="ignore"):
+            val = fn(*(a.val if type(a) is Sym else a for a in args))
+        sym = self._append((op, *args), val)
+        self._seen[key] = sym
+        return sym
+
+    def _append(self, op: tuple, val) -> Sym | None:
+        sym = Sym(self, len(self.ops), val) if val is not None else None
+        self.ops.append(op)
+        self.syms.append(sym)
+        return sym
+
+    def load(self, index: int, val=None, name: str | None = None) -> Sym:
+        sym = self._append(("load", int(index)), np.full(self.samples, np.nan) if val is None else val)
+        if name:
+            self.names[sym.id] = name
+        return sym
+
+    def store(self, index: int, x) -> None:
+        self._append(("store", int(index), x if type(x) is Sym else float(x)), None)
+
+    def call(self, other: Function) -> None:
+        self._append(("call", other.name), None)
+        self._seen.clear()  # nothing loaded before the call may be reused after it
+
+    def comment(self, text: str) -> None:
+        self._append(("#", text), None)
+
+    def label(self, x, name: str):
+        """Give a traced value a readable name in the rendered source (``F3_2``, ``q̈1``)."""
+        if type(x) is Sym and x.id not in self.names:
+            self.names[x.id] = name
+        return x
+
+    def count(self) -> int:
+        """Arithmetic operations (loads, stores and comments not counted)."""
+        return sum(op[0] not in ("load", "store", "call", "#") for op in self.ops)
