@@ -5,12 +5,15 @@ Forward, and Hybrid Manipulator Dynamics using Factor Graphs").
     robot = gtdyn.load_robot("puma560")
     r = gtdyn.inverse_dynamics(robot, q, v, qdd)
     r.tau, r.bayes_net, r.dag()
+    solver = gtdyn.compile(robot, "forward", ordering="aba")   # the same elimination as machine code
+    qdd = solver(q, v, tau)
 
 This module is the user API. The documented submodules are ``gtdyn.analysis`` (DAGs, metrics, steps),
 ``gtdyn.plot`` (pictures), ``gtdyn.keys`` (variable keys and labels), ``gtdyn.orderings`` (strategies),
 ``gtdyn.bench`` (timing against Pinocchio) and ``gtdyn.errors``; everything else is internal.
 """
 
+from gtdyn.compiled import CompiledSolver, compile
 from gtdyn.dynamics.result import DynamicsResult
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics, solve
 from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynamics
@@ -23,9 +26,9 @@ from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.orderings import register_ordering
 
 __all__ = [
-    "ArgumentError", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
+    "ArgumentError", "CompiledSolver", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
-    "close_loops", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
+    "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
     "inverse_dynamics", "load_robot", "register_ordering", "solve",
 ]
 __version__ = "0.2.0"

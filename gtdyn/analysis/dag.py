@@ -90,6 +90,20 @@ def elimination_dag(graph: gtsam.GaussianFactorGraph, ordering: gtsam.Ordering) 
     return dag
 
 
+def dependency_dag(order: list[int], parents: dict[int, list[int]]) -> nx.DiGraph:
+    """A DAG from each eliminated variable's parents (``gtdyn.compile``'s ``computed_dag``): the nodes of
+    ``order`` with their ``step``, an edge p → x for each parent p of x."""
+    dag = nx.DiGraph()
+    for step, key in enumerate(order):
+        _add_node(dag, key)
+        dag.nodes[key]["step"] = step
+    for key, ps in parents.items():
+        for p in ps:
+            _add_node(dag, p)
+            dag.add_edge(p, key)
+    return dag
+
+
 def bayes_tree_dag(bayes_tree: gtsam.GaussianBayesTree, ordering: gtsam.Ordering) -> nx.DiGraph:
     """The clique tree of multifrontal elimination: one node per clique (attributes frontals, separator as
     labels, size), edges parent clique → child clique (back-substitution runs root → leaves)."""

@@ -39,6 +39,26 @@ def robot_fingerprint(robot: Robot) -> bytes:
     return b"\0".join(parts)
 
 
+def code_fingerprint() -> str:
+    """gtdyn's version and a hash of its source: any change to the code that writes the code invalidates."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("gtdyn")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    global _CODE
+    if _CODE is None:
+        digest = hashlib.sha256()
+        for path in sorted(pathlib.Path(__file__).parents[1].rglob("*.py")):
+            digest.update(path.read_bytes())
+        _CODE = digest.hexdigest()
+    return f"{version}|{_CODE}"
+
+
+_CODE = None
+
+
 def key(*parts) -> str:
     digest = hashlib.sha256()
     for part in parts:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable
 
 import numpy as np
@@ -46,8 +47,6 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     The first compile of a robot, problem and ordering writes the machine code to an on-disk cache
     (``gtdyn.compiled.cache``); later compiles, in any process, load it.
     """
-    from gtdyn import __version__
-
     started = time.perf_counter()
     if not isinstance(robot, Robot):
         raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
@@ -62,7 +61,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     graph = dynamics_graph(robot, kin, template, gravity)
     gtsam_order = resolve_ordering(ordering, robot, template, graph)
     order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
-    name = cache.key(__version__, cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot), problem,
+    name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot), problem,
                      sorted(qdd_joints), sorted((j, tuple(np.round(n, 12))) for j, n in template.planar.items()),
                      order, tuple(gravity))
     record = cache.load(name) if use_cache else None
@@ -212,17 +211,17 @@ class CompiledSolver:
         threads = max(1, min(int(threads), count))
         bounds = np.linspace(0, count, threads + 1).astype(int)
 
-        def run(a: int, b: int) -> None:
-            self._native.batch(ws.ctypes.data + a * self._size * 8, b - a, self._size)
+        start = ws.ctypes.data
+
+        def run(a: int, b: int) -> None:  # ctypes releases the GIL for the native loop
+            self._native.batch(start + int(a) * self._size * 8, int(b - a), self._size)
 
         if threads == 1:
             run(0, count)
         else:
-            workers = [threading.Thread(target=run, args=(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
-            for w in workers:
-                w.start()
-            for w in workers:
-                w.join()
+            with ThreadPoolExecutor(threads) as pool:
+                for done in [pool.submit(run, a, b) for a, b in zip(bounds[:-1], bounds[1:])]:
+                    done.result()
         out = ws[:, self._out:self._out + self._outputs].copy()
         for k in np.flatnonzero(ws[:, self._status] != 1.0):
             answer = self._reference(Q[k], V[k], X[k])
@@ -260,14 +259,9 @@ class CompiledSolver:
         """What the compiled code computes from what: an edge p → x when x's pivot rows use p. Gaussian
         elimination with identity pivots needs fewer parents than the generic structure of ``dag()``, of which
         this is a subgraph with the same nodes."""
-        import networkx as nx
+        from gtdyn.analysis.dag import dependency_dag
 
-        out = nx.DiGraph()
-        for step, key in enumerate(self.order):
-            out.add_node(key, label=keys.label(key), pretty=keys.pretty(key), kind=keys.kind(key), step=step)
-        for key, parents in self._record["parents"].items():
-            out.add_edges_from((p, key) for p in parents)
-        return out
+        return dependency_dag(self.order, self._record["parents"])
 
     def __repr__(self) -> str:
         ops = sum(self.operations.values())
