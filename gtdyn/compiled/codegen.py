@@ -1,10 +1,11 @@
-"""From a robot, a problem and an ordering to straight-line code: five functions over one array ``ws``.
+"""From a robot, a problem and an ordering to straight-line code: six functions over one array ``ws``.
 
 * ``factor``: forward kinematics, the eq. 5–7 rows and the elimination (multipliers and pivot rows);
 * ``solve``: the elimination's row operations on a right-hand side, then back-substitution — for ``rnea``
   this *is* Algorithm 1 of paper 001: V̇ root→leaf, F leaf→root, τ = Sᵀ F;
 * ``solve_t``: the same factorization transposed, Aᵀ y = z;
 * ``residual``: r = b − A x with the original rows;
+* ``fast``: ``factor`` and ``solve`` only, for ``checks=False``;
 * ``main``: x = A⁻¹ b, one step of iterative refinement x ← x + A⁻¹(b − A x), the backward error
   ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖), the condition estimate κ = 1/σ_min(A D⁻¹) by the reference path's inverse
   iteration (same start vector, same three steps), the loop-closure gaps — and a status: 1 when the answer is
@@ -95,7 +96,7 @@ def _identifier(text: str, fallback: str) -> str:
 
 
 def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray]) -> Program:
-    """The five functions for ``problem`` (its known values being placeholders: which joints are known is what
+    """The functions for ``problem`` (its known values being placeholders: which joints are known is what
     matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states."""
     n = robot.num_dofs
     factor = trace.Function("factor", samples["q"].shape[1])
@@ -129,6 +130,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions["solve_t"] = _solve_transposed(plan, column, layout, slots)
     functions["residual"] = _residual(plan, column, layout, slots)
     functions["main"] = _main(functions, plan, column, layout, slots, closure, outputs)
+    functions["fast"] = _fast(functions, plan, column, layout, slots, outputs)
     slots.write_back(functions)
     return Program(functions, layout, plan, outputs)
 
@@ -220,6 +222,22 @@ def _residual(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.
             for k, coefficient in enumerate(block):
                 total = total - slots.use(fn, coefficient) * x[key, k]
         fn.store(layout.start["res"] + i, total)
+    return fn
+
+
+def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, outputs) -> trace.Function:
+    """``checks=False``: factor and solve only — Pinocchio's contract, an answer without a verdict. A non-finite
+    answer still gets status 0 (and so the reference path's error)."""
+    fn = trace.Function("fast")
+    start = layout.start
+    fn.call(functions["factor"])
+    for i, row in enumerate(plan.rows):
+        fn.store(start["rhs"] + i, slots.use(fn, row.rhs))
+    fn.call(functions["solve"])
+    x = [fn.load(start["sol"] + k) for k in range(len(column))]
+    for i, (source, index) in enumerate(outputs):
+        fn.store(start["out"] + i, x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0)
+    fn.store(layout.status, trace.le(trace.fabs(sum(x, 0.0)), float(np.finfo(float).max)))
     return fn
 
 

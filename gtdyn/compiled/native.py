@@ -76,10 +76,19 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
 
 
 def module_ir(functions: dict[str, trace.Function], prefix: str) -> str:
-    """One module: the functions, and ``batch(ws, count, stride)`` running ``main`` on ``count`` workspaces."""
+    """One module: the functions, and ``batch_main(ws, count, stride)`` (and ``batch_fast``) running the entry
+    on ``count`` workspaces ``stride`` doubles apart."""
     head = [f"declare double @{name}(double)" for name in _INTRINSIC.values()]
-    batch = f"""
-define void @{prefix}batch(double* %ws, i64 %count, i64 %stride) nounwind {{
+    loops = [_batch_ir(prefix, entry) for entry in ENTRIES]
+    return "\n".join(head + [function_ir(fn, prefix) for fn in functions.values()] + loops)
+
+
+ENTRIES = ("main", "fast")  # the checked and the unchecked solve; each has a batch loop "batch_<entry>"
+
+
+def _batch_ir(prefix: str, entry: str) -> str:
+    return f"""
+define void @{prefix}batch_{entry}(double* %ws, i64 %count, i64 %stride) nounwind {{
 entry:
   %empty = icmp sle i64 %count, 0
   br i1 %empty, label %done, label %loop
@@ -87,14 +96,13 @@ loop:
   %i = phi i64 [ 0, %entry ], [ %next, %loop ]
   %offset = mul i64 %i, %stride
   %state = getelementptr inbounds double, double* %ws, i64 %offset
-  call void @{prefix}main(double* %state)
+  call void @{prefix}{entry}(double* %state)
   %next = add i64 %i, 1
   %more = icmp slt i64 %next, %count
   br i1 %more, label %loop, label %done
 done:
   ret void
 }}"""
-    return "\n".join(head + [function_ir(fn, prefix) for fn in functions.values()] + [batch])
 
 
 def compile_object(ir: str) -> bytes:
@@ -116,8 +124,8 @@ def _target_machine():
 
 
 class Loaded:
-    """Object code loaded into this process: ``main(ws_pointer)`` and ``batch(ws_pointer, count, stride)``
-    as ctypes functions (which release the GIL while they run)."""
+    """Object code loaded into this process: ``entry[name](ws_pointer)`` and ``batch[name](ws_pointer, count,
+    stride)`` for each of ``ENTRIES``, as ctypes functions (which release the GIL while they run)."""
 
     def __init__(self, obj: bytes, prefix: str):
         binding = llvm()
@@ -125,8 +133,10 @@ class Loaded:
             self._engine = binding.create_mcjit_compiler(binding.parse_assembly(""), _target_machine())
             self._engine.add_object_file(binding.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
-            main, batch = (self._engine.get_function_address(prefix + name) for name in ("main", "batch"))
-        if not main or not batch:
+            addresses = {name: self._engine.get_function_address(prefix + name)
+                         for entry in ENTRIES for name in (entry, f"batch_{entry}")}
+        if not all(addresses.values()):
             raise RuntimeError("gtdyn.compiled: the object code does not define its entry points")
-        self.main = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(main)
-        self.batch = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(batch)
+        self.entry = {e: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addresses[e]) for e in ENTRIES}
+        self.batch = {e: ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(addresses[f"batch_{e}"])
+                      for e in ENTRIES}

@@ -39,10 +39,14 @@ SAMPLES = 8  # random states the pivot choice looks at
 
 
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
-            use_cache: bool = True) -> CompiledSolver:
+            checks: bool = True, use_cache: bool = True) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
     keys, or a callable, as everywhere; default "colamd"). See ``CompiledSolver`` for calling it.
+
+    ``checks=False`` skips the refinement, the condition estimate and the backward error: an answer without a
+    verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
+    reference path.
 
     The first compile of a robot, problem and ordering writes the machine code to an on-disk cache
     (``gtdyn.compiled.cache``); later compiles, in any process, load it.
@@ -70,7 +74,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         record = _build(robot, template, order, gravity, samples, name)
         if use_cache:
             cache.store(name, record)
-    solver = CompiledSolver(robot, problem, qdd_joints, gravity, order, record, name)
+    solver = CompiledSolver(robot, problem, qdd_joints, gravity, order, record, name, checks)
     solver.compile_seconds = time.perf_counter() - started
     solver.from_cache = cached
     if not cached:
@@ -159,7 +163,8 @@ class CompiledSolver:
     time; ``batch`` runs its threads on separate workspaces.
     """
 
-    def __init__(self, robot: Robot, problem: str, qdd_joints, gravity, order, record: dict, name: str):
+    def __init__(self, robot: Robot, problem: str, qdd_joints, gravity, order, record: dict, name: str,
+                 checks: bool = True):
         self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, gravity
         self.order = list(order)
         self.source: str = record["source"]
@@ -175,7 +180,9 @@ class CompiledSolver:
         self._outputs = record["outputs"]
         self._ws = np.zeros(self._size)
         self._pointer = self._ws.ctypes.data
-        self._main = self._native.main
+        self.checks = bool(checks)
+        self._entry = "main" if self.checks else "fast"
+        self._main = self._native.entry[self._entry]
         self._passive = np.array([j.index - 1 for j in robot.joints if not j.actuated
                                   and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))], int)
         self._lock = threading.Lock()
@@ -184,18 +191,23 @@ class CompiledSolver:
 
     def __call__(self, q, v, x):
         n, ws = self._n, self._ws
-        if np.shape(q) != (n,) or np.shape(v) != (n,) or np.shape(x) != (n,):
+        try:  # len() first: a scalar or a wrong length would broadcast silently
+            if len(q) != n or len(v) != n or len(x) != n:
+                raise ValueError
+            ws[:n] = q
+            ws[n:2 * n] = v
+            ws[2 * n:3 * n] = x
+        except (TypeError, ValueError):
             self._shape_error(q, v, x, (n,))
-        ws[:n] = q
-        ws[n:2 * n] = v
-        ws[2 * n:3 * n] = x
+            raise
         if self._passive.size and np.any(ws[2 * n + self._passive] != 0.0):
             self._passive_error()
         self._main(self._pointer)
         if ws[self._status] != 1.0:
             return self._reference(np.array(q, float), np.array(v, float), np.array(x, float))
-        out = ws[self._out:self._out + self._outputs].copy()
-        return (out[:n], out[n:]) if self.problem == "hybrid" else out
+        if self.problem == "hybrid":
+            return ws[self._out:self._out + n].copy(), ws[self._out + n:self._out + 2 * n].copy()
+        return ws[self._out:self._out + n].copy()
 
     def batch(self, Q, V, X, threads: int = 1):
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
@@ -214,7 +226,7 @@ class CompiledSolver:
         start = ws.ctypes.data
 
         def run(a: int, b: int) -> None:  # ctypes releases the GIL for the native loop
-            self._native.batch(start + int(a) * self._size * 8, int(b - a), self._size)
+            self._native.batch[self._entry](start + int(a) * self._size * 8, int(b - a), self._size)
 
         if threads == 1:
             run(0, count)
@@ -303,8 +315,12 @@ class CompiledSolver:
 
     def _shape_error(self, q, v, x, shape):
         for name, a in (("q", q), ("v", v), ("x", x)):
-            if np.shape(a) != shape:
-                raise ArgumentError(f"{name}: expected {shape[0]} values (robot.joint_names order), got shape {np.shape(a)}")
+            try:
+                got = np.shape(np.asarray(a, dtype=float))
+            except (TypeError, ValueError):
+                raise ArgumentError(f"{name}: expected {shape[0]} numbers (robot.joint_names order), got {a!r}") from None
+            if got != shape:
+                raise ArgumentError(f"{name}: expected {shape[0]} values (robot.joint_names order), got shape {got}")
 
     def _passive_error(self):
         names = [self.robot.joints[i].name for i in self._passive]
