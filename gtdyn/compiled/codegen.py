@@ -34,6 +34,7 @@ from gtdyn.problem import Problem
 
 CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
+_NO_PIVOT = float("nan")  # a structurally singular column: its NaN fails the certificate, the reference path raises
 CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
 
 
@@ -181,13 +182,13 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Fun
         for other, block in row.items():
             for k, coefficient in enumerate(block):
                 if (other, k) != (key, c) and not (not trace.is_sym(coefficient) and coefficient == 0):
-                    total = total - slots.use(fn, coefficient) * x[other, k]
+                    total = total - slots.use(fn, coefficient) * x.get((other, k), _NO_PIVOT)
         value = trace.div(total, slots.use(fn, row[key][c]))
         label = keys.pretty(key) + (f"_{c}" if keys.dim(key) > 1 else "")
         fn.label(value, _identifier(label, keys.label(key) + f"_{c}"))
         x[key, c] = value
     for (key, c), col in column.items():
-        fn.store(layout.start["sol"] + col, x.get((key, c), float("nan")))
+        fn.store(layout.start["sol"] + col, x.get((key, c), _NO_PIVOT))
     return fn
 
 
