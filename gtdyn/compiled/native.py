@@ -3,9 +3,9 @@ compiler on the user's machine).
 
 Each operation becomes one LLVM instruction on doubles — no fast-math, so the arithmetic is exactly the IEEE
 arithmetic the Python rendering describes. Why not numba: its type inference and lowering grow faster than
-linearly with function size (2,000 traced statements took 2.9 s, 8,000 took 16.8 s on this machine), while
-LLVM alone compiles 30,000 at -O2 in 1.8 s (measured with the scripts quoted in the README's "Compiled
-solvers"). The object code is what the on-disk cache keeps.
+linearly with function size (2,000 statements took 2.9 s, 8,000 took 20 s on this machine), while LLVM alone
+compiles 30,000 at -O2 in 1.9 s (``python -m benchmarks.engine_compile_time``). The object code is what the
+on-disk cache keeps.
 """
 
 from __future__ import annotations
