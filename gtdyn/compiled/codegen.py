@@ -165,18 +165,23 @@ def _passive(robot: Robot, j: int) -> bool:
 def _solve(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Function:
     fn = trace.Function("solve")
     rhs_start = layout.start["rhs"]
-    t = [fn.load(rhs_start + i) for i in range(len(plan.rows))]
+    t = [fn.load(rhs_start + i, name=f"rhs{i}") for i in range(len(plan.rows))]
     if plan.tape:
         fn.comment("the elimination's row operations on the right-hand side")
     for i, p, multiplier in plan.tape:
         t[i] = t[i] - slots.use(fn, multiplier) * t[p]
     fn.comment("back-substitution, in the reverse of the elimination ordering")
     x: dict[tuple[int, int], object] = {}
+    sources: dict[int, list[str]] = {}
+    for key, _, p in plan.pivots:
+        base = plan.rows[p].label.split(", row ")[0]
+        if base not in sources.setdefault(key, []):
+            sources[key].append(base)
     current = None
     for key, c, p in reversed(plan.pivots):
         if key != current:
             current = key
-            fn.comment(f"{keys.pretty(key)} ← {plan.rows[p].label}")
+            fn.comment(f"{keys.pretty(key)} ← {'; '.join(sources[key])}")
         row = plan.work[p]
         total = t[p]
         for other, block in row.items():
@@ -184,6 +189,8 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Fun
                 if (other, k) != (key, c) and not (not trace.is_sym(coefficient) and coefficient == 0):
                     total = total - slots.use(fn, coefficient) * x.get((other, k), _NO_PIVOT)
         value = trace.div(total, slots.use(fn, row[key][c]))
+        if trace.is_sym(value) and (value.id in fn.names or fn.ops[value.id][0] == "load"):
+            value = fn.emit("copy", value)  # a line of its own, so the code names every unknown it solves for
         label = keys.pretty(key) + (f"_{c}" if keys.dim(key) > 1 else "")
         fn.label(value, _identifier(label, keys.label(key) + f"_{c}"))
         x[key, c] = value

@@ -50,9 +50,9 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
         return f"%r{a.id}" if trace.is_sym(a) else _constant(a)
 
     body = [f"define void @{prefix}{fn.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
-    for i, op in enumerate(fn.ops):
+    for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
         kind = op[0]
-        if kind == "#":
+        if kind == "#" or not keep:
             continue
         if kind == "load":
             body += [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
@@ -66,6 +66,8 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
             body.append(f"  %r{i} = {_INFIX[kind]} double {operand(op[1])}, {operand(op[2])}")
         elif kind == "neg":
             body.append(f"  %r{i} = fneg double {operand(op[1])}")
+        elif kind == "copy":  # x + (−0) is x for every x, −0 included; LLVM folds it away
+            body.append(f"  %r{i} = fadd double {operand(op[1])}, {_constant(-0.0)}")
         elif kind == "le":
             body += [f"  %c{i} = fcmp ole double {operand(op[1])}, {operand(op[2])}",
                      f"  %r{i} = uitofp i1 %c{i} to double"]

@@ -35,8 +35,10 @@ def render_function(fn: trace.Function) -> list[str]:
         return name(a.id) if trace.is_sym(a) else repr(float(a))
 
     out = [f"def {fn.name}(ws):"]
-    for i, op in enumerate(fn.ops):
+    for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
         kind = op[0]
+        if not keep:
+            continue
         if kind == "#":
             out.append(f"    # {op[1]}")
         elif kind == "load":
@@ -47,6 +49,8 @@ def render_function(fn: trace.Function) -> list[str]:
             out.append(f"    {op[1]}(ws)")
         elif kind in _INFIX:
             out.append(f"    {name(i)} = {operand(op[1])} {_INFIX[kind]} {operand(op[2])}")
+        elif kind == "copy":
+            out.append(f"    {name(i)} = {operand(op[1])}")
         elif kind == "neg":
             out.append(f"    {name(i)} = -{operand(op[1])}")
         elif kind == "le":

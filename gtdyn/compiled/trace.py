@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 
-UNARY = {"neg": np.negative, "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "abs": np.abs}
+UNARY = {"copy": np.positive, "neg": np.negative, "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "abs": np.abs}
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
           "le": lambda a, b: np.less_equal(a, b).astype(float)}
-_SCALAR = {"neg": lambda a: -a, "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "abs": abs,
+_SCALAR = {"copy": lambda a: a, "neg": lambda a: -a, "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "abs": abs,
            "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
            "div": lambda a, b: a / b, "le": lambda a, b: float(a <= b)}
 COMMUTATIVE = {"add", "mul"}
@@ -86,6 +86,15 @@ def _operation(op: str, *args):
     return fn.emit(op, *args)
 
 
+def _negated(x):
+    """y if x = −y was written, else None: a + (−y) is written a − y, and a − (−y) as a + y (exact in IEEE)."""
+    if type(x) is Sym:
+        op = x.fn.ops[x.id]
+        if op[0] == "neg":
+            return op[1]
+    return None
+
+
 def add(a, b):
     if type(a) is not Sym:
         if type(b) is not Sym:
@@ -93,6 +102,10 @@ def add(a, b):
         return b if a == 0 else _operation("add", b, float(a))
     if type(b) is not Sym:
         return a if b == 0 else _operation("add", a, float(b))
+    if _negated(b) is not None:
+        return _operation("sub", a, _negated(b))
+    if _negated(a) is not None:
+        return _operation("sub", b, _negated(a))
     return _operation("add", a, b)
 
 
@@ -103,6 +116,8 @@ def sub(a, b):
         return a if b == 0 else _operation("add", a, -float(b))
     if type(a) is not Sym and a == 0:
         return neg(b)
+    if _negated(b) is not None:
+        return add(a, _negated(b))
     return _operation("sub", a if type(a) is Sym else float(a), b)
 
 
@@ -143,6 +158,8 @@ def neg(a):
     op = a.fn.ops[a.id]
     if op[0] == "neg":  # −(−x) = x
         return op[1]
+    if op[0] == "sub":  # −(x − y) = y − x, exactly
+        return a.fn.emit("sub", op[2], op[1])
     return a.fn.emit("neg", a)
 
 
@@ -237,6 +254,17 @@ class Function:
             self.names[x.id] = name
         return x
 
+    def live(self) -> list[bool]:
+        """Which operations matter: stores, calls and comments, and what they use (folding leaves some values
+        unused, e.g. x − y once −(x − y) became y − x)."""
+        alive = [op[0] in ("store", "call", "#") for op in self.ops]
+        for i in range(len(self.ops) - 1, -1, -1):
+            if alive[i]:
+                for a in self.ops[i][1:]:
+                    if type(a) is Sym:
+                        alive[a.id] = True
+        return alive
+
     def count(self) -> int:
-        """Arithmetic operations (loads, stores and comments not counted)."""
-        return sum(op[0] not in ("load", "store", "call", "#") for op in self.ops)
+        """Arithmetic operations that run (loads, stores and comments not counted)."""
+        return sum(op[0] not in ("load", "store", "call", "#") and keep for op, keep in zip(self.ops, self.live()))
