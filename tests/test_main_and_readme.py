@@ -66,9 +66,20 @@ def test_readme_dag_example_runs(tmp_path, monkeypatch):
         assert (tmp_path / name).stat().st_size > 0
 
 
+def test_readme_compiled_example_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    namespace = {}
+    exec(compile(readme_blocks()[2], "README.md", "exec"), namespace)
+    robot, solver, Q, QDD = (namespace[name] for name in ("robot", "solver", "Q", "QDD"))
+    ref = PinocchioModel(robot.source, robot)
+    assert rel_err(namespace["qdd"], ref.aba(np.zeros(6), np.zeros(6), np.ones(6))) < 1e-9
+    assert max(rel_err(QDD[k], ref.aba(Q[k], np.zeros(6), np.ones(6))) for k in range(0, 1000, 97)) < 1e-9
+    assert "def solve(ws):" in capsys.readouterr().out
+
+
 def test_readme_loop_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = {}
-    exec(compile(readme_blocks()[2], "README.md", "exec"), namespace)
+    exec(compile(readme_blocks()[3], "README.md", "exec"), namespace)
     np.testing.assert_allclose(namespace["qdd"], namespace["state"].qdd, atol=1e-9)
     assert (tmp_path / "five_bar.png").stat().st_size > 0

@@ -258,6 +258,16 @@ class CompiledSolver:
     def ordering(self) -> list[str]:
         return [keys.label(k) for k in self.order]
 
+    def code(self, function: str = "solve") -> str:
+        """One generated function of ``source``: "factor" (kinematics, rows, elimination), "solve" (right-hand
+        side and back-substitution), "solve_t", "residual", "main" (the checked call) or "fast"."""
+        marker = f"def {function}(ws):"
+        if marker not in self.source:
+            raise ArgumentError(f"function: '{function}' is not one of factor, solve, solve_t, residual, main, fast")
+        text = self.source[self.source.index(marker):]
+        end = text.find("\ndef ", 1)
+        return text if end < 0 else text[:end + 1]
+
     def dag(self):
         """The elimination DAG of this graph and ordering: the reference path's ``DynamicsResult.dag()``."""
         from gtdyn.analysis.dag import elimination_dag
