@@ -48,6 +48,16 @@ assert abs(F5 @ loop_joint.screw_axis) < 1e-9
 assert error < 1e-9 and all(row.max_error < 1e-9 for row in rows)
 assert any(row.method.startswith("pinocchio") for row in rows)
 """,
+    "06_orderings_to_code.ipynb": """
+assert np.max(np.abs(tau_compiled - reference.tau)) < 1e-9
+assert [step["variable"] for step in steps(rnea)] == ["V̇1", "V̇2", "V̇3", "F3", "F2", "F1", "τ1", "τ2", "τ3"]  # Algorithm 1
+assert code_reads == parents(rnea.computed_dag()) == parents(rnea.dag())
+assert len(qdd_of) == 3 and all(np.max(np.abs(qdd - qdd_expected)) < 1e-9 for qdd in qdd_of.values())
+assert len(pivots) == 3 and np.allclose(pivots, pinocchio_pivots, rtol=1e-9, atol=0)
+assert len(puma_errors) == 4 and all(max(errors) < 1e-9 for errors in puma_errors.values())
+assert {"Pinocchio rnea", "Pinocchio aba"} < set(median_us) and all(us > 0 for us in median_us.values())
+assert isinstance(nan_error, gtdyn.ArgumentError) and puma_solvers["aba"].fallbacks == 1
+""",
 }
 # Text a cell must print (a caught error the notebook demonstrates).
 PRINTED = {"04_closed_loops.ipynb": ["IndeterminateSystemError:", "free variables:"]}

@@ -9,7 +9,8 @@
 * ``main``: x = A⁻¹ b, one step of iterative refinement x ← x + A⁻¹(b − A x), the backward error
   ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖), the condition estimate κ = 1/σ_min(A D⁻¹) by the reference path's inverse
   iteration (same start vector, same three steps), the loop-closure gaps — and a status: 1 when the answer is
-  certified (κ ≤ ``CONDITION_LIMIT``, κ · backward error ≤ ``ERROR_BOUND``, every loop closed), 0 when the
+  certified (κ ≤ ``CONDITION_LIMIT``, κ · backward error ≤ ``ERROR_BOUND``, every loop closed, every input
+  finite), 0 when the
   caller must ask the reference path, which then answers, warns or raises exactly as it always does.
 
 Layout of ``ws``: inputs q, q̇, x (3n), outputs (n, or 2n for hybrid) then status, κ and backward error, the
@@ -245,8 +246,19 @@ def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, ou
     x = [fn.load(start["sol"] + k) for k in range(len(column))]
     for i, (source, index) in enumerate(outputs):
         fn.store(start["out"] + i, x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0)
-    fn.store(layout.status, trace.le(trace.fabs(sum(x, 0.0)), float(np.finfo(float).max)))
+    fn.store(layout.status, _finite(x + _inputs(fn, layout)))
     return fn
+
+
+def _inputs(fn: trace.Function, layout: Layout) -> list:
+    """Every input, loaded: one that the equations never read (q1 of a planar arm about a vertical axis) must
+    still not be NaN."""
+    return [fn.load(i) for i in range(layout.start["inputs"], layout.start["inputs"] + 3 * layout.n)]
+
+
+def _finite(values: list):
+    """1.0 if every value is finite (their sum is), else 0.0."""
+    return trace.le(trace.fabs(sum(values, 0.0)), float(np.finfo(float).max))
 
 
 def _squared_norm(values) -> object:
@@ -301,7 +313,7 @@ def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, cl
         y = [trace.div(value, growth) for value in u]
     condition = trace.sqrt(growth)
     fn.comment("certificate: well conditioned, accurate, and every loop closed")
-    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND)
+    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) * _finite(_inputs(fn, layout))
     for pose_gap, twist_gap in closure.values():
         gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
         ok = ok * trace.le(_squared_norm(gaps), CLOSURE_LIMIT ** 2)
