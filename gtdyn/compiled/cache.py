@@ -39,8 +39,13 @@ def robot_fingerprint(robot: Robot) -> bytes:
     return b"\0".join(parts)
 
 
+# The modules whose source decides the generated code (the ordering is part of the key by value).
+CODE = ("compiled", "equations.py", "spatial.py", "dynamics/graph.py", "kinematics/loops.py", "linear/elimination.py",
+        "linear/system.py", "model/robot.py")
+
+
 def code_fingerprint() -> str:
-    """gtdyn's version and a hash of its source: any change to the code that writes the code invalidates."""
+    """gtdyn's version and a hash of the source that writes the code (``CODE``): a change there invalidates."""
     from importlib import metadata
 
     try:
@@ -50,8 +55,10 @@ def code_fingerprint() -> str:
     global _CODE
     if _CODE is None:
         digest = hashlib.sha256()
-        for path in sorted(pathlib.Path(__file__).parents[1].rglob("*.py")):
-            digest.update(path.read_bytes())
+        root = pathlib.Path(__file__).parents[1]
+        for part in CODE:
+            for path in sorted((root / part).rglob("*.py")) if (root / part).is_dir() else [root / part]:
+                digest.update(path.read_bytes())
         _CODE = digest.hexdigest()
     return f"{version}|{_CODE}"
 

@@ -74,13 +74,13 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     if record is None:
         samples = sample_states(robot, problem, qdd_joints)
         record = _build(robot, template, order, gravity, samples, name)
-        if use_cache:
-            cache.store(name, record)
     solver = CompiledSolver(robot, problem, qdd_joints, gravity, order, record, name, checks)
-    solver.compile_seconds = time.perf_counter() - started
-    solver.from_cache = cached
     if not cached:
         solver._self_check(samples)
+        if use_cache:  # only code that passed its self-check is kept
+            cache.store(name, record)
+    solver.compile_seconds = time.perf_counter() - started
+    solver.from_cache = cached
     return solver
 
 
@@ -203,7 +203,7 @@ class CompiledSolver:
             self._shape_error(q, v, x, (n,))
             raise
         if self._passive.size and np.any(ws[2 * n + self._passive] != 0.0):
-            self._passive_error()
+            self._passive_error(ws[2 * n:3 * n])
         self._main(self._pointer)
         if ws[self._status] != 1.0:
             return self._reference(np.array(q, float), np.array(v, float), np.array(x, float))
@@ -218,7 +218,7 @@ class CompiledSolver:
         if Q.ndim != 2 or Q.shape[1] != n or V.shape != Q.shape or X.shape != Q.shape:
             raise ArgumentError(f"Q, V, X: expected three arrays of shape (N, {n}), got {Q.shape}, {V.shape}, {X.shape}")
         if self._passive.size and np.any(X[:, self._passive] != 0.0):
-            self._passive_error()
+            self._passive_error(X)
         count = Q.shape[0]
         ws = np.zeros((count, self._size))
         ws[:, :n], ws[:, n:2 * n], ws[:, 2 * n:3 * n] = Q, V, X
@@ -339,8 +339,9 @@ class CompiledSolver:
             if got != shape:
                 raise ArgumentError(f"{name}: expected {shape[0]} values (robot.joint_names order), got shape {got}")
 
-    def _passive_error(self):
-        names = [self.robot.joints[i].name for i in self._passive]
+    def _passive_error(self, x):
+        x = np.atleast_2d(x)
+        names = [self.robot.joints[i].name for i in self._passive if np.any(x[:, i] != 0.0)]
         raise ArgumentError(f"x: joints {', '.join(names)} are passive, so their torque is 0")
 
 

@@ -1,0 +1,571 @@
+"""gtdyn.compile: the compiled solvers against independent references (Pinocchio's rnea, aba and hybrid passes)
+and against the reference path (``gtdyn.solve`` in the same ordering), their errors and warnings, batches,
+the on-disk cache, the Python rendering of the generated code and its DAG.
+
+Tolerance 1e-9, relative in the max norm to max(|reference|, 1): gtdyn's promise. Each compiled answer is
+certified by its own code (κ · backward error ≤ 1e-10, an estimate of the relative forward error), the reference
+path is Householder QR of the same equations and Pinocchio a different algorithm on the same model, all in double
+precision; they agree to ~1e-13 here. A wrong pivot, a dropped term or a wrong frame shows up at ≥1e-6. Where
+both sides run the very same operations (batch vs single call, the Python rendering vs the machine code, a
+fallback vs the reference path) the comparison is bitwise, and the docstring says why.
+
+The whole module compiles into one temporary cache directory (``GTDYN_CACHE_DIR``), never the user's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from compiled_cases import ERD, HYBRID_GIVEN, compile_case, qdd_joints, robot_path, start_warm_up, stop_warm_up
+from compiled_cases import robot as cases_robot
+from test_determinacy import STATE, load_chain
+
+import gtdyn
+from gtdyn.bench.pinocchio import PinocchioModel
+from gtdyn.compiled import kinematics as traced
+from gtdyn.compiled.solver import sample_states
+from gtdyn.orderings import applicable
+from gtdyn.spatial import screw_exp
+
+TOL = 1e-9
+PUMA_STATES = 4
+LOOPS = ("four_bar", "five_bar", "six_bar")
+
+# the solvers the tests compile, by case (robot, problem, ordering), in the order the tests first use them
+PUMA_CASES = [("puma560", problem, ordering) for problem in ("inverse", "forward", "hybrid")
+              for ordering in applicable(problem)]
+ERD_CASES = [(name, problem, ordering) for problem, ordering in (("forward", "aba"), ("inverse", "rnea"))
+             for name in sorted(ERD)]
+BATCH_CASES = [("puma560", "inverse", "rnea"), ("puma560", "forward", "aba"), ("puma560", "hybrid", "colamd"),
+               ("four_bar", "forward", "aba")]
+LOOP_CASES = [(name, problem, ordering) for name in LOOPS
+              for problem, tree in (("inverse", "rnea"), ("forward", "aba")) for ordering in (tree, "colamd")]
+SOURCE_CASES = [("puma560", "forward", "aba"), ("puma560", "hybrid", "colamd"), ("four_bar", "inverse", "rnea")]
+DAG_CASES = [("puma560", "forward", ordering) for ordering in ("aba", "crba", "colamd")]
+
+
+def case_id(case) -> str:
+    return "-".join(case)
+
+
+def err(got, want) -> float:
+    """max|got − want| / max(max|want|, 1): relative for large answers, absolute for answers near 0."""
+    got, want = np.asarray(got, float), np.asarray(want, float)
+    return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1.0))
+
+
+# -- robots and solvers, made once per module -------------------------------------------------------------------
+
+_SOLVERS: dict = {}
+_PINOCCHIO: dict = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory, request):
+    """Every compile of this module goes to (and reuses) one temporary cache directory, which a second process
+    fills with the selected tests' solvers, last first (``compiled_cases``), while the tests run."""
+    path = tmp_path_factory.mktemp("gtdyn_compiled_cache")
+    here = request.module.__file__
+    cases = []
+    for item in request.session.items:
+        case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+        if str(item.fspath) == here and case and case not in cases:
+            cases.append(case)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GTDYN_CACHE_DIR", str(path))
+        warm_up = start_warm_up(cases)
+        try:
+            yield path
+        finally:
+            stop_warm_up(warm_up)
+    _SOLVERS.clear()
+
+
+def robot(name: str):
+    try:
+        return cases_robot(name)
+    except LookupError as e:
+        pytest.skip(str(e))
+
+
+def pinocchio(name: str) -> PinocchioModel:
+    if name not in _PINOCCHIO:
+        model = robot(name)  # skips when the robot is not installed
+        _PINOCCHIO[name] = PinocchioModel(robot_path(name), model)
+    return _PINOCCHIO[name]
+
+
+def compiled(name: str, problem: str, ordering: str):
+    """The solver of robot ``name`` for ``problem`` in ``ordering`` (hybrid: q̈ given at the first joints)."""
+    key = (name, problem, ordering)
+    if key not in _SOLVERS:
+        robot(name)  # skips when the robot is not installed
+        _SOLVERS[key] = compile_case(key)
+    return _SOLVERS[key]
+
+
+def random_state(rng, n):
+    """q, v, q̈, τ as in tests/test_against_pinocchio.py."""
+    return rng.uniform(-np.pi, np.pi, n), rng.uniform(-2, 2, n), rng.uniform(-5, 5, n), rng.uniform(-20, 20, n)
+
+
+def hybrid_given(robot_, a, tau):
+    names = robot_.joint_names
+    qdd = {n: a[i] for i, n in enumerate(names[:HYBRID_GIVEN])}
+    given_tau = {n: tau[i] for i, n in enumerate(names) if i >= HYBRID_GIVEN}
+    x = np.concatenate([a[:HYBRID_GIVEN], tau[HYBRID_GIVEN:]])
+    return qdd, given_tau, x
+
+
+# -- 1. PUMA: every named ordering of every problem, against the reference path and Pinocchio --------------------
+
+@pytest.mark.parametrize("case", PUMA_CASES, ids=case_id)
+def test_puma_every_ordering_matches_reference_and_pinocchio(case):
+    """At healthy random states the compiled code answers itself (no fallback), agrees with the reference path
+    in the same ordering and with Pinocchio to 1e-9, and its condition estimate is the reference path's (the
+    same inverse iteration from the same start vector: equal to round-off; 1e-6 leaves room for the three
+    iterations' rounding while any other estimate — another matrix, another scaling — differs by far more)."""
+    _, problem, ordering = case
+    puma = robot("puma560")
+    solver, ref = compiled(*case), pinocchio("puma560")
+    rng = np.random.default_rng(11)
+    for state in range(PUMA_STATES):
+        q, v, a, tau = random_state(rng, puma.num_dofs)
+        if problem == "inverse":
+            got = solver(q, v, a)
+            r = gtdyn.solve(puma, "inverse", q, v, qdd=a, ordering=ordering)
+            expected, reference = ref.rnea(q, v, a), r.tau
+        elif problem == "forward":
+            got = solver(q, v, tau)
+            r = gtdyn.solve(puma, "forward", q, v, tau=tau, ordering=ordering)
+            expected, reference = ref.aba(q, v, tau), r.qdd
+        else:
+            given_qdd, given_tau, x = hybrid_given(puma, a, tau)
+            got = solver(q, v, x)
+            assert isinstance(got, tuple) and len(got) == 2
+            got = np.concatenate(got)
+            r = gtdyn.solve(puma, "hybrid", q, v, qdd=given_qdd, tau=given_tau, ordering=ordering)
+            expected, reference = np.concatenate(ref.hybrid(q, v, given_qdd, given_tau)), np.concatenate([r.qdd, r.tau])
+        assert solver.fallbacks == 0, (state, solver.condition, solver.backward_error)
+        assert err(got, reference) < TOL, state
+        assert err(got, expected) < TOL, state
+        assert abs(solver.condition - r.condition) <= 1e-6 * r.condition, (solver.condition, r.condition)
+        assert solver.backward_error <= 1e-10 / solver.condition  # what the certificate promised
+
+
+# -- 2. UR5 and Panda ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ERD_CASES, ids=case_id)
+def test_example_robots_match_pinocchio(case):
+    """UR5 and Panda (example-robot-data; skipped without it): aba and rnea against Pinocchio."""
+    name, problem, _ = case
+    solver, ref = compiled(*case), pinocchio(name)
+    rng = np.random.default_rng(12)
+    for state in range(3):
+        q, v, a, tau = random_state(rng, robot(name).num_dofs)
+        if problem == "forward":
+            assert err(solver(q, v, tau), ref.aba(q, v, tau)) < TOL, state
+        else:
+            assert err(solver(q, v, a), ref.rnea(q, v, a)) < TOL, state
+    assert solver.fallbacks == 0
+
+
+# -- 3. batches ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", BATCH_CASES, ids=case_id)
+def test_batch_is_a_loop_of_single_calls(case):
+    """Bitwise: a batch runs the same machine code (``main``) on the same inputs, one workspace per state, so
+    any difference would mean the code reads something it did not write for this state. 7 states split
+    unevenly between 2 threads; 2 threads for a single state."""
+    name, problem, _ = case
+    solver = compiled(*case)
+    s = sample_states(robot(name), problem, qdd_joints(name, problem) or (), count=7, seed=13)
+    Q, V, X = (s[k].T.copy() for k in ("q", "v", "x"))
+    singles = [solver(Q[k], V[k], X[k]) for k in range(len(Q))]
+    for count, threads in ((7, 1), (7, 2), (1, 2)):
+        out = solver.batch(Q[:count], V[:count], X[:count], threads=threads)
+        if problem == "hybrid":
+            assert isinstance(out, tuple) and len(out) == 2
+            for part in (0, 1):
+                assert out[part].shape == (count, robot(name).num_dofs)
+                assert np.array_equal(out[part], np.array([single[part] for single in singles[:count]])), threads
+        else:
+            assert out.shape == (count, robot(name).num_dofs)
+            assert np.array_equal(out, np.array(singles[:count])), threads
+    assert solver.fallbacks == 0
+
+
+# -- 4. hybrid round trip ------------------------------------------------------------------------------------------
+
+def test_hybrid_round_trip_through_inverse_and_forward():
+    """Hybrid (q̈ at the first three joints, τ at the others) → full q̈ and τ; inverse dynamics of that q̈
+    gives that τ back, forward dynamics of that τ that q̈; the given halves pass through unchanged."""
+    puma = robot("puma560")
+    hybrid, inverse, forward = (compiled("puma560", p, o) for p, o in (("hybrid", "aba"), ("inverse", "rnea"),
+                                                                       ("forward", "aba")))
+    rng = np.random.default_rng(14)
+    for state in range(3):
+        q, v, a, tau = random_state(rng, puma.num_dofs)
+        _, _, x = hybrid_given(puma, a, tau)
+        qdd, tau_out = hybrid(q, v, x)
+        assert np.array_equal(qdd[:HYBRID_GIVEN], a[:HYBRID_GIVEN]) and np.array_equal(tau_out[HYBRID_GIVEN:], tau[HYBRID_GIVEN:])
+        assert err(inverse(q, v, qdd), tau_out) < TOL, state
+        assert err(forward(q, v, tau_out), qdd) < TOL, state
+    assert hybrid.fallbacks == inverse.fallbacks == forward.fallbacks == 0
+
+
+# -- 5. closed loops -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", LOOP_CASES, ids=case_id)
+def test_closed_loops_match_reference(case):
+    """At closed states (``sample_states`` with a seed the compiler did not look at), certified, and equal to
+    the reference path in the same ordering; passive joints get τ = 0 exactly."""
+    name, problem, ordering = case
+    mechanism = robot(name)
+    solver = compiled(*case)
+    s = sample_states(mechanism, problem, count=4, seed=21)
+    passive = [j.index - 1 for j in mechanism.joints if not j.actuated]
+    for k in range(4):
+        q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
+        got = solver(q, v, x)
+        if problem == "inverse":
+            want = gtdyn.solve(mechanism, "inverse", q, v, qdd=x, ordering=ordering).tau
+            assert np.all(got[passive] == 0.0)
+        else:
+            want = gtdyn.solve(mechanism, "forward", q, v, tau=x, ordering=ordering).qdd
+        assert err(got, want) < TOL, k
+    assert solver.fallbacks == 0
+
+
+# -- 6. errors and warnings, as the reference path ------------------------------------------------------------------
+
+@pytest.mark.parametrize("ordering", ["colamd", "aba"])
+def test_singular_robot_raises_like_the_reference(tmp_path, ordering):
+    """The massless 3R chain of tests/test_determinacy.py: forward dynamics is singular. It compiles (the
+    missing pivots are the call's business) and each call raises the reference path's error, naming the same
+    free variables."""
+    chain = load_chain(tmp_path, None)
+    q, v, tau = STATE
+    with pytest.raises(gtdyn.IndeterminateSystemError) as reference:
+        gtdyn.forward_dynamics(chain, q, v, tau, ordering=ordering)
+    solver = gtdyn.compile(chain, "forward", ordering=ordering)
+    with pytest.raises(gtdyn.IndeterminateSystemError) as info:
+        solver(q, v, tau)
+    assert info.value.free_variables == reference.value.free_variables
+    assert solver.fallbacks == 1
+    with pytest.raises(gtdyn.IndeterminateSystemError):
+        solver.batch(np.array([q]), np.array([v]), np.array([tau]))
+
+
+def test_inverse_dynamics_of_the_massless_chain_is_determined(tmp_path):
+    """…while inverse dynamics of the same chain is determined (the massless links need no torque)."""
+    chain = load_chain(tmp_path, None)
+    q, v, a = STATE
+    solver = gtdyn.compile(chain, "inverse", ordering="rnea")
+    assert err(solver(q, v, a), gtdyn.inverse_dynamics(chain, q, v, a, ordering="rnea").tau) < TOL
+
+
+def test_ill_conditioned_robot_warns_like_the_reference(tmp_path):
+    """Tip links 1e-10 of the first link's mass (κ ~1e11): both warn; the compiled solver's answer *is* the
+    reference path's (its fallback runs the reference path in the same ordering: bitwise equal)."""
+    chain = load_chain(tmp_path, 1e-10)
+    q, v, tau = STATE
+    with pytest.warns(gtdyn.IllConditionedWarning) as reference:
+        want = gtdyn.forward_dynamics(chain, q, v, tau, ordering="colamd").qdd
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gtdyn.IllConditionedWarning)  # compile may try sample states
+        solver = gtdyn.compile(chain, "forward", ordering="colamd")
+    with pytest.warns(gtdyn.IllConditionedWarning) as caught:
+        got = solver(q, v, tau)
+    assert solver.fallbacks == 1 and solver.condition > 1e7
+    assert np.array_equal(got, want)
+    ill = [str(w.message) for w in caught if issubclass(w.category, gtdyn.IllConditionedWarning)]
+    assert ill == [str(w.message) for w in reference if issubclass(w.category, gtdyn.IllConditionedWarning)]
+
+
+@pytest.mark.parametrize("where", ["q", "v", "x"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_input_raises_like_the_reference(where, bad):
+    puma = robot("puma560")
+    solver = compiled("puma560", "inverse", "rnea")
+    q, v, a, _ = random_state(np.random.default_rng(15), puma.num_dofs)
+    args = {"q": q, "v": v, "x": a}
+    args[where] = args[where].copy()
+    args[where][2] = bad
+    with pytest.raises(gtdyn.ArgumentError) as reference:
+        gtdyn.inverse_dynamics(puma, args["q"], args["v"], args["x"], ordering="rnea")
+    with pytest.raises(Exception) as info:
+        solver(args["q"], args["v"], args["x"])
+    assert type(info.value) is type(reference.value)
+    assert str(info.value) == str(reference.value)
+
+
+@pytest.mark.parametrize("problem, ordering", [("inverse", "rnea"), ("forward", "aba"), ("forward", "colamd")])
+@pytest.mark.parametrize("violation", ["q", "v"])
+def test_open_loop_raises_loop_closure_error(problem, ordering, violation):
+    """four_bar with its loop joint j4 turned 0.1 rad off the assembly (or j1's rate off the closed velocity):
+    the loop-closure gaps fail the certificate and the reference path raises, with the same message."""
+    mechanism = robot("four_bar")
+    solver = compiled("four_bar", problem, ordering)
+    s = sample_states(mechanism, problem, count=1, seed=22)
+    q, v, x = (s[key][:, 0].copy() for key in ("q", "v", "x"))
+    if violation == "q":
+        q[mechanism.joint_names.index("j4")] += 0.1
+    else:
+        v[mechanism.joint_names.index("j1")] += 0.1
+    given = {"qdd": x} if problem == "inverse" else {"tau": x}
+    with pytest.raises(gtdyn.LoopClosureError) as reference:
+        gtdyn.solve(mechanism, problem, q, v, **given, ordering=ordering)
+    with pytest.raises(gtdyn.LoopClosureError) as info:
+        solver(q, v, x)
+    assert str(info.value) == str(reference.value)
+    assert solver.fallbacks >= 1
+
+
+def test_wrong_shapes_raise_argument_error():
+    solver = compiled("puma560", "inverse", "rnea")
+    q = v = a = np.zeros(6)
+    for args in ((q[:5], v, a), (q, v, a[None]), (q, 0.0, a), (list(q) + [0.0], v, a), (q, v, np.zeros((6, 1)))):
+        with pytest.raises(gtdyn.ArgumentError):
+            solver(*args)
+    Z = np.zeros((3, 6))
+    for args in ((Z, Z, np.zeros((3, 5))), (q, v, a), (Z, Z[:2], Z), (Z[None], Z[None], Z[None])):
+        with pytest.raises(gtdyn.ArgumentError):
+            solver.batch(*args)
+
+
+def test_torque_at_a_passive_loop_joint_raises_argument_error():
+    """four_bar: only j1 is actuated; τ ≠ 0 at the passive j2 is an error for the reference path, a single
+    compiled call and a batch alike."""
+    mechanism = robot("four_bar")
+    solver = compiled("four_bar", "forward", "aba")
+    s = sample_states(mechanism, "forward", count=1, seed=23)
+    q, v = s["q"][:, 0], s["v"][:, 0]
+    tau = np.array([1.0, 2.0, 0.0, 0.0])
+    with pytest.raises(gtdyn.ArgumentError):
+        gtdyn.forward_dynamics(mechanism, q, v, tau, ordering="aba")
+    with pytest.raises(gtdyn.ArgumentError, match=r"x: joints j2 are passive"):  # names the joint given a torque
+        solver(q, v, tau)
+    with pytest.raises(gtdyn.ArgumentError, match=r"x: joints j2 are passive"):
+        solver.batch(q[None], v[None], tau[None])
+
+
+# -- 7. the on-disk cache ----------------------------------------------------------------------------------------
+
+CHILD = """
+import json, os, gtdyn
+s = gtdyn.compile(gtdyn.load_robot("rrr"), "inverse", ordering="md")
+print(json.dumps({"from_cache": s.from_cache, "cache_key": s.cache_key, "dir": os.environ["GTDYN_CACHE_DIR"]}))
+"""
+
+
+def test_another_process_loads_the_cached_solver(cache_dir):
+    """A compile in this process, then one in a fresh process with the same cache directory: loaded, not
+    compiled. The key hashes gtdyn's source, read once per process: if it was edited since this process read it
+    (other work in progress), the child's key differs and the child compiles afresh — then the next child must
+    load that one."""
+    rrr = robot("rrr")
+    first = gtdyn.compile(rrr, "inverse", ordering="md")
+    again = gtdyn.compile(rrr, "inverse", ordering="md")
+    assert again.from_cache and again.cache_key == first.cache_key
+    previous = first.cache_key
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "GTDYN_CACHE_DIR": str(cache_dir)})
+        assert done.returncode == 0, done.stderr
+        child = json.loads(done.stdout.strip().splitlines()[-1])
+        assert child["dir"] == str(cache_dir)
+        if child["cache_key"] == previous:
+            assert child["from_cache"] is True
+            break
+        previous = child["cache_key"]  # gtdyn's source changed since `previous` was computed
+    else:
+        pytest.fail("gtdyn's source changed before each of three child processes")
+
+
+def test_changed_mass_is_a_different_solver(tmp_path):
+    """rrr.urdf with link l2's mass 1.0 → 1.5: a new cache key, compiled afresh, and its answers are the changed
+    robot's (the reference path on the changed file), not the original's."""
+    original = robot("rrr")
+    text = open(gtdyn.bundled_path("rrr")).read()
+    changed_text, count = re.subn(r'(<link name="l2">\s*<inertial>\s*<origin[^>]*/>\s*)<mass value="1\.0"/>',
+                                  r'\1<mass value="1.5"/>', text)
+    assert count == 1
+    path = tmp_path / "rrr.urdf"
+    path.write_text(changed_text)
+    changed = gtdyn.load_robot(str(path))
+    before = gtdyn.compile(original, "inverse", ordering="colamd")
+    after = gtdyn.compile(changed, "inverse", ordering="colamd")
+    assert after.cache_key != before.cache_key and not after.from_cache
+    q, v, a = np.array([0.3, -0.5, 0.9]), np.array([0.2, 0.7, -1.1]), np.array([1.0, -2.0, 0.5])
+    want = gtdyn.inverse_dynamics(changed, q, v, a, ordering="colamd").tau
+    assert err(after(q, v, a), want) < TOL
+    assert err(before(q, v, a), want) > 1e-3  # the mass matters
+
+
+def test_copied_file_shares_the_cache(tmp_path):
+    """The key is the robot's content, not its path: rrr.urdf copied elsewhere loads the same solver."""
+    copy = tmp_path / "rrr.urdf"
+    shutil.copy(gtdyn.bundled_path("rrr"), copy)
+    first = gtdyn.compile(robot("rrr"), "inverse", ordering="colamd")
+    second = gtdyn.compile(gtdyn.load_robot(str(copy)), "inverse", ordering="colamd")
+    assert second.cache_key == first.cache_key and second.from_cache
+
+
+# -- 8. the Python rendering runs, and computes what the machine code computes ---------------------------------------
+
+@pytest.mark.parametrize("case", SOURCE_CASES, ids=case_id)
+def test_source_runs_like_the_machine_code(case):
+    """Bitwise: the machine code is the rendered operations one for one, IEEE doubles without fast-math (no
+    reassociation, no fused multiply-add), sin/cos/sqrt from the same C library, so outputs, status, κ and
+    backward error are the same bits."""
+    name, problem, _ = case
+    solver = compiled(*case)
+    s = sample_states(robot(name), problem, qdd_joints(name, problem) or (), count=2, seed=24)
+    namespace: dict = {}
+    exec(solver.source, namespace)
+    record, n = solver._record, robot(name).num_dofs
+    status = record["status"]
+    assert record["start"]["inputs"] == 0
+    for k in range(2):
+        q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
+        answer = solver(q, v, x)
+        ws = np.zeros(record["size"])
+        ws[:3 * n] = solver._ws[:3 * n]
+        assert np.array_equal(ws[:3 * n], np.concatenate([q, v, x]))
+        namespace["main"](ws)
+        region = slice(record["start"]["out"], status + 3)
+        assert np.array_equal(ws[region], solver._ws[region]), k
+        assert ws[status] == 1.0
+        flat = np.concatenate(answer) if isinstance(answer, tuple) else answer
+        assert np.array_equal(ws[record["start"]["out"]:status], flat)
+
+
+# -- 9. the DAG ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", DAG_CASES, ids=case_id)
+def test_dag_is_the_reference_paths(case):
+    """PUMA forward dynamics: the solver's ordering, and so its DAG, is the reference path's for the same
+    strategy; what the code computes from what is a subgraph of it with the same nodes."""
+    ordering = case[2]
+    puma = robot("puma560")
+    solver = compiled(*case)
+    q, v, _, tau = random_state(np.random.default_rng(25), puma.num_dofs)
+    r = gtdyn.forward_dynamics(puma, q, v, tau, ordering=ordering)
+    reference_order = [r.elimination_ordering.at(i) for i in range(r.elimination_ordering.size())]
+    assert solver.order == reference_order
+    dag, want = solver.dag(), r.dag()
+    assert set(dag.nodes) == set(want.nodes) and set(dag.edges) == set(want.edges)
+    computed = solver.computed_dag()
+    assert set(computed.nodes) == set(dag.nodes)
+    assert set(computed.edges) <= set(dag.edges)
+    step = {key: i for i, key in enumerate(solver.order)}
+    # back-substitution computes x from values eliminated after it
+    assert all(step[p] > step[x] for p, x in computed.edges)
+
+
+# -- 10. RNEA is Algorithm 1 ---------------------------------------------------------------------------------------
+
+def test_rnea_back_substitution_is_algorithm_1():
+    """rrr, inverse, rnea: ``solve`` computes V̇ root → leaf, then F leaf → root, then τ (the comments before
+    each unknown's lines: ``# V̇1 ← eq. 5, joint j1``)."""
+    rrr = robot("rrr")
+    solver = compiled("rrr", "inverse", "rnea")
+    source = solver.source
+    section = source[source.index("def solve(ws):"):]
+    section = section[:section.index("\ndef ", 1)]
+    order = re.findall(r"^\s*# (\S+) ← ", section, flags=re.M)
+    moving = [rrr.link(joint.child).index for joint in rrr.tree_joints]  # root → leaf: 1, 2, 3
+    assert moving == [1, 2, 3]
+    assert order[:3] == [f"V̇{i}" for i in moving]
+    assert order[3:6] == [f"F{i}" for i in reversed(moving)]
+    assert sorted(order[6:]) == [f"τ{j}" for j in (1, 2, 3)] and len(order) == 9
+    # and each of those unknowns is computed (assigned) in the solve section
+    for label in order:
+        assert re.search(rf"^\s*{re.escape(label)}(_\d)? = ", section, flags=re.M), label
+
+
+# -- 11. the traced screw exponential -------------------------------------------------------------------------------
+
+def test_traced_screw_exponential_matches_gtsam():
+    """exp([S]θ) from ``gtdyn.compiled.kinematics`` with a float θ (every value folds to a float) against
+    gtsam's Pose3.Expmap: revolute axes through random points (v = r × ω ≠ 0), prismatic axes and general
+    screws (pitch ≠ 0). Both evaluate closed forms in double precision: ≤1e-12 for entries of size ≤ ~10."""
+    rng = np.random.default_rng(26)
+    cases = []
+    for _ in range(12):
+        w = rng.normal(size=3)
+        w /= np.linalg.norm(w)
+        r = rng.uniform(-2, 2, 3)
+        cases.append(np.concatenate([w, np.cross(r, w)]))  # revolute about the axis through r
+        d = rng.normal(size=3)
+        cases.append(np.concatenate([np.zeros(3), d / np.linalg.norm(d)]))  # prismatic
+        cases.append(np.concatenate([w, rng.uniform(-1, 1, 3)]))  # a general screw
+    for S in cases:
+        theta = float(rng.uniform(-np.pi, np.pi))
+        pose = traced.screw_exp(S, theta)
+        R, p = pose.rotation().matrix(), pose.translation()
+        assert all(isinstance(e, float) for e in list(np.ravel(R)) + list(np.ravel(p))), "constants fold to floats"
+        want = screw_exp(S, theta)
+        assert np.allclose(np.asarray(R, float), want.rotation().matrix(), rtol=0, atol=1e-12), S
+        assert np.allclose(np.asarray(p, float), want.translation(), rtol=0, atol=1e-12), S
+    # θ = 0 is the identity, exactly
+    pose = traced.screw_exp(cases[0], 0.0)
+    assert np.array_equal(np.asarray(pose.R, float), np.eye(3)) and np.array_equal(np.asarray(pose.p, float), np.zeros(3))
+
+
+# -- 12. bad arguments to compile -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"problem": "sideways"}, "problem"),
+    ({"problem": "forward", "qdd_joints": ["j1"]}, "qdd_joints"),
+    ({"problem": "inverse", "qdd_joints": ["j1"]}, "qdd_joints"),
+    ({"problem": "hybrid", "qdd_joints": ["j9"]}, "qdd_joints.*j9"),
+    ({"problem": "hybrid"}, "qdd_joints"),
+    ({"problem": "inverse", "ordering": "fastest"}, "ordering"),
+    ({"problem": "forward", "ordering": "rnea"}, "ordering"),
+], ids=["unknown problem", "qdd_joints on forward", "qdd_joints on inverse", "unknown joint", "hybrid without joints",
+        "unknown ordering", "ordering for another problem"])
+def test_bad_compile_arguments_raise_argument_error(kwargs, match):
+    kwargs = dict(kwargs)
+    problem = kwargs.pop("problem")
+    with pytest.raises(gtdyn.ArgumentError, match=match):
+        gtdyn.compile(robot("rrr"), problem, **kwargs)
+
+
+def test_compile_wants_a_robot():
+    with pytest.raises(gtdyn.ArgumentError, match="robot"):
+        gtdyn.compile(gtdyn.bundled_path("rrr"), "inverse")
+
+
+# -- checks=False and solver.code ---------------------------------------------------------------------------------
+
+def test_unchecked_solver_answers_like_the_checked_one_and_still_refuses_nan():
+    """checks=False runs factor and solve only (the same elimination, no refinement): the answer agrees with
+    Pinocchio to the same 1e-9 on this well-conditioned arm; a NaN still goes to the reference path's error."""
+    puma = robot("puma560")
+    fast = gtdyn.compile(puma, "forward", ordering="aba", checks=False)
+    rng = np.random.default_rng(31)
+    for _ in range(4):
+        q, v, _, tau = random_state(rng, 6)
+        assert err(fast(q, v, tau), pinocchio("puma560").aba(q, v, tau)) < 1e-9
+    assert fast.fallbacks == 0 and fast.operations["fast"] < fast.operations["main"]
+    with pytest.raises(gtdyn.ArgumentError):
+        fast(np.full(6, np.nan), np.zeros(6), np.zeros(6))
+
+
+def test_code_returns_one_generated_function():
+    solver = compiled("rrr", "inverse", "rnea")
+    solve = solver.code("solve")
+    assert solve.startswith("def solve(ws):") and "def solve_t" not in solve and solve in solver.source
+    assert solver.code("main").startswith("def main(ws):")
+    with pytest.raises(gtdyn.ArgumentError):
+        solver.code("nonsense")
