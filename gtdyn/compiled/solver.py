@@ -220,15 +220,17 @@ class CompiledSolver:
         if self._passive.size and np.any(X[:, self._passive] != 0.0):
             self._passive_error(X)
         count = Q.shape[0]
-        ws = np.zeros((count, self._size))
-        ws[:, :n], ws[:, n:2 * n], ws[:, 2 * n:3 * n] = Q, V, X
+        inputs = np.ascontiguousarray(np.hstack([Q, V, X]))
+        n_out = self._outputs + 3  # the outputs, then status, κ and backward error
+        results = np.empty((count, n_out))
         threads = max(1, min(int(threads), count))
         bounds = np.linspace(0, count, threads + 1).astype(int)
+        native_batch = self._native.batch[self._entry]
 
-        start = ws.ctypes.data
-
-        def run(a: int, b: int) -> None:  # ctypes releases the GIL for the native loop
-            self._native.batch[self._entry](start + int(a) * self._size * 8, int(b - a), self._size)
+        def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
+            ws = np.zeros(self._size)
+            native_batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a), 3 * n, n_out,
+                         self._out)
 
         if threads == 1:
             run(0, count)
@@ -236,8 +238,8 @@ class CompiledSolver:
             with ThreadPoolExecutor(threads) as pool:
                 for done in [pool.submit(run, a, b) for a, b in zip(bounds[:-1], bounds[1:])]:
                     done.result()
-        out = ws[:, self._out:self._out + self._outputs].copy()
-        for k in np.flatnonzero(ws[:, self._status] != 1.0):
+        out = results[:, :self._outputs].copy()
+        for k in np.flatnonzero(results[:, self._outputs] != 1.0):
             answer = self._reference(Q[k], V[k], X[k])
             out[k] = np.concatenate(answer) if self.problem == "hybrid" else answer
         return (out[:, :n], out[:, n:]) if self.problem == "hybrid" else out
