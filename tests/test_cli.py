@@ -220,19 +220,42 @@ def test_progress_shows_on_slow_work(capsys, monkeypatch):
     assert capsys.readouterr().err == ""
 
 
-def test_dag_and_bench_on_a_closed_loop(capsys, tmp_path):
+def test_dag_and_bench_on_a_closed_loop(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
     code, out, _ = run(capsys, "dag", "five_bar", "--problem", "forward", "--ordering", "aba", "--out", str(tmp_path / "fb"))
     assert code == 0 and "forward dynamics of five_bar" in out
-    code, out, _ = run(capsys, "bench", "five_bar", "--problem", "inverse", "--repeat", "2", "--inner", "1", "--warmup", "0")
-    assert code == 0 and "| rnea |" in out
+    code, out, _ = run(capsys, "bench", "five_bar", "--problem", "inverse", "--repeat", "2", "--inner", "1", "--warmup", "0",
+                       "--orderings", "rnea,colamd", "--batch", "20")
+    assert code == 0 and "| rnea |" in out and "compiled solvers" in out and "fallbacks" not in out
+    code, out, _ = run(capsys, "bench", "five_bar", "--problem", "inverse", "--repeat", "2", "--inner", "1", "--warmup", "0",
+                       "--reference")
+    assert code == 0 and "| rnea |" in out and "reference path" in out
 
 
-def test_bench_tiny(capsys, tmp_path):
+def test_bench_tiny(capsys, tmp_path, monkeypatch):
+    """Compiled solvers by default: single calls and batches against Pinocchio, compile seconds; --reference: the
+    reference path's elimination and its files."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
     code, out, err = run(capsys, "bench", "rrr", "--problem", "forward", "--repeat", "2", "--inner", "1",
-                         "--warmup", "1", "--orderings", "aba,crba", "--out", str(tmp_path))
+                         "--warmup", "1", "--orderings", "aba,crba", "--batch", "20", "--out", str(tmp_path / "c"))
     assert code == 0
     assert "| aba |" in out and "| crba |" in out and "ratio to ABA" in out and "1/" in err
-    assert {"results.md", "results.csv", "samples.csv", "orderings.png"} <= set(os.listdir(tmp_path))
+    assert "Pinocchio abaInParallel" in out and "20 states" in out and "compile s: cold / cached" in out
+    assert {"results.md", "results.csv", "samples.csv", "operations.png"} <= set(os.listdir(tmp_path / "c"))
+    code, out, err = run(capsys, "bench", "rrr", "--problem", "forward", "--repeat", "2", "--inner", "1",
+                         "--warmup", "1", "--orderings", "aba,crba", "--reference", "--out", str(tmp_path / "r"))
+    assert code == 0
+    assert "| aba |" in out and "| crba |" in out and "ratio to ABA" in out and "elimination µs" in out
+    assert {"results.md", "results.csv", "samples.csv", "orderings.png"} <= set(os.listdir(tmp_path / "r"))
+
+
+def test_bench_puma_prints_the_paper_table(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = run(capsys, "bench", "--problem", "all", "--orderings", "rnea,aba", "--repeat", "2", "--inner", "1",
+                         "--warmup", "0", "--batch", "0")
+    assert code == 0 and "Tables I–II" in out and "| inverse RNEA | 26.6 | 1.00 |" in out
+    assert "| hybrid dynamics, puma560 |" in out and "µs per state" not in out  # --batch 0: no batch tables
+    assert "puma560 hybrid aba" in err
 
 
 def test_bench_checks_its_output_directory_before_timing(capsys, tmp_path, monkeypatch):
@@ -241,13 +264,14 @@ def test_bench_checks_its_output_directory_before_timing(capsys, tmp_path, monke
     def timing(*args, **kwargs):
         raise AssertionError("the benchmark started")
 
-    monkeypatch.setattr(benchmark, "benchmark_state", timing)
-    monkeypatch.setattr(benchmark, "bench_orderings", timing)
+    for name in ("benchmark_state", "bench_orderings", "bench_compiled"):
+        monkeypatch.setattr(benchmark, name, timing)
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    code, out, err = run(capsys, "bench", "rrr", "--out", str(blocker / "results"))
-    assert code == 1 and out == ""
-    assert err.startswith(f"gtdyn: error: --out: cannot write to '{blocker / 'results'}'") and err.count("\n") == 1
+    for extra in ([], ["--reference"]):
+        code, out, err = run(capsys, "bench", "rrr", "--out", str(blocker / "results"), *extra)
+        assert code == 1 and out == ""
+        assert err.startswith(f"gtdyn: error: --out: cannot write to '{blocker / 'results'}'") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -269,6 +293,9 @@ def test_bench_checks_its_output_directory_before_timing(capsys, tmp_path, monke
     (["solve", "--gravity", "0", "0", "nan"], "--gravity: expected three finite numbers"),
     (["bench", "--orderings", "quick"], "--orderings: unknown quick"),
     (["bench", "--repeat", "0"], "--repeat must be at least 1"),
+    (["bench", "--threads", "0,2"], "--threads: expected comma-separated thread counts"),
+    (["bench", "--threads", "two"], "--threads: expected comma-separated thread counts"),
+    (["bench", "--batch", "-1"], "--batch: expected a number of states"),
 ])
 def test_bad_input_is_one_line_and_nonzero(capsys, argv, message):
     code, out, err = run(capsys, *argv)

@@ -3,7 +3,8 @@
     gtdyn solve [ROBOT] [--problem inverse|forward|hybrid|all] [--q ..] [--v ..] [--qdd ..] [--tau ..]
                 [--ordering O] [--gravity GX GY GZ] [--elimination qr|constrained]
     gtdyn dag   [ROBOT] [--problem P] [--ordering O] [--out PREFIX] [--format png|svg|pdf] [--steps]
-    gtdyn bench [ROBOT] [--problem P|all] [--orderings a,b] [--repeat N] [--scaling] [--out DIR]
+    gtdyn bench [ROBOT] [--problem P|all] [--orderings a,b] [--repeat N] [--batch N] [--threads 1,2] [--scaling]
+                [--out DIR] [--reference]
     gtdyn info  [ROBOT]
 
 ROBOT is a .urdf or .sdf path or a bundled model's name (the list is at the end of ``gtdyn --help``: the
@@ -96,14 +97,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", action="store_true", help="also draw the graph after each batch (paper Fig. 5)")
     p.set_defaults(run=cmd_dag)
 
-    p = sub.add_parser("bench", help="time every ordering against each other and against Pinocchio")
+    p = sub.add_parser("bench", help="time each ordering's compiled solver against Pinocchio (--reference: the "
+                                     "reference path)",
+                       description="Time each ordering's compiled solver (gtdyn.compile) against Pinocchio, sample by\n"
+                                   "sample in the same process: single calls (checked, and with checks=False), batches\n"
+                                   "against pin.*InParallel on the same threads, compile seconds cold and cached.\n"
+                                   "--reference times the reference path's elimination instead (GTSAM, per ordering,\n"
+                                   "as the paper's Tables I-II). Progress goes to stderr, tables to stdout.",
+                       formatter_class=formatter)
     robot_arg(p)
     p.add_argument("--problem", choices=["inverse", "forward", "hybrid", "all"], default="all")
     p.add_argument("--orderings", help="comma-separated strategy names (default: every applicable one)")
     p.add_argument("--repeat", type=int, default=30, help="samples per measurement (default 30)")
     p.add_argument("--inner", type=int, default=5, help="calls per sample (default 5)")
     p.add_argument("--warmup", type=int, default=5, help="warm-up calls (default 5)")
-    p.add_argument("--scaling", action="store_true", help="also time serial chains of 3 to 48 joints")
+    p.add_argument("--batch", type=int, default=1000,
+                   help="states per batch, timed min(REPEAT, 7) times; 0: no batches (default 1000)")
+    p.add_argument("--threads", default="1,2", help="thread counts of the batches, comma-separated (default 1,2)")
+    p.add_argument("--scaling", action="store_true",
+                   help="also time serial chains (6 to 24 joints; with --reference 3 to 48)")
+    p.add_argument("--reference", action="store_true",
+                   help="time the reference path (GTSAM elimination per ordering) instead of compiled solvers")
     p.add_argument("--out", help="directory for results.md, results.csv, samples.csv and plots")
     p.set_defaults(run=cmd_bench)
 

@@ -1,5 +1,5 @@
-"""``gtdyn bench``: time every ordering against each other and against Pinocchio; print Markdown, and with
---out write tables, samples and plots."""
+"""``gtdyn bench``: time each ordering's compiled solver against Pinocchio in the same process (``--reference``:
+the reference path's elimination instead); print Markdown, and with --out write tables, samples and plots."""
 
 from __future__ import annotations
 
@@ -9,24 +9,99 @@ from gtdyn.cli.inputs import load, writable_directory, writing
 from gtdyn.cli.messages import CLIError
 from gtdyn.orderings import STRATEGIES, applicable
 
+SCALING_SIZES = {"compiled": (6, 12, 24), "reference": (3, 6, 12, 24, 48)}
 
-def cmd_bench(args) -> None:
-    from gtdyn import bench as B
-    from gtdyn.model.random import serial_chain
-    from gtdyn.plot.bench import bar_chart, scaling_plot
 
-    if args.out:  # before any timing: a bad directory must not cost a whole benchmark
-        writable_directory(args.out, "--out")
-    robot = load(args.robot)
-    problems = B.PROBLEMS if args.problem == "all" else (args.problem,)
+def _orderings(args) -> list[str] | None:
     chosen = [x.strip() for x in args.orderings.split(",")] if args.orderings else None
     if chosen:
         unknown = [x for x in chosen if x not in STRATEGIES]
         if unknown:
             raise CLIError(f"--orderings: unknown {', '.join(unknown)}; known: {', '.join(STRATEGIES)}")
+    return chosen
+
+
+def _threads(text: str) -> tuple[int, ...]:
+    try:
+        threads = tuple(int(t) for t in text.split(","))
+    except ValueError:
+        threads = ()
+    if not threads or min(threads) < 1:
+        raise CLIError(f"--threads: expected comma-separated thread counts of at least 1, got '{text}'")
+    return threads
+
+
+def cmd_bench(args) -> None:
+    if args.out:  # before any timing: a bad directory must not cost a whole benchmark
+        writable_directory(args.out, "--out")
+    chosen = _orderings(args)
+    if args.batch < 0:
+        raise CLIError("--batch: expected a number of states, 0 or more")
+    threads = _threads(args.threads)
+    robot = load(args.robot)
+    (_reference if args.reference else _compiled)(args, robot, chosen, threads)
+
+
+def _compiled(args, robot, chosen, threads) -> None:
+    import tempfile
+
+    from gtdyn import bench as B
+    from gtdyn.plot.bench import compiled_scaling_plot, operations_plot
+
+    problems = B.PROBLEMS if args.problem == "all" else (args.problem,)
     state = B.benchmark_state(robot)
     plan = {k: [o for o in (chosen or applicable(k)) if o in applicable(k)] for k in problems}
-    sizes = [3, 6, 12, 24, 48] if args.scaling else []
+    sizes = SCALING_SIZES["compiled"] if args.scaling else ()
+    chain_kinds = [k for k in ("inverse", "forward") if k in problems]
+    total = sum(map(len, plan.values())) + sum(len(B.chain_orderings(k, n)) for n in sizes for k in chain_kinds)
+    progress = B.Progress(total)
+    options = dict(repeat=args.repeat, inner=args.inner, warmup=args.warmup, batch=args.batch, threads=threads,
+                   batch_repeat=min(args.repeat, 7), progress=progress)
+    path = robot.source if str(robot.source).lower().endswith(".urdf") else None
+    rows = [r for kind in problems for r in B.bench_compiled(robot, path, kind, state, plan[kind], **options)]
+    scaling = []
+    with tempfile.TemporaryDirectory(prefix="gtdyn-chains-") as folder:
+        for n in sizes:
+            chain, chain_path = B.chain_with_urdf(n, folder)
+            for kind in chain_kinds:
+                scaling += B.bench_compiled(chain, chain_path, kind, B.benchmark_state(chain),
+                                            B.chain_orderings(kind, n), **options)
+    progress.done = progress.total - 1
+    progress("done")
+    about = B.machine_description(args.repeat, args.inner, args.warmup)
+    text = [f"# gtdyn benchmark: {robot.name}, compiled solvers", "", about + ".", "",
+            "µs per call from Python (checked; unchecked: checks=False), × Pinocchio as paired samples of the same "
+            "run" + (f"; batches: µs per state of {args.batch} states" if args.batch else "")
+            + "; compile seconds cold / cached.", ""]
+    if robot.name == "puma560" and {"inverse", "forward"} <= set(problems):
+        text += ["PUMA 560 next to paper 001's Tables I–II:", "", B.paper_table(rows)]
+    text += [B.compiled_tables(rows, problems)]
+    if scaling:
+        label = lambda r: f"{r.dofs} joints, {r.method}"  # noqa: E731
+        text += ["Serial chains:", ""] + [B.compiled_call_table(scaling, k, f"{k} dynamics, chains", label)
+                                          for k in chain_kinds]
+    print("\n".join(text))
+    if args.out:
+        with writing(args.out):
+            with open(os.path.join(args.out, "results.md"), "w") as f:
+                f.write("\n".join(text))
+            B.write_csv(rows + scaling, os.path.join(args.out, "results.csv"), os.path.join(args.out, "samples.csv"))
+            operations_plot(rows + scaling, os.path.join(args.out, "operations.png"), f"{robot.name}: {about}")
+            if scaling:
+                compiled_scaling_plot(scaling, os.path.join(args.out, "scaling.png"), about)
+        print(f"wrote {args.out}/results.md, results.csv, samples.csv, operations.png"
+              + (", scaling.png" if scaling else ""))
+
+
+def _reference(args, robot, chosen, threads) -> None:
+    from gtdyn import bench as B
+    from gtdyn.model.random import serial_chain
+    from gtdyn.plot.bench import bar_chart, scaling_plot
+
+    problems = B.PROBLEMS if args.problem == "all" else (args.problem,)
+    state = B.benchmark_state(robot)
+    plan = {k: [o for o in (chosen or applicable(k)) if o in applicable(k)] for k in problems}
+    sizes = SCALING_SIZES["reference"] if args.scaling else []
     total = sum(len(v) + (k == "hybrid") for k, v in plan.items()) + len(sizes) * 2 * len(STRATEGIES)
     progress = B.Progress(total)
     rows = []
@@ -39,7 +114,7 @@ def cmd_bench(args) -> None:
     progress.done = progress.total - 1
     progress("done")
     about = B.machine_description(args.repeat, args.inner, args.warmup)
-    text = [f"# gtdyn benchmark: {robot.name}", "", about, ""] + [B.markdown_table(rows, k) for k in problems]
+    text = [f"# gtdyn benchmark: {robot.name}, reference path", "", about, ""] + [B.markdown_table(rows, k) for k in problems]
     print("\n".join(text))
     if args.out:
         with writing(args.out):
