@@ -156,6 +156,20 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
             "planar": sorted(template.planar)}
 
 
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """One pool per thread count for the process: starting threads per batch cost more than 1,000 PUMA states."""
+    with _POOL_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")
+        return _POOLS[threads]
+
+
+_POOL_LOCK = threading.Lock()
+
+
 class CompiledSolver:
     """``solver(q, v, x)``: x is q̈ (inverse), τ (forward) or, for hybrid, a full-length vector with q̈ at
     ``qdd_joints`` and τ elsewhere. Returns τ, q̈, or ``(qdd, tau)``, in ``robot.joint_names`` order.
@@ -235,9 +249,9 @@ class CompiledSolver:
         if threads == 1:
             run(0, count)
         else:
-            with ThreadPoolExecutor(threads) as pool:
-                for done in [pool.submit(run, a, b) for a, b in zip(bounds[:-1], bounds[1:])]:
-                    done.result()
+            pool = _pool(threads)
+            for done in [pool.submit(run, a, b) for a, b in zip(bounds[:-1], bounds[1:])]:
+                done.result()
         out = results[:, :self._outputs].copy()
         for k in np.flatnonzero(results[:, self._outputs] != 1.0):
             answer = self._reference(Q[k], V[k], X[k])
