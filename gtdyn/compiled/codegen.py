@@ -139,7 +139,12 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
 
 def eliminate_with_comments(factor: trace.Function, rows, order) -> Plan:
     factor.comment(f"Gaussian elimination in the ordering {' '.join(keys.label(k) for k in order)}")
-    return eliminate(rows, order)
+
+    def step(x: int, labels: list[str]) -> None:
+        equations = list(dict.fromkeys(label.split(", row ")[0] for label in labels))
+        factor.comment(f"eliminate {keys.pretty(x)} from {len(labels)} rows: {'; '.join(equations)}")
+
+    return eliminate(rows, order, step)
 
 
 def _outputs(robot: Robot, problem: Problem, column: dict) -> list[tuple[str, int]]:

@@ -100,12 +100,15 @@ def _zero(entries) -> bool:
     return all(not trace.is_sym(e) and e == 0 for e in entries)
 
 
-def eliminate(rows: list[Row], order: list[int]) -> Plan:
-    """Gaussian elimination of ``rows`` in ``order`` with pivots chosen as the module docstring says."""
+def eliminate(rows: list[Row], order: list[int], on_step=None) -> Plan:
+    """Gaussian elimination of ``rows`` in ``order`` with pivots chosen as the module docstring says;
+    ``on_step(x, rows)`` is told each variable and the labels of the rows that hold it, before its arithmetic."""
     plan = Plan(list(order), rows, [{k: b.copy() for k, b in r.coef.items()} for r in rows])
     active = set(range(len(rows)))
     for x in order:
         plan.steps[x] = (len(plan.tape), len(plan.pivots))
+        if on_step is not None:
+            on_step(x, [rows[i].label for i in sorted(active) if x in plan.work[i]])
         stack = [i for i in sorted(active) if x in plan.work[i]]
         mine = []
         for c in range(keys.dim(x)):
