@@ -569,3 +569,30 @@ def test_code_returns_one_generated_function():
     assert solver.code("main").startswith("def main(ws):")
     with pytest.raises(gtdyn.ArgumentError):
         solver.code("nonsense")
+
+
+def test_single_calls_from_several_threads_do_not_share_a_workspace():
+    """Four threads (the compiling one among them) call one solver at once; every answer equals the same
+    call made alone. A shared workspace would mix states and fail this at 1e-9 almost surely."""
+    import threading
+
+    solver = compiled("puma560", "forward", "aba")
+    rng = np.random.default_rng(41)
+    states = [random_state(rng, 6) for _ in range(200)]
+    alone = [solver(q, v, tau) for q, v, _, tau in states]
+    wrong = []
+
+    def work(k):
+        for i in range(k, len(states), 4):
+            q, v, _, tau = states[i]
+            for _ in range(5):
+                if err(solver(q, v, tau), alone[i]) > 1e-15:
+                    wrong.append(i)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(1, 4)]
+    for t in threads:
+        t.start()
+    work(0)
+    for t in threads:
+        t.join()
+    assert wrong == []

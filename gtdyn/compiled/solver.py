@@ -13,6 +13,7 @@ otherwise — a singular or ill-conditioned system, an open loop, non-finite inp
 from __future__ import annotations
 
 import threading
+from threading import get_ident
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -175,8 +176,8 @@ class CompiledSolver:
     ``qdd_joints`` and τ elsewhere. Returns τ, q̈, or ``(qdd, tau)``, in ``robot.joint_names`` order.
 
     ``solver.batch(Q, V, X, threads=1)``: N states at once (arrays of shape (N, n)); returns arrays with the
-    same leading axis. A solver's single calls share one workspace, so call one solver from one thread at a
-    time; ``batch`` runs its threads on separate workspaces.
+    same leading axis. Calls from several threads are safe: calls from a thread other than the one that
+    compiled the solver use a fresh workspace each; ``batch`` runs its threads on separate workspaces.
     """
 
     def __init__(self, robot: Robot, problem: str, qdd_joints, gravity, order, record: dict, name: str,
@@ -201,12 +202,20 @@ class CompiledSolver:
         self._main = self._native.entry[self._entry]
         self._passive = np.array([j.index - 1 for j in robot.joints if not j.actuated
                                   and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))], int)
-        self._lock = threading.Lock()
+        self._owner = get_ident()
+        self._last = self._ws
 
     # -- calling ---------------------------------------------------------------------------------------------
 
     def __call__(self, q, v, x):
-        n, ws = self._n, self._ws
+        # The workspace belongs to the thread that compiled the solver; calls from other threads take a fresh
+        # one, so no two calls ever share it.
+        if get_ident() == self._owner:
+            ws, pointer = self._ws, self._pointer
+        else:
+            ws = np.zeros(self._size)
+            pointer = ws.ctypes.data
+        n = self._n
         try:  # len() first: a scalar or a wrong length would broadcast silently
             if len(q) != n or len(v) != n or len(x) != n:
                 raise ValueError
@@ -218,7 +227,8 @@ class CompiledSolver:
             raise
         if self._passive.size and np.any(ws[2 * n + self._passive] != 0.0):
             self._passive_error(ws[2 * n:3 * n])
-        self._main(self._pointer)
+        self._main(pointer)
+        self._last = ws
         if ws[self._status] != 1.0:
             return self._reference(np.array(q, float), np.array(v, float), np.array(x, float))
         if self.problem == "hybrid":
@@ -261,12 +271,12 @@ class CompiledSolver:
     @property
     def condition(self) -> float:
         """The condition estimate κ of the last single call's equations (as ``DynamicsResult.condition``)."""
-        return float(self._ws[self._status + 1])
+        return float(self._last[self._status + 1])
 
     @property
     def backward_error(self) -> float:
         """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) of the last single call, after refinement."""
-        return float(self._ws[self._status + 2])
+        return float(self._last[self._status + 2])
 
     # -- what it is ------------------------------------------------------------------------------------------
 
