@@ -33,7 +33,6 @@ import csv
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import gtdyn
+from gtdyn.bench import report
 from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.compiled import cache
 from gtdyn.compiled.solver import sample_states
@@ -381,25 +381,17 @@ def _verify(row, robot, source, kind, qdd_joints, ordering, states, pin_answers,
 
 # -- singular and ill-conditioned systems ------------------------------------------------------------------
 
-LIMIT = '<limit lower="-3" upper="3" effort="10" velocity="5"/>'
-CHAIN_STATE = (np.array([0.3, -0.4, 0.7]), np.array([0.5, -1.0, 2.0]), np.array([1.0, -2.0, 0.5]))
 CHAINS = {"massless tip links": None, "tip links 1e-16": 1e-16, "tip links 1e-10": 1e-10}
 
 
-def chain_urdf(tip_scale: float | None) -> str:
-    """tests/test_determinacy.py's spatial 3R chain: its last two links are massless (tip_scale None) or carry
-    mass and inertia scaled by tip_scale (1: a 1 kg, 0.1 kg·m² link)."""
-    def inertial(scale):
-        if scale is None:
-            return ""
-        return (f'<inertial><origin xyz="0.5 0 0"/><mass value="{scale}"/><inertia ixx="{0.1 * scale}" ixy="0" '
-                f'ixz="0" iyy="{0.1 * scale}" iyz="0" izz="{0.1 * scale}"/></inertial>')
-    return f"""<robot name="chain"><link name="base"/>
-<link name="l1">{inertial(1.0)}</link><link name="l2">{inertial(tip_scale)}</link><link name="l3">{inertial(tip_scale)}</link>
-<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>{LIMIT}</joint>
-<joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="1 0 0"/><axis xyz="0 1 0"/>{LIMIT}</joint>
-<joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="1 0 0"/><axis xyz="0 1 0"/>{LIMIT}</joint>
-</robot>"""
+def determinacy_tests():
+    """tests/test_determinacy.py, whose spatial 3R chain (``chain_urdf``) and state (``STATE``) these checks reuse."""
+    tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import test_determinacy
+
+    return test_determinacy
 
 
 @dataclass
@@ -484,12 +476,12 @@ def verdict_checks(count: int, tolerance: float, cache_root: str, progress) -> l
     for chain_name, scale in CHAINS.items():
         path = os.path.join(folder, f"chain_{scale}.urdf")
         with open(path, "w") as f:
-            f.write(chain_urdf(scale))
+            f.write(determinacy_tests().chain_urdf(scale))
         robot = load(path)
         for kind in KINDS:
             qdd_joints = ["j1"] if kind == "hybrid" else []
             states = sample_states(robot, kind, qdd_joints, count=count, seed=SEED)
-            q, v, x = CHAIN_STATE  # the issue's state first
+            q, v, x = determinacy_tests().STATE  # the issue's state first
             if kind == "hybrid":
                 x = np.array([1.0, x[1], x[2]])
             for s, value in zip(("q", "v", "x"), (q, v, x)):
@@ -508,21 +500,15 @@ def verdict_checks(count: int, tolerance: float, cache_root: str, progress) -> l
 
 
 def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-    parts = [f"Python {platform.python_version()}", f"numpy {np.__version__}"]
+    parts = []
     for dist in ("gtsam", "gtdyn", "llvmlite", "pin"):
         try:
             parts.append(f"{dist} {version(dist)}")
-        except Exception:
+        except PackageNotFoundError:
             pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; {', '.join(parts)}"
+    return report.machine(parts)
 
 
 def fmt(x: float, digits: int = 2) -> str:

@@ -13,24 +13,28 @@ import numpy as np
 from gtdyn.bench.orderings import BASELINE, Row
 
 
-def machine_description(repeat: int, inner: int, warmup: int) -> str:
+def machine(versions: list[str]) -> str:
+    """CPU, cores and OS, then Python's, numpy's and the given versions ("gtsam 4.3.0", …)."""
     cpu = platform.processor() or "unknown CPU"
     try:
         with open("/proc/cpuinfo") as f:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    versions = [f"Python {platform.python_version()}", f"numpy {np.__version__}", f"gtsam {_version('gtsam')}",
-                f"gtdyn {_version('gtdyn')}"]
+    versions = [f"Python {platform.python_version()}", f"numpy {np.__version__}"] + versions
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; {', '.join(versions)}"
+
+
+def machine_description(repeat: int, inner: int, warmup: int) -> str:
+    versions = [f"gtsam {_version('gtsam')}", f"gtdyn {_version('gtdyn')}"]
     try:
         import pinocchio
 
         versions.append(f"pinocchio {pinocchio.__version__}")
     except ImportError:
         versions.append("pinocchio not installed")
-    return (f"{datetime.date.today().isoformat()}; {cpu}, {os.cpu_count()} cores, {platform.system()} "
-            f"{platform.release()}; {', '.join(versions)}; medians of {repeat} samples × {inner} calls after "
-            f"{warmup} warm-up calls")
+    return (f"{datetime.date.today().isoformat()}; {machine(versions)}; medians of {repeat} samples × {inner} calls "
+            f"after {warmup} warm-up calls")
 
 
 def _version(dist: str) -> str:

@@ -83,14 +83,21 @@ def _compiled(args, robot, chosen, threads) -> None:
     print("\n".join(text))
     if args.out:
         with writing(args.out):
-            with open(os.path.join(args.out, "results.md"), "w") as f:
-                f.write("\n".join(text))
-            B.write_csv(rows + scaling, os.path.join(args.out, "results.csv"), os.path.join(args.out, "samples.csv"))
+            _write_tables(args.out, text, rows + scaling)
             operations_plot(rows + scaling, os.path.join(args.out, "operations.png"), f"{robot.name}: {about}")
             if scaling:
                 compiled_scaling_plot(scaling, os.path.join(args.out, "scaling.png"), about)
         print(f"wrote {args.out}/results.md, results.csv, samples.csv, operations.png"
               + (", scaling.png" if scaling else ""))
+
+
+def _write_tables(folder: str, text: list[str], rows: list) -> None:
+    """results.md (the printed tables), results.csv and samples.csv in ``folder``."""
+    from gtdyn import bench as B
+
+    with open(os.path.join(folder, "results.md"), "w") as f:
+        f.write("\n".join(text))
+    B.write_csv(rows, os.path.join(folder, "results.csv"), os.path.join(folder, "samples.csv"))
 
 
 def _reference(args, robot, chosen, threads) -> None:
@@ -118,9 +125,7 @@ def _reference(args, robot, chosen, threads) -> None:
     print("\n".join(text))
     if args.out:
         with writing(args.out):
-            with open(os.path.join(args.out, "results.md"), "w") as f:
-                f.write("\n".join(text))
-            B.write_csv(rows + scaling, os.path.join(args.out, "results.csv"), os.path.join(args.out, "samples.csv"))
+            _write_tables(args.out, text, rows + scaling)
             bar_chart(rows, os.path.join(args.out, "orderings.png"), f"{robot.name}: {about}")
             if scaling:
                 scaling_plot(scaling, os.path.join(args.out, "scaling.png"), about)

@@ -190,10 +190,8 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Fun
             fn.comment(f"{keys.pretty(key)} ← {'; '.join(sources[key])}")
         row = plan.work[p]
         total = t[p]
-        for other, block in row.items():
-            for k, coefficient in enumerate(block):
-                if (other, k) != (key, c) and not (not trace.is_sym(coefficient) and coefficient == 0):
-                    total = total - slots.use(fn, coefficient) * x.get((other, k), _NO_PIVOT)
+        for other, coefficient in _off_pivot(row, key, c):
+            total = total - slots.use(fn, coefficient) * x.get(other, _NO_PIVOT)
         value = trace.div(total, slots.use(fn, row[key][c]))
         if trace.is_sym(value) and (value.id in fn.names or fn.ops[value.id][0] == "load"):
             value = fn.emit("copy", value)  # a line of its own, so the code names every unknown it solves for
@@ -203,6 +201,14 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Fun
     for (key, c), col in column.items():
         fn.store(layout.start["sol"] + col, x.get((key, c), _NO_PIVOT))
     return fn
+
+
+def _off_pivot(row: dict, key: int, c: int):
+    """((variable, component), coefficient) of a pivot row's entries other than its pivot, structural zeros left out."""
+    for other, block in row.items():
+        for k, coefficient in enumerate(block):
+            if (other, k) != (key, c) and (trace.is_sym(coefficient) or coefficient != 0):
+                yield (other, k), coefficient
 
 
 def _solve_transposed(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Function:
@@ -216,10 +222,8 @@ def _solve_transposed(plan: Plan, column: dict, layout: Layout, slots: _Slots) -
         for q, coefficient in earlier.get((key, c), []):
             total = total - slots.use(fn, coefficient) * w[q]
         w[p] = trace.div(total, slots.use(fn, plan.work[p][key][c]))
-        for other, block in plan.work[p].items():
-            for k, coefficient in enumerate(block):
-                if (other, k) != (key, c) and not (not trace.is_sym(coefficient) and coefficient == 0):
-                    earlier.setdefault((other, k), []).append((p, coefficient))
+        for other, coefficient in _off_pivot(plan.work[p], key, c):
+            earlier.setdefault(other, []).append((p, coefficient))
     for i, p, multiplier in reversed(plan.tape):
         w[p] = w[p] - slots.use(fn, multiplier) * w[i]
     for i, value in enumerate(w):
@@ -249,10 +253,15 @@ def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, ou
         fn.store(start["rhs"] + i, slots.use(fn, row.rhs))
     fn.call(functions["solve"])
     x = [fn.load(start["sol"] + k) for k in range(len(column))]
-    for i, (source, index) in enumerate(outputs):
-        fn.store(start["out"] + i, x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0)
+    _store_outputs(fn, layout, outputs, x)
     fn.store(layout.status, _finite(x + _inputs(fn, layout)))
     return fn
+
+
+def _store_outputs(fn: trace.Function, layout: Layout, outputs, x: list) -> None:
+    """Each output entry: a solved unknown, a given input passed through, or 0 (τ of a passive joint)."""
+    for i, (source, index) in enumerate(outputs):
+        fn.store(layout.start["out"] + i, x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0)
 
 
 def _inputs(fn: trace.Function, layout: Layout) -> list:
@@ -322,9 +331,7 @@ def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, cl
     for pose_gap, twist_gap in closure.values():
         gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
         ok = ok * trace.le(_squared_norm(gaps), CLOSURE_LIMIT ** 2)
-    for i, (source, index) in enumerate(outputs):
-        value = x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0
-        fn.store(start["out"] + i, value)
+    _store_outputs(fn, layout, outputs, x)
     fn.store(layout.status, ok)
     fn.store(layout.status + 1, condition)
     fn.store(layout.status + 2, backward)

@@ -47,7 +47,7 @@ class Plan:
 
     ``rows``: the original rows (for residuals and column norms), then their current state in ``work``;
     ``tape``: the row operations (i, p, l) in order; ``pivots``: (key, component, row) in elimination order;
-    ``parents[key]``: the variables x's conditional really uses. ``singular``: a column with no candidate.
+    ``parents[key]``: the variables x's conditional really uses.
     """
 
     order: list[int]
@@ -56,8 +56,6 @@ class Plan:
     tape: list[tuple[int, int, object]] = field(default_factory=list)
     pivots: list[tuple[int, int, int]] = field(default_factory=list)
     parents: dict[int, set] = field(default_factory=dict)
-    steps: dict[int, tuple[int, int]] = field(default_factory=dict)  # key -> (first tape op, first pivot)
-    singular: list[int] = field(default_factory=list)
 
     @property
     def unknowns(self) -> list[int]:
@@ -106,15 +104,13 @@ def eliminate(rows: list[Row], order: list[int], on_step=None) -> Plan:
     plan = Plan(list(order), rows, [{k: b.copy() for k, b in r.coef.items()} for r in rows])
     active = set(range(len(rows)))
     for x in order:
-        plan.steps[x] = (len(plan.tape), len(plan.pivots))
         if on_step is not None:
             on_step(x, [rows[i].label for i in sorted(active) if x in plan.work[i]])
         stack = [i for i in sorted(active) if x in plan.work[i]]
         mine = []
         for c in range(keys.dim(x)):
             candidates = [i for i in stack if i not in mine and x in plan.work[i] and not _zero([plan.work[i][x][c]])]
-            if not candidates:
-                plan.singular.append(x)
+            if not candidates:  # structurally singular: no pivot, the generated code solves it as NaN
                 continue
             p = _choose(plan, candidates, x, c)
             mine.append(p)

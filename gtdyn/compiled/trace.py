@@ -21,9 +21,6 @@ import numpy as np
 UNARY = {"copy": np.positive, "neg": np.negative, "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "abs": np.abs}
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
           "le": lambda a, b: np.less_equal(a, b).astype(float)}
-_SCALAR = {"copy": lambda a: a, "neg": lambda a: -a, "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt, "abs": abs,
-           "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-           "div": lambda a, b: a / b, "le": lambda a, b: float(a <= b)}
 COMMUTATIVE = {"add", "mul"}
 
 

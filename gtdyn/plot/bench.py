@@ -12,6 +12,20 @@ from gtdyn.plot.figure import tight_layout
 from gtdyn.problem import PROBLEM_KINDS as PROBLEMS
 
 
+def _chain_axes(ax, sizes: list[int], label: str) -> None:
+    """Log–log axes over serial chains of ``sizes`` joints, ticked at those sizes."""
+    from matplotlib.ticker import NullLocator
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("joints in a serial chain")
+    ax.set_ylabel(label)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
 def bar_chart(rows: list, path: str, title: str) -> None:
     """Median time per method (elimination alone, and end to end), with IQR whiskers, one panel per problem."""
     from matplotlib.figure import Figure
@@ -41,7 +55,6 @@ def bar_chart(rows: list, path: str, title: str) -> None:
 def scaling_plot(rows: list, path: str, title: str) -> None:
     """Elimination time and DAG edges against the number of joints, log axes, one curve per ordering."""
     from matplotlib.figure import Figure
-    from matplotlib.ticker import NullLocator
 
     kinds = [k for k in PROBLEMS if any(r.problem == k for r in rows)]
     fig = Figure(figsize=(5.2 * len(kinds), 8.0))
@@ -55,15 +68,7 @@ def scaling_plot(rows: list, path: str, title: str) -> None:
             axes[1][col].plot(n, e, marker="o", label=method)
         sizes = sorted({r.dofs for r in sub})
         for row, label in ((0, "elimination µs (median)"), (1, "DAG edges")):
-            ax = axes[row][col]
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xticks(sizes, [str(n) for n in sizes])
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.set_xlabel("joints in a serial chain")
-            ax.set_ylabel(label)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
+            _chain_axes(axes[row][col], sizes, label)
         axes[0][col].set_title(f"{kind} dynamics", fontsize=10)
     fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     tight_layout(fig)
@@ -154,7 +159,6 @@ def compiled_scaling_plot(rows: list, path: str, title: str) -> None:
     Pinocchio's line; µs per state of unchecked batches (1 thread) with Pinocchio's parallel line; cold compile
     seconds. Log–log against the number of joints, one column per problem."""
     from matplotlib.figure import Figure
-    from matplotlib.ticker import NullLocator
 
     chains = [r for r in rows if r.robot.startswith("chain")]
     kinds = [k for k in PROBLEMS if any(r.problem == k for r in chains)]
@@ -184,16 +188,8 @@ def compiled_scaling_plot(rows: list, path: str, title: str) -> None:
                 axes[row][col].plot(*zip(*pts), color="k", lw=2, marker="x", label=name)
         for row, label in ((0, "µs per call (median)"), (1, "µs per state, batch, 1 thread"),
                            (2, "compile seconds, cold")):
-            ax = axes[row][col]
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xticks(sizes, [str(n) for n in sizes])
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.set_xlabel("joints in a serial chain")
-            ax.set_ylabel(label)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
-            _plain_numbers(ax)
+            _chain_axes(axes[row][col], sizes, label)
+            _plain_numbers(axes[row][col])
         axes[0][col].set_title(f"{kind} dynamics, compiled", fontsize=10)
     fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     tight_layout(fig)
