@@ -20,6 +20,7 @@ wT_i       T        T3                    T3
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import gtsam
 
@@ -29,34 +30,42 @@ KINDS = {"t": "torque", "F": "wrench", "A": "twist_accel", "a": "joint_accel", "
 DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6}
 
 
+@lru_cache(maxsize=None)  # keys are built for every equation of every call: build each once
 def torque_key(j: int) -> int:
     return gtsam.symbol("t", j)
 
 
+@lru_cache(maxsize=None)
 def wrench_key(j: int) -> int:
     return gtsam.symbol("F", j)
 
 
+@lru_cache(maxsize=None)
 def twist_accel_key(i: int) -> int:
     return gtsam.symbol("A", i)
 
 
+@lru_cache(maxsize=None)
 def joint_accel_key(j: int) -> int:
     return gtsam.symbol("a", j)
 
 
+@lru_cache(maxsize=None)
 def twist_key(i: int) -> int:
     return gtsam.symbol("V", i)
 
 
+@lru_cache(maxsize=None)
 def joint_angle_key(j: int) -> int:
     return gtsam.symbol("q", j)
 
 
+@lru_cache(maxsize=None)
 def joint_vel_key(j: int) -> int:
     return gtsam.symbol("v", j)
 
 
+@lru_cache(maxsize=None)
 def pose_key(i: int) -> int:
     return gtsam.symbol("T", i)
 
@@ -73,6 +82,7 @@ def kind(key: int) -> str:
     return KINDS[_split(key)[0]]
 
 
+@lru_cache(maxsize=None)
 def dim(key: int) -> int:
     return DIMS[_split(key)[0]]
 

@@ -60,6 +60,12 @@ def strategy(name: str, problems: tuple[str, ...] = PROBLEM_KINDS):
     return lambda fn: register_ordering(name, fn, problems)
 
 
+def structural(name) -> bool:
+    """Whether ``name`` is a built-in strategy: its ordering depends only on which variables the graph has and
+    which equations connect them, never on the numbers, so it can be remembered per graph structure."""
+    return isinstance(name, str) and STRATEGIES.get(name) is _BUILT_IN.get(name)
+
+
 def applicable(problem_kind: str) -> list[str]:
     """Names of the strategies that apply to a problem kind ('inverse', 'forward', 'hybrid')."""
     return [name for name, kinds in APPLIES_TO.items() if problem_kind in kinds]
@@ -150,6 +156,9 @@ def minimum_degree(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGr
 def natural(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """Keys in increasing numeric order (by variable symbol, then index)."""
     return gtsam.Ordering.NaturalGaussianFactorGraph(graph)
+
+
+_BUILT_IN = dict(STRATEGIES)
 
 
 def adjacency(graph: gtsam.GaussianFactorGraph) -> dict[int, set[int]]:

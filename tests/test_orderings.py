@@ -160,3 +160,25 @@ def test_tree_meaning_of_classical_orderings():
         j, p = joint.index, parent.index
         assert rnea.index(f"F{p}") < rnea.index(f"F{j}") and rnea.index(f"A{j}") < rnea.index(f"A{p}")
         assert aba.index(f"a{j}") < aba.index(f"F{p}")
+
+
+def test_remembered_orderings_follow_the_graph_structure(rrr):
+    """Built-in orderings are remembered per robot and graph structure (for speed): a different set of given
+    joints gets its own ordering, a user's replacement of a built-in name is used, and a result's ordering
+    belongs to that result alone."""
+    q, v, a = np.random.default_rng(3).normal(size=(3, 3))
+    tau = gtdyn.inverse_dynamics(rrr, q, v, a).tau
+    forward = gtdyn.forward_dynamics(rrr, q, v, tau, ordering="aba")
+    assert forward.ordering == ["F3", "A3", "a3", "F2", "A2", "a2", "F1", "A1", "a1"]
+    hybrid = gtdyn.hybrid_dynamics(rrr, q, v, {"j2": a[1]}, {"j1": tau[0], "j3": tau[2]}, ordering="aba")
+    assert hybrid.ordering == ["F3", "A3", "a3", "t2", "F2", "A2", "F1", "A1", "a1"]
+    forward.elimination_ordering.push_back(forward.elimination_ordering.at(0))  # the user's object to change
+    assert gtdyn.forward_dynamics(rrr, q, v, tau, ordering="aba").ordering == forward.ordering[:-1]
+
+    original = STRATEGIES["aba"]
+    try:
+        gtdyn.register_ordering("aba", lambda robot, problem, graph: forward.ordering[-2::-1], APPLIES_TO["aba"])
+        assert gtdyn.forward_dynamics(rrr, q, v, tau, ordering="aba").ordering == forward.ordering[-2::-1]
+    finally:
+        gtdyn.register_ordering("aba", original, APPLIES_TO["aba"])
+    assert gtdyn.forward_dynamics(rrr, q, v, tau, ordering="aba").ordering == forward.ordering[:-1]

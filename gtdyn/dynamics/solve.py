@@ -7,6 +7,7 @@ given quantities known, eliminates it into a ``gtsam.GaussianBayesNet`` and back
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Mapping
 
 import gtsam
@@ -23,7 +24,7 @@ from gtdyn.kinematics.loop_closure import acceleration_residuals
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE, check_closed, loop_plane_normal
 from gtdyn.linear.elimination import METHODS, eliminate, squared_column_norms
 from gtdyn.model.robot import Robot
-from gtdyn.orderings import resolve_ordering
+from gtdyn.orderings import resolve_ordering, structural
 from gtdyn.problem import Problem, build_problem, forward_problem, hybrid_problem, inverse_problem
 from gtdyn.spatial import Ad
 
@@ -140,7 +141,7 @@ def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, e
             hard = dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()), gravity, wrenches_com)
     norms = squared_column_norms(hard)
     _check_finite(norms, inputs)
-    order = resolve_ordering(ordering, robot, problem, graph)
+    order = _resolved_ordering(ordering, robot, problem, graph)
     eliminated = eliminate(graph, order, method=elimination, column_norms=norms, owner=lambda key: keys.owner(robot, key))
     try:
         solution = eliminated.solve(graph)
@@ -153,6 +154,26 @@ def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, e
         if backward_error > BACKWARD_ERROR_TOLERANCE:
             raise _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error)
     return assemble_result(robot, problem, kin, graph, eliminated, order, solution)
+
+
+# robot -> {graph structure and strategy name: the ordered keys}; COLAMD, METIS or minimum degree cost as much as
+# a tenth of a call, and their answer is the same for every state.
+_ORDERINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _resolved_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """``resolve_ordering``, remembered per robot and graph structure for built-in strategies. The structure of a
+    dynamics graph is fixed by which joints have q̈ and τ given and by its planar and minimum-torque factors."""
+    name = "colamd" if ordering is None else ordering
+    if not structural(name):
+        return resolve_ordering(ordering, robot, problem, graph)
+    structure = (name, problem.kind, frozenset(problem.known_qdd), frozenset(problem.known_tau),
+                 frozenset(problem.planar), problem.minimum_torque)
+    remembered = _ORDERINGS.setdefault(robot, {})
+    if structure not in remembered:
+        order = resolve_ordering(name, robot, problem, graph)
+        remembered[structure] = [order.at(i) for i in range(order.size())]
+    return gtsam.Ordering(remembered[structure])  # a fresh one: the result hands it to the user
 
 
 def _rows(graph: gtsam.GaussianFactorGraph) -> int:
