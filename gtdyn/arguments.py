@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import gtsam
 import numpy as np
 
 from gtdyn.errors import ArgumentError
@@ -47,3 +48,21 @@ def joint_dict(robot: Robot, name: str, d) -> dict[int, float]:
     for k, value in d.items():
         out[robot.joint(k).index] = float(finite_vector(f"{name}['{k}']", [value], 1)[0])
     return out
+
+
+def pose_argument(name: str, value) -> gtsam.Pose3:
+    """A ``gtsam.Pose3`` or a 4×4 homogeneous transform (rotation orthonormal to 1e-9) as a Pose3."""
+    if isinstance(value, gtsam.Pose3):
+        return value
+    try:
+        T = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{name}: expected a gtsam.Pose3 or a 4×4 matrix, got {type(value).__name__}") from None
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        raise ArgumentError(f"{name}: expected a gtsam.Pose3 or a finite 4×4 matrix, got shape {T.shape}")
+    R = T[:3, :3]
+    if (np.max(np.abs(R.T @ R - np.eye(3))) > 1e-9 or np.linalg.det(R) < 0
+            or np.max(np.abs(T[3] - [0, 0, 0, 1])) > 0):
+        raise ArgumentError(f"{name}: the 4×4 matrix is not a rigid transform (its rotation block is not a "
+                            "rotation, or its last row is not 0 0 0 1)")
+    return gtsam.Pose3(gtsam.Rot3(R), T[:3, 3])

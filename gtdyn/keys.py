@@ -1,7 +1,8 @@
 """Variable keys and their human labels: the only place keys are built.
 
 Link quantities are indexed by link (1..n, base 0), joint quantities by joint (1..n); in a tree joint i's
-child is link i, so the labels read like the paper's figures.
+child is link i, so the labels read like the paper's figures. A floating base adds A0 (its V̇) and F0 (the
+wrench its environment applies to it, as if through a six-degree-of-freedom joint 0).
 
 =========  =======  ====================  ==========
 variable   symbol   plain label (lists)   pretty label
@@ -96,6 +97,8 @@ def owner(robot, key: int) -> str:
     i = index(key)
     if kind(key) in ("twist_accel", "twist", "pose"):
         return f"link {robot.base.name if i == 0 else robot.links[i - 1].name}"
+    if i == 0:  # F0: the wrench a floating base's environment applies to it
+        return f"floating base {robot.base.name}"
     return f"joint {robot.joints[i - 1].name}"
 
 

@@ -15,6 +15,12 @@ recursive algorithms visit a tree:
 * ``aba`` (forward and hybrid): for each joint leaf→root its τ (if unknown), F, V̇ and q̈ (if unknown) in
   turn: each link's articulated inertia is formed before its parent's (§V-A; on hybrid problems this is
   Featherstone's articulated-body hybrid dynamics, with prescribed-acceleration joints passed through).
+
+A floating base's unknown (its V̇ "A0" when it is free, its wrench "F0" when its acceleration is given) goes
+where the algorithm treats the root: ``aba`` eliminates it last, after every joint (Featherstone's
+floating-base ABA: the base's articulated inertia solves for its acceleration, then the forward pass);
+``rnea`` puts F0 first among the wrenches, so back-substitution computes it last, at the end of the backward
+pass; ``crba`` eliminates A0 last, with the q̈, so the dense system left is the floating-base mass matrix.
 * ``colamd`` (GTSAM's COLAMD), ``nd`` (GTSAM's METIS nested dissection), ``md`` (plain minimum degree on
   the variable graph, as the paper's Table III), ``natural`` (by key).
 
@@ -79,6 +85,16 @@ def _unknown(problem: Problem, known: str, j: int) -> bool:
     return j not in (problem.known_tau if known == "tau" else problem.known_qdd)
 
 
+def _base_wrench(robot: Robot, problem: Problem) -> list[int]:
+    """F0 if the robot has a floating base whose wrench is unknown (its acceleration is given)."""
+    return [keys.wrench_key(0)] if robot.floating_base and problem.base_wrench is None else []
+
+
+def _base_accel(robot: Robot, problem: Problem) -> list[int]:
+    """A0 if the robot has a floating base whose acceleration is unknown (it is free)."""
+    return [keys.twist_accel_key(0)] if robot.floating_base and problem.base_accel is None else []
+
+
 def _loop_variables(robot: Robot, problem: Problem) -> list[int]:
     """The loop-closing joints' unknowns, eliminated after the spanning tree."""
     out = []
@@ -96,7 +112,8 @@ def rnea(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gt
     root_first = [j.index for j in robot.tree_joints]
     leaf_first = root_first[::-1]
     return _ordering([keys.torque_key(j) for j in leaf_first if _unknown(problem, "tau", j)]
-                     + [keys.wrench_key(j) for j in root_first] + [keys.twist_accel_key(j) for j in leaf_first]
+                     + _base_wrench(robot, problem) + [keys.wrench_key(j) for j in root_first]
+                     + [keys.twist_accel_key(j) for j in leaf_first] + _base_accel(robot, problem)
                      + _loop_variables(robot, problem))
 
 
@@ -104,9 +121,10 @@ def rnea(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gt
 def crba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """All F leaf→root, then all V̇ leaf→root, then all q̈ leaf→root (composite bodies, then M q̈ = τ − h)."""
     leaf_first = [j.index for j in reversed(robot.tree_joints)]
-    return _ordering([keys.wrench_key(j) for j in leaf_first] + [keys.twist_accel_key(j) for j in leaf_first]
+    return _ordering([keys.wrench_key(j) for j in leaf_first] + _base_wrench(robot, problem)
+                     + [keys.twist_accel_key(j) for j in leaf_first]
                      + [keys.joint_accel_key(j) for j in leaf_first if _unknown(problem, "qdd", j)]
-                     + _loop_variables(robot, problem))
+                     + _base_accel(robot, problem) + _loop_variables(robot, problem))
 
 
 @strategy("aba", problems=("forward", "hybrid"))
@@ -120,7 +138,7 @@ def aba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gts
         order += [keys.wrench_key(j), keys.twist_accel_key(j)]
         if _unknown(problem, "qdd", j):
             order.append(keys.joint_accel_key(j))
-    return _ordering(order + _loop_variables(robot, problem))
+    return _ordering(order + _base_wrench(robot, problem) + _base_accel(robot, problem) + _loop_variables(robot, problem))
 
 
 @strategy("colamd")

@@ -3,12 +3,13 @@ a user's inverse, forward or hybrid request against the robot and turn it into o
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from gtdyn.arguments import joint_dict, joint_vector
+from gtdyn.arguments import finite_vector, joint_dict, joint_vector
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 
@@ -26,6 +27,10 @@ class Problem:
     of a loop their q̈ is given too (the motion is prescribed for every joint). ``planar[j]`` is the plane
     normal (world) of a planar loop closed by joint j: its planar factor; ``minimum_torque`` lists joints whose
     unknown τ gets a soft minimum-torque factor.
+
+    A floating base has exactly one of ``base_accel`` (its acceleration given: the base wrench is solved
+    for) and ``base_wrench`` (the wrench its environment applies, given: its acceleration is solved for), both
+    [angular; linear] in the root link frame; a fixed base has neither.
     """
 
     kind: str
@@ -33,6 +38,8 @@ class Problem:
     known_tau: Mapping[int, float] = field(default_factory=dict)
     planar: Mapping[int, np.ndarray] = field(default_factory=dict)
     minimum_torque: tuple[int, ...] = ()
+    base_accel: np.ndarray | None = None
+    base_wrench: np.ndarray | None = None
 
     def __post_init__(self):
         if self.kind not in PROBLEM_KINDS:
@@ -73,6 +80,25 @@ def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, flo
     if neither:
         raise ArgumentError(f"qdd, tau: joints {', '.join(neither)} are in neither; give each joint's q̈ or its τ")
     return Problem("hybrid", known_qdd, known_tau)
+
+
+def with_base(robot: Robot, problem: Problem, base_accel=None) -> Problem:
+    """The base's part of a problem. A floating base has its acceleration ``base_accel`` given (inverse dynamics,
+    where it defaults to zero, and hybrid dynamics on request: its wrench is then solved for) or moves freely
+    (forward dynamics, and hybrid by default: no wrench on it but ``external_wrenches``)."""
+    if not robot.floating_base:
+        if base_accel is not None:
+            raise ArgumentError(f"base_accel: robot '{robot.name}' has a fixed base; load it with base='floating' "
+                                "to give its base a motion")
+        return problem
+    if base_accel is None and problem.kind == "inverse":
+        base_accel = np.zeros(6)
+    if base_accel is not None:
+        if problem.kind == "forward":
+            raise ArgumentError("base_accel: forward dynamics solves for the base acceleration (the base is free); "
+                                "use hybrid_dynamics to prescribe it")
+        return dataclasses.replace(problem, base_accel=finite_vector("base_accel", base_accel, 6))
+    return dataclasses.replace(problem, base_wrench=np.zeros(6))
 
 
 def build_problem(robot: Robot, kind: str, qdd=None, tau=None) -> Problem:

@@ -30,16 +30,21 @@ class PinocchioModel:
         import pinocchio
 
         self.pin = pinocchio
-        self.model = pinocchio.buildModelFromUrdf(path)
+        self.model = self._build(path)
         self.model.gravity.linear = np.asarray(gravity, float)
         self.data = self.model.createData()
-        names = [self.model.names[i] for i in range(1, self.model.njoints)]
-        if sorted(names) != sorted(robot.joint_names) or self.model.nv != robot.num_dofs:
+        names = [self.model.names[i] for i in range(self.first_joint, self.model.njoints)]
+        if sorted(names) != sorted(robot.joint_names) or self.model.nv != robot.num_dofs + 6 * (self.first_joint - 1):
             raise ValueError(f"{path}: Pinocchio reads joints {names}, gtdyn {robot.joint_names}")
         self.joint_names = list(robot.joint_names)
         joints = [self.model.joints[self.model.getJointId(n)] for n in robot.joint_names]
         self.idx_v = np.array([j.idx_v for j in joints], dtype=int)  # gtdyn joint k -> Pinocchio velocity index
         self.idx_q = [(j.idx_q, j.nq) for j in joints]
+
+    first_joint = 1  # Pinocchio's joint 0 is the universe
+
+    def _build(self, path: str):
+        return self.pin.buildModelFromUrdf(path)
 
     # -- gtdyn order <-> Pinocchio order ---------------------------------------------------------------
 
@@ -128,6 +133,49 @@ class PinocchioModel:
         qdd = np.where(given, a, 0.0)
         qdd[free] = np.linalg.solve(M[np.ix_(free, free)], tau[free] - bias[free])
         return qdd, np.array(self.pin.rnea(self.model, self.data, q, v, qdd, fext))
+
+
+class FreeFlyerPinocchio(PinocchioModel):
+    """Pinocchio's model of a URDF with a free-flyer root joint, for a gtdyn robot loaded with
+    ``base="floating"``. Vectors in gtdyn's conventions: joints in ``robot.joint_names`` order, base twists,
+    accelerations and wrenches [angular; linear] in the root link frame (Pinocchio's are [linear; angular])."""
+
+    first_joint = 2  # after the universe and the free flyer
+
+    def _build(self, path: str):
+        return self.pin.buildModelFromUrdf(path, self.pin.JointModelFreeFlyer())
+
+    def configuration(self, q, base_pose=None) -> np.ndarray:
+        """Pinocchio's configuration: the base pose (4×4, world ← root link; identity if None), then joints."""
+        out = super().configuration(q)
+        if base_pose is not None:
+            T = np.asarray(base_pose, float)
+            out[:3] = T[:3, 3]
+            out[3:7] = self.pin.Quaternion(T[:3, :3]).coeffs()  # x, y, z, w
+        return out
+
+    def tangent(self, x, base=None) -> np.ndarray:
+        """A velocity-sized vector: the base part from gtdyn's [angular; linear] (zero if None), then joints."""
+        out = super().tangent(x)
+        if base is not None:
+            out[:3], out[3:6] = base[3:], base[:3]
+        return out
+
+    def base_part(self, x) -> np.ndarray:
+        """The base part of a Pinocchio velocity-sized vector, as gtdyn's [angular; linear]."""
+        return np.concatenate([x[3:6], x[:3]])
+
+    def rnea(self, q, v, qdd, base_pose=None, base_twist=None, base_accel=None):
+        """(base wrench, joint torques) that produce the motion (Pinocchio's RNEA)."""
+        tau = self.pin.rnea(self.model, self.data, self.configuration(q, base_pose), self.tangent(v, base_twist),
+                            self.tangent(qdd, base_accel))
+        return self.base_part(tau), self.joint_order(tau)
+
+    def aba(self, q, v, tau, base_pose=None, base_twist=None):
+        """(base acceleration, joint accelerations) of the free robot under joint torques (Pinocchio's ABA)."""
+        a = self.pin.aba(self.model, self.data, self.configuration(q, base_pose), self.tangent(v, base_twist),
+                         self.tangent(tau))
+        return self.base_part(a), self.joint_order(a)
 
 
 def bench_pinocchio(robot: Robot, path: str, kind: str, state: State, repeat: int = 30, inner: int = 50,

@@ -56,6 +56,10 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     started = time.perf_counter()
     if not isinstance(robot, Robot):
         raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
+    if robot.floating_base:  # the generated code has no base-state inputs yet
+        raise ArgumentError(f"robot: '{robot.name}' has a floating base, which compiled solvers do not cover yet; "
+                            "use gtdyn.forward_dynamics / inverse_dynamics / hybrid_dynamics with base_pose= and "
+                            "base_twist=, or load it with base='fixed'")
     if problem not in PROBLEM_KINDS:
         raise ArgumentError(f"problem: '{problem}' is not one of {', '.join(PROBLEM_KINDS)}")
     gravity = finite_vector("gravity", gravity, 3)

@@ -25,6 +25,7 @@ from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.system import Key, add_equation
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
+from gtdyn.spatial import Ad
 
 
 def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, gravity,
@@ -38,14 +39,15 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
     """
     external_wrenches = external_wrenches or {}
     zero = np.zeros(6)
+    base_accel = _base_accel_role(robot, problem)
     for joint in robot.joints:
         j, p = joint.index, robot.link(joint.parent).index
         c = robot.link(joint.child).index
         S = joint.screw_axis
-        # eq. 5: the fixed base has V̇_0 = 0 (gravity is explicit in eq. 6); a loop may close onto it (c == 0)
+        # eq. 5: a fixed base has V̇_0 = 0 (gravity is explicit in eq. 6); a loop may close onto the base (c == 0)
         yield twist_accel_equation(kin.cTp[j], S, kin.V[c], kin.v[j - 1]), {
-            "A_c": zero if c == 0 else Key(keys.twist_accel_key(c)),
-            "A_p": zero if p == 0 else Key(keys.twist_accel_key(p)),
+            "A_c": base_accel if c == 0 else Key(keys.twist_accel_key(c)),
+            "A_p": base_accel if p == 0 else Key(keys.twist_accel_key(p)),
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
         }, False
         # eq. 7
@@ -53,13 +55,18 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
             "F": Key(keys.wrench_key(j)),
             "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j)),
         }, False
-    for link in robot.links:
+    # eq. 6 per moving link; a floating base is one more body, the wrench from its environment ("F0") taking the
+    # place of a joint from its parent
+    for link in (robot.base, *robot.links) if robot.floating_base else robot.links:
         i = link.index
         into, out_of = robot.joints_into(link.name), robot.joints_out_of(link.name)
+        base = (_base_wrench_role(robot, problem),) if i == 0 else ()
         eq = wrench_equation(link.G, kin.V[i], [kin.cTp[c.index] for c in out_of],
-                             gravity_wrench(link.mass, kin.wT[i], gravity), external_wrenches.get(i, zero), len(into))
-        roles = {"A": Key(keys.twist_accel_key(i))}
-        roles.update({f"F_in{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(into)})
+                             gravity_wrench(link.mass, kin.wT[i], gravity), external_wrenches.get(i, zero),
+                             len(base) + len(into))
+        roles = {"A": base_accel if i == 0 else Key(keys.twist_accel_key(i))}
+        roles.update({f"F_in{k}": role for k, role in enumerate(base + tuple(Key(keys.wrench_key(jt.index))
+                                                                             for jt in into))})
         roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
         yield eq, roles, False
     for j, normal in problem.planar.items():
@@ -67,6 +74,25 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
         yield planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, False
     for j in problem.minimum_torque:
         yield minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, True
+
+
+def _base_accel_role(robot: Robot, problem: Problem):
+    """V̇_0 in the base's dynamics frame: zero for a fixed base; for a floating one its given acceleration
+    (converted from the root link frame: the CoM frame is fixed in the link, so V̇_com = Ad(comTl) V̇_l) or
+    an unknown."""
+    if not robot.floating_base:
+        return np.zeros(6)
+    if problem.base_accel is None:
+        return Key(keys.twist_accel_key(0))
+    return Ad(robot.base.lTcom.inverse()) @ problem.base_accel
+
+
+def _base_wrench_role(robot: Robot, problem: Problem):
+    """The wrench a floating base's environment applies to it, in its CoM frame: given (from the root link
+    frame: F_com = Ad(lTcom)ᵀ F_l) or an unknown, "F0"."""
+    if problem.base_wrench is None:
+        return Key(keys.wrench_key(0))
+    return Ad(robot.base.lTcom).T @ problem.base_wrench
 
 
 def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,

@@ -14,6 +14,7 @@ from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.elimination import Elimination
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
+from gtdyn.spatial import Ad
 
 if TYPE_CHECKING:  # networkx is imported only when a DAG is asked for
     import networkx as nx
@@ -28,6 +29,10 @@ class DynamicsResult:
     frame; ``ordering`` lists the eliminated variables' labels in elimination order. ``condition`` estimates
     the condition number of the (column-equilibrated) equations (see ``gtdyn.linear.elimination``): above 1e8 the
     solve warned with ``IllConditionedWarning``.
+
+    A floating base's ``base_accel`` ([ω̇; v̇], the derivative of its body twist) and ``base_wrench`` ([m; f],
+    what its environment applies besides ``external_wrenches``) are in the root link frame, given or solved
+    for; ``twist_accels`` and ``twists`` include it (in its CoM frame). Both are None for a fixed base.
     """
 
     robot: Robot
@@ -43,6 +48,8 @@ class DynamicsResult:
     bayes_net: gtsam.GaussianBayesNet
     elimination_ordering: gtsam.Ordering
     condition: float = float("nan")
+    base_accel: np.ndarray | None = None
+    base_wrench: np.ndarray | None = None
 
     @property
     def ordering(self) -> list[str]:
@@ -75,6 +82,14 @@ def assemble_result(robot: Robot, problem: Problem, kin: KinematicState, graph, 
         return known[j] if j in known else float(x.at(key_fn(j))[0])
 
     idx = range(1, robot.num_dofs + 1)
+    bodies = (robot.base, *robot.links) if robot.floating_base else robot.links
+    base_accel = base_wrench = None
+    if robot.floating_base:  # CoM frame -> root link frame: V_l = Ad(lTcom) V_com, F_l = Ad(comTl)ᵀ F_com
+        lTcom = robot.base.lTcom
+        base_accel = (problem.base_accel if problem.base_accel is not None
+                      else Ad(lTcom) @ x.at(keys.twist_accel_key(0)))
+        base_wrench = (problem.base_wrench if problem.base_wrench is not None
+                       else Ad(lTcom.inverse()).T @ x.at(keys.wrench_key(0)))
     return DynamicsResult(
         robot=robot,
         problem=problem.kind,
@@ -83,10 +98,14 @@ def assemble_result(robot: Robot, problem: Problem, kin: KinematicState, graph, 
         qdd=np.array([scalar(problem.known_qdd, keys.joint_accel_key, j) for j in idx]),
         tau=np.array([scalar(problem.known_tau, keys.torque_key, j) for j in idx]),
         wrenches={joint.name: np.array(x.at(keys.wrench_key(joint.index))) for joint in robot.joints},
-        twist_accels={link.name: np.array(x.at(keys.twist_accel_key(link.index))) for link in robot.links},
-        twists={link.name: kin.V[link.index] for link in robot.links},
+        twist_accels={link.name: (np.array(x.at(keys.twist_accel_key(link.index))) if link.index or
+                                  problem.base_accel is None else Ad(robot.base.lTcom.inverse()) @ problem.base_accel)
+                      for link in bodies},
+        twists={link.name: kin.V[link.index] for link in bodies},
         graph=graph,
         bayes_net=eliminated.bayes_net,
         elimination_ordering=order,
         condition=eliminated.condition,
+        base_accel=base_accel,
+        base_wrench=base_wrench,
     )

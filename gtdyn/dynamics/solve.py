@@ -14,7 +14,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import finite_vector, joint_vector
+from gtdyn.arguments import finite_vector, joint_vector, pose_argument
 from gtdyn.dynamics.graph import dynamics_graph
 from gtdyn.dynamics.result import DynamicsResult, assemble_result
 from gtdyn.equations import GRAVITY
@@ -25,13 +25,13 @@ from gtdyn.kinematics.loops import CLOSURE_TOLERANCE, check_closed, loop_plane_n
 from gtdyn.linear.elimination import METHODS, eliminate, squared_column_norms
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering, structural
-from gtdyn.problem import Problem, build_problem, forward_problem, hybrid_problem, inverse_problem
+from gtdyn.problem import Problem, build_problem, forward_problem, hybrid_problem, inverse_problem, with_base
 from gtdyn.spatial import Ad
 
 
 
-def inverse_dynamics(robot: Robot, q, v, qdd, *, gravity=GRAVITY, external_wrenches=None, ordering=None,
-                     elimination="qr", planar=None) -> DynamicsResult:
+def inverse_dynamics(robot: Robot, q, v, qdd, *, base_pose=None, base_twist=None, base_accel=None, gravity=GRAVITY,
+                     external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
     """Torques τ that produce joint accelerations ``qdd`` at state (q, v).
 
     ``external_wrenches`` maps a link (or merged frame) name to the wrench [m; f] its environment applies
@@ -43,34 +43,44 @@ def inverse_dynamics(robot: Robot, q, v, qdd, *, gravity=GRAVITY, external_wrenc
     ``gtdyn.close_loops``); passive joints have τ = 0 and actuated ones get the τ that produce the motion —
     the least-norm τ if the loop is redundantly actuated. ``planar`` (None: detect per loop; True: require;
     False: never) adds the planar factor to planar loops.
+
+    A floating base (``robot.floating_base``) is at ``base_pose`` (a gtsam.Pose3 or 4×4 matrix, world ← root
+    link frame; identity if None) with twist ``base_twist`` ([ω; v] of the root link frame, in that frame) and
+    accelerates by ``base_accel`` ([ω̇; v̇], the derivative of that twist; zero if None): ``r.base_wrench`` is
+    the wrench [m; f] (root link frame) its environment must apply to produce the motion.
     """
-    return solve_problem(robot, q, v, inverse_problem(robot, qdd), gravity, external_wrenches, ordering, elimination, planar)
+    return solve_problem(robot, q, v, with_base(robot, inverse_problem(robot, qdd), base_accel), gravity,
+                         external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
 
-def forward_dynamics(robot: Robot, q, v, tau, *, gravity=GRAVITY, external_wrenches=None, ordering=None,
-                     elimination="qr", planar=None) -> DynamicsResult:
+def forward_dynamics(robot: Robot, q, v, tau, *, base_pose=None, base_twist=None, gravity=GRAVITY,
+                     external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
     """Joint accelerations q̈ produced by torques ``tau`` at state (q, v). Arguments as ``inverse_dynamics``;
-    ``tau`` is 0 at passive joints."""
-    return solve_problem(robot, q, v, forward_problem(robot, tau), gravity, external_wrenches, ordering, elimination, planar)
+    ``tau`` is 0 at passive joints. A floating base moves freely (no wrench on it but ``external_wrenches``):
+    ``r.base_accel`` is its acceleration."""
+    return solve_problem(robot, q, v, with_base(robot, forward_problem(robot, tau)), gravity, external_wrenches,
+                         ordering, elimination, planar, base_pose, base_twist)
 
 
-def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], *, gravity=GRAVITY,
-                    external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
+def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], *, base_pose=None,
+                    base_twist=None, base_accel=None, gravity=GRAVITY, external_wrenches=None, ordering=None,
+                    elimination="qr", planar=None) -> DynamicsResult:
     """Given q̈ at some joints and τ at the others (dicts by joint name), solve for the rest.
 
     Every actuated joint must appear in exactly one of ``qdd`` and ``tau``; passive joints have τ = 0 and
-    their q̈ is solved for.
+    their q̈ is solved for. A floating base is free (``r.base_accel`` solved for) unless ``base_accel`` is
+    given (then ``r.base_wrench`` is).
     """
-    return solve_problem(robot, q, v, hybrid_problem(robot, qdd, tau), gravity, external_wrenches, ordering, elimination,
-                  planar)
+    return solve_problem(robot, q, v, with_base(robot, hybrid_problem(robot, qdd, tau), base_accel), gravity,
+                         external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
 
-def solve(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, gravity=GRAVITY, external_wrenches=None, ordering=None,
-          elimination="qr", planar=None) -> DynamicsResult:
+def solve(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, base_twist=None, base_accel=None,
+          gravity=GRAVITY, external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
     """One entry for the three problems: ``kind`` "inverse" (``qdd``: every joint), "forward" (``tau``: every
     joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name). Other arguments as ``inverse_dynamics``."""
-    return solve_problem(robot, q, v, build_problem(robot, kind, qdd, tau), gravity, external_wrenches, ordering,
-                         elimination, planar)
+    return solve_problem(robot, q, v, with_base(robot, build_problem(robot, kind, qdd, tau), base_accel), gravity,
+                         external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -82,7 +92,7 @@ BACKWARD_ERROR_TOLERANCE = 1e-8
 
 
 def solve_problem(robot: Robot, q, v, problem: Problem, gravity=GRAVITY, external_wrenches=None, ordering=None,
-                  elimination="qr", planar=None) -> DynamicsResult:
+                  elimination="qr", planar=None, base_pose=None, base_twist=None) -> DynamicsResult:
     """The common path of the three problems: check the state, build the graph of ``problem``, eliminate it in
     ``ordering``, check the verdicts (determinacy, consistency, overflow) and assemble the result."""
     if elimination not in METHODS:
@@ -93,12 +103,15 @@ def solve_problem(robot: Robot, q, v, problem: Problem, gravity=GRAVITY, externa
     v = joint_vector(robot, "v", v)
     gravity = finite_vector("gravity", gravity, 3)
     wrenches_com = _external_wrenches(robot, external_wrenches)
+    base_pose, base_twist = _base_state(robot, base_pose, base_twist)
     with np.errstate(all="ignore"):  # overflow becomes non-finite numbers, caught by name below
-        kin = forward_kinematics(robot, q, v)
+        kin = forward_kinematics(robot, q, v, base_pose, base_twist)
     problem = with_loop_factors(robot, kin, problem, planar)
-    inputs = {"q": q, "v": v, "gravity": gravity, **{f"external_wrenches[{robot.links[i - 1].name}]": w
-                                                      for i, w in wrenches_com.items()},
+    inputs = {"q": q, "v": v, "gravity": gravity, "base_twist": base_twist, "base_accel": problem.base_accel,
+              **{f"external_wrenches[{(robot.base if i == 0 else robot.links[i - 1]).name}]": w
+                 for i, w in wrenches_com.items()},
               "qdd": np.array(list(problem.known_qdd.values())), "tau": np.array(list(problem.known_tau.values()))}
+    inputs = {name: x for name, x in inputs.items() if x is not None}
     try:
         return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination, inputs)
     except IndeterminateSystemError as e:
@@ -163,12 +176,14 @@ _ORDERINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _resolved_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """``resolve_ordering``, remembered per robot and graph structure for built-in strategies. The structure of a
-    dynamics graph is fixed by which joints have q̈ and τ given and by its planar and minimum-torque factors."""
+    dynamics graph is fixed by which joints have q̈ and τ given, by its planar and minimum-torque factors and by
+    which of a floating base's acceleration and wrench is given."""
     name = "colamd" if ordering is None else ordering
     if not structural(name):
         return resolve_ordering(ordering, robot, problem, graph)
     structure = (name, problem.kind, frozenset(problem.known_qdd), frozenset(problem.known_tau),
-                 frozenset(problem.planar), problem.minimum_torque)
+                 frozenset(problem.planar), problem.minimum_torque, problem.base_accel is None,
+                 problem.base_wrench is None)
     remembered = _ORDERINGS.setdefault(robot, {})
     if structure not in remembered:
         order = resolve_ordering(name, robot, problem, graph)
@@ -229,6 +244,19 @@ def _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error) ->
                          "(see gtdyn.close_loops) and passive joints have τ = 0")
 
 
+def _base_state(robot: Robot, base_pose, base_twist) -> tuple:
+    """A floating base's pose (Pose3) and twist (6), checked; identity and zero where not given. A fixed base
+    has neither."""
+    if not robot.floating_base:
+        given = [name for name, value in (("base_pose", base_pose), ("base_twist", base_twist)) if value is not None]
+        if given:
+            raise ArgumentError(f"{', '.join(given)}: robot '{robot.name}' has a fixed base; load it with "
+                                "base='floating' to give its base a state")
+        return None, None
+    return (gtsam.Pose3() if base_pose is None else pose_argument("base_pose", base_pose),
+            np.zeros(6) if base_twist is None else finite_vector("base_twist", base_twist, 6))
+
+
 def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:
     """Wrenches given in link/frame coordinates → wrenches in the moving links' CoM frames, by link index."""
     if wrenches is None:
@@ -241,7 +269,7 @@ def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:
         if frame not in robot.frames:
             raise ArgumentError(f"external_wrenches: unknown link or frame '{frame}' (links: {', '.join(robot.frames)})")
         body, bTf = robot.frames[frame]
-        if robot.is_base(body):
+        if robot.is_fixed(body):
             raise ArgumentError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")
         F_f = finite_vector(f"external_wrenches['{frame}']", wrench, 6)
         link = robot.link(body)

@@ -79,10 +79,19 @@ def bundled_path(name: str) -> str:
         return os.path.join(checkout, folder, filename)
 
 
-def load_robot(path_or_name: str | os.PathLike) -> Robot:
+BASES = ("fixed", "floating")
+
+
+def load_robot(path_or_name: str | os.PathLike, base: str | None = None) -> Robot:
     """Load a robot from a ``.urdf`` or ``.sdf`` file or a bundled name.
 
+    ``base``: "fixed" welds the root link to the world, "floating" gives it six free degrees of freedom, None
+    follows the file: an SDF model with a joint to ``world`` is fixed and one without floats (SDFormat's
+    meaning); a URDF is fixed (as in ROS and Pinocchio). ``robot.floating_base`` says which.
+
     ModelError for a bad or missing file, ArgumentError for an argument that is not a path or name."""
+    if base not in (None, *BASES):
+        raise ArgumentError(f"base: expected 'fixed', 'floating' or None (follow the file), got {base!r:.80}")
     if not isinstance(path_or_name, (str, bytes, os.PathLike)):
         raise ArgumentError(f"path_or_name must be a .urdf/.sdf path or a bundled robot name "
                             f"({', '.join(BUNDLED)}), not {type(path_or_name).__name__} {path_or_name!r:.80}")
@@ -98,10 +107,15 @@ def load_robot(path_or_name: str | os.PathLike) -> Robot:
     if suffix == ".urdf":
         from gtdyn.io.urdf import read_urdf
 
-        return build_robot(read_urdf(path))
+        return build_robot(read_urdf(path), floating=base == "floating")
     if suffix == ".sdf":
         from gtdyn.io.sdf import read_sdf
 
-        return build_robot(read_sdf(path))
+        description = read_sdf(path)
+        if base == "floating" and description.base is not None:
+            world_joints = [j.name for j in description.joints if j.parent == description.base]
+            raise ArgumentError(f"base: {path} attaches its model to the world (joints {', '.join(world_joints)}), "
+                                "so it has no free base to float; remove those joints from the file to float it")
+        return build_robot(description, floating=base == "floating" or (base is None and description.base is None))
     raise ModelError(f"{path}: unsupported robot file type '{suffix or '(none)'}'; expected .urdf, .sdf "
                      f"or a bundled name ({', '.join(BUNDLED)})")

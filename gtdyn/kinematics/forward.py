@@ -15,6 +15,7 @@ import numpy as np
 
 from gtdyn.equations import twist_equation
 from gtdyn.model.robot import Robot
+from gtdyn.spatial import Ad
 
 
 @dataclass(frozen=True)
@@ -23,19 +24,27 @@ class KinematicState:
 
     q: np.ndarray
     v: np.ndarray
-    wT: list[gtsam.Pose3]  # wT[i]: pose of link i's dynamics (CoM) frame in the world; wT[0] = identity
+    wT: list[gtsam.Pose3]  # wT[i]: pose of link i's dynamics frame in the world; a fixed base's wT[0] = identity
     cTp: list[gtsam.Pose3 | None]  # cTp[j]: parent's dynamics frame in joint j's child frame; cTp[0] unused
-    V: list[np.ndarray]  # V[i]: twist of link i in its CoM frame; V[0] = 0 (fixed base)
+    V: list[np.ndarray]  # V[i]: twist of link i in its dynamics frame; a fixed base's V[0] = 0
     pose_closure: dict[str, np.ndarray]  # loop joint name -> Log of the pose mismatch around its loop
     twist_closure: dict[str, np.ndarray]  # loop joint name -> eq. 4 residual across the loop joint
 
 
-def forward_kinematics(robot: Robot, q: np.ndarray, v: np.ndarray) -> KinematicState:
-    """Poses and twists of every link, root → leaves along the spanning tree, then loop-closure residuals."""
+def forward_kinematics(robot: Robot, q: np.ndarray, v: np.ndarray, base_pose: gtsam.Pose3 | None = None,
+                       base_twist: np.ndarray | None = None) -> KinematicState:
+    """Poses and twists of every link, root → leaves along the spanning tree, then loop-closure residuals.
+
+    A floating base starts the pass at ``base_pose`` (world ← root link frame; identity if None) with
+    ``base_twist`` ([ω; v] of the root link frame in that frame; zero if None); a fixed base is the world."""
     n_links = len(robot.links)
     wT: list[gtsam.Pose3] = [gtsam.Pose3()] * (n_links + 1)
     cTp: list[gtsam.Pose3 | None] = [None] * (robot.num_dofs + 1)
     V = [np.zeros(6)] * (n_links + 1)
+    if robot.floating_base:  # the base's dynamics frame is its CoM frame
+        lTcom = robot.base.lTcom
+        wT[0] = (gtsam.Pose3() if base_pose is None else base_pose).compose(lTcom)
+        V[0] = np.zeros(6) if base_twist is None else Ad(lTcom.inverse()) @ base_twist
     for joint in robot.tree_joints:  # forward pass
         j, p = joint.index, robot.link(joint.parent).index
         pTc = joint.parent_T_child(q[j - 1])

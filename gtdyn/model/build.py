@@ -28,8 +28,9 @@ def _frozen(a) -> np.ndarray:
     return a
 
 
-def build_robot(description: RobotDescription) -> Robot:
-    """Check a description, merge fixed joints and build the Robot (spanning-tree joints, then loop joints)."""
+def build_robot(description: RobotDescription, floating: bool = False) -> Robot:
+    """Check a description, merge fixed joints and build the Robot (spanning-tree joints, then loop joints).
+    ``floating``: the root link moves freely instead of being welded to the world."""
     src = description.source
     link_specs = _unique(description.links, "link", src)
     joint_specs = _unique(description.joints, "joint", src)
@@ -60,10 +61,11 @@ def build_robot(description: RobotDescription) -> Robot:
         mass, inertia, lTcom = _composite_inertial(members[body], src)
         links[body] = Link(body, index, mass, _frozen(inertia), lTcom)
 
-    joints = [_make_joint(js, i + 1, links, root, closes_loop=i >= len(moving))
+    joints = [_make_joint(js, i + 1, links, root if not floating else None, closes_loop=i >= len(moving))
               for i, js in enumerate(moving + loop_moving)]
     frames = {name: (body, pose(bTl[:3, :3], bTl[:3, 3])) for name, (body, bTl) in body_of.items()}
-    robot = Robot(description.name, links[root], tuple(links[js.child] for js in moving), tuple(joints), frames, src)
+    robot = Robot(description.name, links[root], tuple(links[js.child] for js in moving), tuple(joints), frames, src,
+                  floating_base=floating)
     if not closing:  # with loops, the closure constraints can determine what a subtree alone would not
         _check_determined(robot)
     return robot
@@ -237,16 +239,17 @@ def _composite_inertial(members: list[tuple[LinkSpec, np.ndarray]], src: str = "
     return mass, inertia, pose(None, com)
 
 
-def _make_joint(js: JointSpec, index: int, links: dict, root: str, closes_loop: bool) -> Joint:
+def _make_joint(js: JointSpec, index: int, links: dict, fixed_root: str | None, closes_loop: bool) -> Joint:
     """pTc(q) = origin · exp([axis] q) · child_pose between link frames becomes rest_pose · exp([S] q)
-    between dynamics frames, with S the axis seen from the child's CoM frame."""
+    between dynamics frames, with S the axis seen from the child's CoM frame. ``fixed_root``: the base link
+    if it is welded to the world (None for a floating base, whose dynamics frame is its CoM frame)."""
     parent, child = links[js.parent], links[js.child]
     pTj = pose(js.origin[:3, :3], js.origin[:3, 3])
     jTc = pose(js.child_pose[:3, :3], js.child_pose[:3, 3])
-    # The base's dynamics frame is its link frame (the world); a moving link's is its CoM frame. A loop may
-    # close onto the base, so either end can be the base.
-    pdynTp = gtsam.Pose3() if js.parent == root else parent.lTcom.inverse()
-    jTcdyn = jTc if js.child == root else jTc.compose(child.lTcom)
+    # A fixed base's dynamics frame is its link frame (the world); a moving link's (and a floating base's) is
+    # its CoM frame. A loop may close onto the base, so either end can be the base.
+    pdynTp = gtsam.Pose3() if js.parent == fixed_root else parent.lTcom.inverse()
+    jTcdyn = jTc if js.child == fixed_root else jTc.compose(child.lTcom)
     axis = np.asarray(js.axis, float)
     joint_screw = np.concatenate([axis, np.zeros(3)]) if js.type != "prismatic" else np.concatenate([np.zeros(3), axis])
     kind = "prismatic" if js.type == "prismatic" else "revolute"
@@ -260,13 +263,13 @@ def _check_determined(robot: Robot) -> None:
     Checked at q = 0 with the subtree's composite inertia, in the child's CoM frame. Inverse dynamics stays
     determined, so such robots load; a solve that leaves those q̈ unknown raises IndeterminateSystemError.
     """
-    composite = {link.name: link.G.copy() for link in robot.links}
+    composite = {link.name: link.G.copy() for link in (robot.base, *robot.links)}
     massless = []
     for joint in reversed(robot.joints):  # leaves first
         S = joint.screw_axis
         if S @ composite[joint.child] @ S < MASSLESS_TOLERANCE:
             massless.append(joint.name)
-        if not robot.is_base(joint.parent):
+        if not robot.is_fixed(joint.parent):
             Adj = Ad(joint.rest_pose.inverse())  # child's dynamics frame -> parent's
             composite[joint.parent] += Adj.T @ composite[joint.child] @ Adj
     if massless:

@@ -1,10 +1,12 @@
-"""The robot model: immutable links and joints of a fixed-base mechanism (a tree, or a tree closed into
-loops by extra joints), built from a ``RobotDescription`` by ``gtdyn.model.build.build_robot``.
+"""The robot model: immutable links and joints of a mechanism (a tree, or a tree closed into loops by extra
+joints) whose base is fixed to the world or floating, built from a ``RobotDescription`` by
+``gtdyn.model.build.build_robot``.
 
 Frames (names say the frame, as ``aTb`` = pose of frame b in frame a):
 
 * every moving link's dynamics quantities live in its **CoM frame** (``lTcom`` places it in the link frame);
-* the fixed base's dynamics frame is the world frame, which is the base link frame;
+* a fixed base's dynamics frame is the world frame, which is the base link frame; a floating base is a body
+  like the others, with six free degrees of freedom: its dynamics frame is its CoM frame;
 * joint ``j`` moves its child relative to its parent: ``pTc(q) = rest_pose · exp([S] q)``, with ``S`` the
   screw axis expressed in the child's CoM frame and ``p``/``c`` the parent's/child's dynamics frames.
 
@@ -30,7 +32,8 @@ from gtdyn.spatial import screw_exp, spatial_inertia
 
 @dataclass(frozen=True, eq=False)
 class Link:
-    """A rigid body. ``index`` 0 is the fixed base; moving links are numbered 1..n like their joints."""
+    """A rigid body. ``index`` 0 is the base (fixed or floating); moving links are numbered 1..n like their
+    joints."""
 
     name: str
     index: int
@@ -112,8 +115,9 @@ class _Topology:
 
 @dataclass(frozen=True, eq=False)
 class Robot:
-    """An immutable fixed-base mechanism: a base link, moving links, and joints (spanning tree root→leaf,
-    then loop-closing joints).
+    """An immutable mechanism: a base link, moving links, and joints (spanning tree root→leaf, then
+    loop-closing joints). ``floating_base``: the base moves freely (six degrees of freedom, its state given
+    apart from the joints'); otherwise it is welded to the world.
 
     Build one with ``gtdyn.load_robot(path)`` or ``gtdyn.model.build.build_robot(description)``.
     """
@@ -124,6 +128,7 @@ class Robot:
     joints: tuple[Joint, ...]  # joints[j-1].index == j; tree joint j's child is link j
     frames: dict  # every original link name -> (moving or base link name, Pose3 of that frame in the link)
     source: str = "<memory>"
+    floating_base: bool = False
     _topology: _Topology = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -166,6 +171,10 @@ class Robot:
 
     def is_base(self, link_name: str) -> bool:
         return link_name == self.base.name
+
+    def is_fixed(self, link_name: str) -> bool:
+        """Whether a link (or the body a frame was merged into) is welded to the world: a fixed base."""
+        return self.is_base(link_name) and not self.floating_base
 
     # -- topology --------------------------------------------------------------------------------------
     @property
@@ -230,4 +239,5 @@ class Robot:
 
     def __repr__(self) -> str:
         loops = f", {len(self.loop_joints)} loops" if self.loop_joints else ""
-        return f"Robot('{self.name}', {self.num_dofs} joints{loops}: {', '.join(self.joint_names)})"
+        base = ", floating base" if self.floating_base else ""
+        return f"Robot('{self.name}', {self.num_dofs} joints{loops}{base}: {', '.join(self.joint_names)})"
