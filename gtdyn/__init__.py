@@ -14,7 +14,7 @@ This module is the user API. The documented submodules are ``gtdyn.analysis`` (D
 """
 
 from gtdyn.compiled import CompiledSolver, compile
-from gtdyn.dynamics.result import DynamicsResult
+from gtdyn.dynamics.result import ContactWrench, DynamicsResult
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics, solve
 from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynamics
 from gtdyn.equations import GRAVITY
@@ -24,9 +24,10 @@ from gtdyn.io.load import bundled_path, load_robot
 from gtdyn.kinematics.loop_closure import LoopState, close_loops
 from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.orderings import register_ordering
+from gtdyn.problem import Contact
 
 __all__ = [
-    "ArgumentError", "CompiledSolver", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
+    "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
     "inverse_dynamics", "load_robot", "register_ordering", "solve",

@@ -70,21 +70,48 @@ def gravity_wrench(mass: float, wTi: gtsam.Pose3, gravity: np.ndarray) -> np.nda
 
 
 def wrench_equation(G: np.ndarray, V: np.ndarray, out_poses: list[gtsam.Pose3], gravity_term: np.ndarray,
-                    external: np.ndarray, joints_in: int = 1) -> LinearEquation:
-    """Eq. 6 for one link, with any number of joints on it, explicit gravity and an external wrench:
+                    external: np.ndarray, joints_in: int = 1, contact_maps: list[np.ndarray] = ()) -> LinearEquation:
+    """Eq. 6 for one link, with any number of joints on it, explicit gravity, an external wrench and contacts:
 
-        G V̇ − Σ_in F_in + Σ_out [Ad_cTi]ᵀ F_out = [ad_V]ᵀ G V + F_gravity + F_ext
+        G V̇ − Σ_in F_in + Σ_out [Ad_cTi]ᵀ F_out − Σ_k W_k C_k = [ad_V]ᵀ G V + F_gravity + F_ext
 
     The link is the child of the ``joints_in`` joints "F_in0", "F_in1", … (its tree joint and any loop joints
     closing on it) and the parent of the joints "F_out0", …; ``out_poses[k]`` is the pose cTi of this link's
-    frame in out-joint k's child frame.
+    frame in out-joint k's child frame. ``contact_maps[k]`` is ``contact_wrench_map`` of the link's contact
+    "C{k}", whose force or wrench its environment applies to it.
     """
     coefficients = {"A": G}
     for k in range(joints_in):
         coefficients[f"F_in{k}"] = _MINUS_I6
     for k, cTi in enumerate(out_poses):
         coefficients[f"F_out{k}"] = Ad(cTi).T
+    for k, W in enumerate(contact_maps):
+        coefficients[f"C{k}"] = -W
     return LinearEquation(coefficients, coriolis_wrench(G, V) + gravity_term + external)
+
+
+def contact_selector(dim: int) -> np.ndarray:
+    """B: the contact variable's place in a wrench [m; f] of the contact frame — a point contact's force is
+    the linear part (6×3), a surface contact's wrench is all of it (6×6)."""
+    return np.vstack([np.zeros((3, 3)), np.eye(3)]) if dim == 3 else I6
+
+
+def contact_wrench_map(iTc: gtsam.Pose3, dim: int) -> np.ndarray:
+    """W = [Ad_cTi]ᵀ B: the wrench on link i (in its frame) of a contact variable in contact frame c."""
+    return Ad(iTc.inverse()).T @ contact_selector(dim)
+
+
+def contact_equation(iTc: gtsam.Pose3, dim: int, V_i: np.ndarray) -> LinearEquation:
+    """A rigid contact, with the contact frame's twist V_c = [Ad_cTi] V_i = [ω_c; v_c]:
+
+        point (3 rows):   [0 I] [Ad_cTi] V̇_i = −ω_c × v_c     the point's classical acceleration is zero
+        surface (6 rows):       [Ad_cTi] V̇_i = 0             the contact frame's spatial acceleration is zero
+    """
+    Ad_cTi = Ad(iTc.inverse())
+    if dim == 6:
+        return LinearEquation({"A": Ad_cTi}, np.zeros(6))
+    V_c = Ad_cTi @ V_i
+    return LinearEquation({"A": contact_selector(3).T @ Ad_cTi}, -np.cross(V_c[:3], V_c[3:]))
 
 
 def torque_equation(S: np.ndarray) -> LinearEquation:
@@ -114,7 +141,8 @@ def planar_equation(wTc: gtsam.Pose3, normal: np.ndarray) -> LinearEquation:
     return LinearEquation({"F": planar_directions(wTc, normal)}, np.zeros(3))
 
 
-def minimum_torque_equation() -> LinearEquation:
-    """The minimum-torque factor of paper 001 §VII: τ = 0, as a soft (least-squares) equation, so that a
-    redundantly actuated loop gets the least-norm torques."""
-    return LinearEquation({"tau": np.ones((1, 1))}, np.zeros(1))
+def minimum_norm_equation(dim: int) -> LinearEquation:
+    """A soft (least-squares) x = 0 on a dim-vector: with the exact equations hard, the least-norm x among the
+    solutions — the minimum-torque factor of paper 001 §VII, and the least-norm contact forces of a robot
+    standing on more contacts than its motion determines."""
+    return LinearEquation({"x": np.eye(dim)}, np.zeros(dim))

@@ -2,7 +2,8 @@
 
 Link quantities are indexed by link (1..n, base 0), joint quantities by joint (1..n); in a tree joint i's
 child is link i, so the labels read like the paper's figures. A floating base adds A0 (its V̇) and F0 (the
-wrench its environment applies to it, as if through a six-degree-of-freedom joint 0).
+wrench its environment applies to it, as if through a six-degree-of-freedom joint 0); contact k adds the force
+c_k of a point contact (3, pretty "C_k") or the wrench C_k of a surface contact (6).
 
 =========  =======  ====================  ==========
 variable   symbol   plain label (lists)   pretty label
@@ -15,6 +16,7 @@ V_i        V        V3                    V3
 q_j        q        q3                    q3
 q̇_j        v        v3                    q̇3
 wT_i       T        T3                    T3
+contact k  c / C    c2 / C2               C2
 =========  =======  ====================  ==========
 """
 
@@ -25,10 +27,10 @@ from functools import lru_cache
 
 import gtsam
 
-_PRETTY = {"t": "τ", "F": "F", "A": "V̇", "a": "q̈", "V": "V", "q": "q", "v": "q̇", "T": "T"}
+_PRETTY = {"t": "τ", "F": "F", "A": "V̇", "a": "q̈", "V": "V", "q": "q", "v": "q̇", "T": "T", "C": "C", "c": "C"}
 KINDS = {"t": "torque", "F": "wrench", "A": "twist_accel", "a": "joint_accel", "V": "twist",
-         "q": "joint_angle", "v": "joint_vel", "T": "pose"}
-DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6}
+         "q": "joint_angle", "v": "joint_vel", "T": "pose", "C": "contact_wrench", "c": "contact_force"}
+DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6, "C": 6, "c": 3}
 
 
 @lru_cache(maxsize=None)  # keys are built for every equation of every call: build each once
@@ -71,6 +73,12 @@ def pose_key(i: int) -> int:
     return gtsam.symbol("T", i)
 
 
+@lru_cache(maxsize=None)
+def contact_key(k: int, dim: int) -> int:
+    """Contact k's unknown: the force of a point contact ("c", 3) or the wrench of a surface contact ("C", 6)."""
+    return gtsam.symbol("c" if dim == 3 else "C", k)
+
+
 _INDEX_BITS = 56  # a gtsam.Symbol key is its character in the top 8 bits and its index in the 56 below
 
 
@@ -97,6 +105,8 @@ def owner(robot, key: int) -> str:
     i = index(key)
     if kind(key) in ("twist_accel", "twist", "pose"):
         return f"link {robot.base.name if i == 0 else robot.links[i - 1].name}"
+    if kind(key) in ("contact_wrench", "contact_force"):
+        return f"contact {i}"
     if i == 0:  # F0: the wrench a floating base's environment applies to it
         return f"floating base {robot.base.name}"
     return f"joint {robot.joints[i - 1].name}"
@@ -114,7 +124,7 @@ def pretty(key: int) -> str:
     return f"{_PRETTY[c]}{i}"
 
 
-_LABEL = re.compile(r"^([tFAaVqvT])(\d+)$")
+_LABEL = re.compile(r"^([tFAaVqvTCc])(\d+)$")
 
 
 def parse_label(text: str) -> int:

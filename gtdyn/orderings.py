@@ -21,6 +21,7 @@ where the algorithm treats the root: ``aba`` eliminates it last, after every joi
 floating-base ABA: the base's articulated inertia solves for its acceleration, then the forward pass);
 ``rnea`` puts F0 first among the wrenches, so back-substitution computes it last, at the end of the backward
 pass; ``crba`` eliminates A0 last, with the q̈, so the dense system left is the floating-base mass matrix.
+Contact forces go last of all, after the loop variables, like the loops' constraint wrenches.
 * ``colamd`` (GTSAM's COLAMD), ``nd`` (GTSAM's METIS nested dissection), ``md`` (plain minimum degree on
   the variable graph, as the paper's Table III), ``natural`` (by key).
 
@@ -95,6 +96,12 @@ def _base_accel(robot: Robot, problem: Problem) -> list[int]:
     return [keys.twist_accel_key(0)] if robot.floating_base and problem.base_accel is None else []
 
 
+def _contact_variables(problem: Problem) -> list[int]:
+    """The contacts' forces, eliminated last: the tree is eliminated with them as unknown external wrenches, as
+    constrained-dynamics methods solve for contact forces once the unconstrained dynamics are known."""
+    return [keys.contact_key(c.number, c.dim) for c in problem.contacts]
+
+
 def _loop_variables(robot: Robot, problem: Problem) -> list[int]:
     """The loop-closing joints' unknowns, eliminated after the spanning tree."""
     out = []
@@ -114,7 +121,7 @@ def rnea(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gt
     return _ordering([keys.torque_key(j) for j in leaf_first if _unknown(problem, "tau", j)]
                      + _base_wrench(robot, problem) + [keys.wrench_key(j) for j in root_first]
                      + [keys.twist_accel_key(j) for j in leaf_first] + _base_accel(robot, problem)
-                     + _loop_variables(robot, problem))
+                     + _loop_variables(robot, problem) + _contact_variables(problem))
 
 
 @strategy("crba", problems=("forward",))
@@ -124,7 +131,7 @@ def crba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gt
     return _ordering([keys.wrench_key(j) for j in leaf_first] + _base_wrench(robot, problem)
                      + [keys.twist_accel_key(j) for j in leaf_first]
                      + [keys.joint_accel_key(j) for j in leaf_first if _unknown(problem, "qdd", j)]
-                     + _base_accel(robot, problem) + _loop_variables(robot, problem))
+                     + _base_accel(robot, problem) + _loop_variables(robot, problem) + _contact_variables(problem))
 
 
 @strategy("aba", problems=("forward", "hybrid"))
@@ -138,7 +145,8 @@ def aba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gts
         order += [keys.wrench_key(j), keys.twist_accel_key(j)]
         if _unknown(problem, "qdd", j):
             order.append(keys.joint_accel_key(j))
-    return _ordering(order + _base_wrench(robot, problem) + _base_accel(robot, problem) + _loop_variables(robot, problem))
+    return _ordering(order + _base_wrench(robot, problem) + _base_accel(robot, problem) + _loop_variables(robot, problem)
+                     + _contact_variables(problem))
 
 
 @strategy("colamd")

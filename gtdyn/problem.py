@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import gtsam
 import numpy as np
 
 from gtdyn.arguments import finite_vector, joint_dict, joint_vector
@@ -14,6 +15,63 @@ from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 
 PROBLEM_KINDS = ("inverse", "forward", "hybrid")
+
+
+CONTACT_KINDS = {"point": 3, "surface": 6}
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A rigid bilateral contact of a link with the environment, for ``contacts=[...]`` of the dynamics calls.
+
+    ``link``: a link name, or any frame merged into one (a URDF foot link behind a fixed joint); ``point``:
+    the contact point in that frame's coordinates; the contact frame sits there with that frame's axes.
+    ``kind``: "point" — the point's classical acceleration is zero (3 constraints) and the environment
+    pushes with a force (variable ``c<k>``, 3); "surface" — the contact frame's spatial acceleration is zero
+    (6 constraints) and the environment applies a wrench (``C<k>``, 6). Contacts are numbered 1, 2, … in the
+    order given.
+    """
+
+    link: str
+    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    kind: str = "point"
+
+
+@dataclass(frozen=True, eq=False)
+class PlacedContact:
+    """A Contact on a robot: its number k, its dimension (3 or 6), the index of the body it is on (0: a
+    floating base) and ``iTc``, the contact frame in that body's dynamics frame."""
+
+    contact: Contact
+    number: int
+    dim: int
+    body: int
+    iTc: gtsam.Pose3
+
+
+def place_contacts(robot: Robot, contacts) -> tuple[PlacedContact, ...]:
+    """Check ``contacts`` (a list of ``Contact``) against the robot and place each on its body."""
+    if contacts is None:
+        return ()
+    if isinstance(contacts, Contact) or not isinstance(contacts, (list, tuple)):
+        raise ArgumentError(f"contacts: expected a list of gtdyn.Contact, got {type(contacts).__name__}")
+    placed = []
+    for k, contact in enumerate(contacts, start=1):
+        where = f"contacts[{k - 1}]"
+        if not isinstance(contact, Contact):
+            raise ArgumentError(f"{where}: expected a gtdyn.Contact, got {type(contact).__name__}")
+        if contact.kind not in CONTACT_KINDS:
+            raise ArgumentError(f"{where}: kind '{contact.kind}' is not one of {', '.join(CONTACT_KINDS)}")
+        if contact.link not in robot.frames:
+            raise ArgumentError(f"{where}: unknown link or frame '{contact.link}' (links: {', '.join(robot.frames)})")
+        body, bTf = robot.frames[contact.link]
+        if robot.is_fixed(body):
+            raise ArgumentError(f"{where}: '{contact.link}' is welded to the world, so a contact on it constrains nothing")
+        point = finite_vector(f"{where}.point", contact.point, 3)
+        link = robot.link(body)
+        iTc = link.lTcom.inverse().compose(bTf).compose(gtsam.Pose3(gtsam.Rot3(), point))
+        placed.append(PlacedContact(contact, k, CONTACT_KINDS[contact.kind], link.index, iTc))
+    return tuple(placed)
 
 
 @dataclass(frozen=True)
@@ -30,7 +88,9 @@ class Problem:
 
     A floating base has exactly one of ``base_accel`` (its acceleration given: the base wrench is solved
     for) and ``base_wrench`` (the wrench its environment applies, given: its acceleration is solved for), both
-    [angular; linear] in the root link frame; a fixed base has neither.
+    [angular; linear] in the root link frame; a fixed base has neither (with contacts, both: the contacts
+    carry the robot). ``contacts`` are rigid contacts with the environment, their forces unknown;
+    ``minimum_contact`` lists those whose force gets a soft minimum-norm factor.
     """
 
     kind: str
@@ -40,6 +100,8 @@ class Problem:
     minimum_torque: tuple[int, ...] = ()
     base_accel: np.ndarray | None = None
     base_wrench: np.ndarray | None = None
+    contacts: tuple[PlacedContact, ...] = ()
+    minimum_contact: tuple[int, ...] = ()  # contact numbers whose unknown gets a soft minimum-norm factor
 
     def __post_init__(self):
         if self.kind not in PROBLEM_KINDS:
@@ -85,7 +147,9 @@ def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, flo
 def with_base(robot: Robot, problem: Problem, base_accel=None) -> Problem:
     """The base's part of a problem. A floating base has its acceleration ``base_accel`` given (inverse dynamics,
     where it defaults to zero, and hybrid dynamics on request: its wrench is then solved for) or moves freely
-    (forward dynamics, and hybrid by default: no wrench on it but ``external_wrenches``)."""
+    (forward dynamics, and hybrid by default: no wrench on it but ``external_wrenches``). With contacts
+    (placed on the problem first) the contacts carry the robot: a given acceleration leaves the base wrench
+    zero, and the contact forces are solved for."""
     if not robot.floating_base:
         if base_accel is not None:
             raise ArgumentError(f"base_accel: robot '{robot.name}' has a fixed base; load it with base='floating' "
@@ -97,7 +161,8 @@ def with_base(robot: Robot, problem: Problem, base_accel=None) -> Problem:
         if problem.kind == "forward":
             raise ArgumentError("base_accel: forward dynamics solves for the base acceleration (the base is free); "
                                 "use hybrid_dynamics to prescribe it")
-        return dataclasses.replace(problem, base_accel=finite_vector("base_accel", base_accel, 6))
+        return dataclasses.replace(problem, base_accel=finite_vector("base_accel", base_accel, 6),
+                                   base_wrench=np.zeros(6) if problem.contacts else None)
     return dataclasses.replace(problem, base_wrench=np.zeros(6))
 
 

@@ -19,8 +19,8 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.equations import (LinearEquation, gravity_wrench, minimum_torque_equation, planar_equation, torque_equation,
-                             twist_accel_equation, wrench_equation)
+from gtdyn.equations import (LinearEquation, contact_equation, contact_wrench_map, gravity_wrench, minimum_norm_equation,
+                             planar_equation, torque_equation, twist_accel_equation, wrench_equation)
 from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.system import Key, add_equation
 from gtdyn.model.robot import Robot
@@ -31,8 +31,8 @@ from gtdyn.spatial import Ad
 def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, gravity,
                        external_wrenches: Mapping[int, np.ndarray] | None = None) -> Iterator[tuple[LinearEquation, dict, bool]]:
     """The equations of the linear dynamics graph, in graph order, as (equation, roles, soft): eq. 5 and 7 per
-    joint, eq. 6 per moving link, a planar factor per planar loop and soft minimum-torque factors where the
-    problem asks for them. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or a known value.
+    joint, eq. 6 per moving link (and a floating base), a contact equation per contact, a planar factor per
+    planar loop and soft minimum-norm factors on torques and contact forces where the problem asks for them. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or a known value.
 
     ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. The same
     equations, written on traced values, are what ``gtdyn.compiled`` turns into code.
@@ -61,19 +61,28 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
         i = link.index
         into, out_of = robot.joints_into(link.name), robot.joints_out_of(link.name)
         base = (_base_wrench_role(robot, problem),) if i == 0 else ()
+        touching = [contact for contact in problem.contacts if contact.body == i]
         eq = wrench_equation(link.G, kin.V[i], [kin.cTp[c.index] for c in out_of],
                              gravity_wrench(link.mass, kin.wT[i], gravity), external_wrenches.get(i, zero),
-                             len(base) + len(into))
+                             len(base) + len(into), [contact_wrench_map(c.iTc, c.dim) for c in touching])
         roles = {"A": base_accel if i == 0 else Key(keys.twist_accel_key(i))}
         roles.update({f"F_in{k}": role for k, role in enumerate(base + tuple(Key(keys.wrench_key(jt.index))
                                                                              for jt in into))})
         roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
+        roles.update({f"C{k}": Key(keys.contact_key(c.number, c.dim)) for k, c in enumerate(touching)})
         yield eq, roles, False
+    for contact in problem.contacts:  # each contact's acceleration constraint
+        i = contact.body
+        yield contact_equation(contact.iTc, contact.dim, kin.V[i]), {
+            "A": base_accel if i == 0 else Key(keys.twist_accel_key(i))}, False
     for j, normal in problem.planar.items():
         child = robot.link(robot.joints[j - 1].child).index
         yield planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, False
     for j in problem.minimum_torque:
-        yield minimum_torque_equation(), {"tau": Key(keys.torque_key(j))}, True
+        yield minimum_norm_equation(1), {"x": Key(keys.torque_key(j))}, True
+    for contact in problem.contacts:
+        if contact.number in problem.minimum_contact:
+            yield minimum_norm_equation(contact.dim), {"x": Key(keys.contact_key(contact.number, contact.dim))}, True
 
 
 def _base_accel_role(robot: Robot, problem: Problem):

@@ -13,11 +13,23 @@ from gtdyn import keys
 from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.elimination import Elimination
 from gtdyn.model.robot import Robot
-from gtdyn.problem import Problem
+from gtdyn.equations import contact_selector
+from gtdyn.problem import Contact, PlacedContact, Problem
 from gtdyn.spatial import Ad
 
 if TYPE_CHECKING:  # networkx is imported only when a DAG is asked for
     import networkx as nx
+
+
+@dataclass(frozen=True, eq=False)
+class ContactWrench:
+    """What the environment applies at one contact: ``local`` is the wrench [m; f] in the contact frame (a
+    point contact's moment is zero), ``world`` the same wrench in a frame at the contact point with the world's
+    axes (Pinocchio's LOCAL_WORLD_ALIGNED)."""
+
+    contact: Contact
+    local: np.ndarray
+    world: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,6 +45,9 @@ class DynamicsResult:
     A floating base's ``base_accel`` ([ω̇; v̇], the derivative of its body twist) and ``base_wrench`` ([m; f],
     what its environment applies besides ``external_wrenches``) are in the root link frame, given or solved
     for; ``twist_accels`` and ``twists`` include it (in its CoM frame). Both are None for a fixed base.
+    ``contact_wrenches`` has one ``ContactWrench`` per contact, in the order given; ``least_norm`` labels the
+    variables that the equations leave free and that were given their least-norm values (redundant contacts,
+    redundantly actuated loops).
     """
 
     robot: Robot
@@ -50,6 +65,8 @@ class DynamicsResult:
     condition: float = float("nan")
     base_accel: np.ndarray | None = None
     base_wrench: np.ndarray | None = None
+    contact_wrenches: tuple[ContactWrench, ...] = ()
+    least_norm: tuple[str, ...] = ()
 
     @property
     def ordering(self) -> list[str]:
@@ -108,4 +125,14 @@ def assemble_result(robot: Robot, problem: Problem, kin: KinematicState, graph, 
         condition=eliminated.condition,
         base_accel=base_accel,
         base_wrench=base_wrench,
+        contact_wrenches=tuple(_contact_wrench(c, kin, x) for c in problem.contacts),
+        least_norm=tuple(keys.label(k) for k in [keys.contact_key(c.number, c.dim) for c in problem.contacts
+                                                 if c.number in problem.minimum_contact]
+                         + [keys.torque_key(j) for j in problem.minimum_torque]),
     )
+
+
+def _contact_wrench(contact: PlacedContact, kin: KinematicState, x: gtsam.VectorValues) -> ContactWrench:
+    local = contact_selector(contact.dim) @ x.at(keys.contact_key(contact.number, contact.dim))
+    R = kin.wT[contact.body].compose(contact.iTc).rotation().matrix()
+    return ContactWrench(contact.contact, local, np.concatenate([R @ local[:3], R @ local[3:]]))

@@ -17,7 +17,7 @@ from gtdyn import keys
 from gtdyn.arguments import finite_vector, joint_vector, pose_argument
 from gtdyn.dynamics.graph import dynamics_graph
 from gtdyn.dynamics.result import DynamicsResult, assemble_result
-from gtdyn.equations import GRAVITY
+from gtdyn.equations import GRAVITY, contact_equation, twist_accel_equation
 from gtdyn.errors import ArgumentError, IndeterminateSystemError, LoopClosureError
 from gtdyn.kinematics.forward import KinematicState, forward_kinematics
 from gtdyn.kinematics.loop_closure import acceleration_residuals
@@ -25,13 +25,14 @@ from gtdyn.kinematics.loops import CLOSURE_TOLERANCE, check_closed, loop_plane_n
 from gtdyn.linear.elimination import METHODS, eliminate, squared_column_norms
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering, structural
-from gtdyn.problem import Problem, build_problem, forward_problem, hybrid_problem, inverse_problem, with_base
+from gtdyn.problem import (Problem, build_problem, forward_problem, hybrid_problem, inverse_problem, place_contacts,
+                           with_base)
 from gtdyn.spatial import Ad
 
 
 
-def inverse_dynamics(robot: Robot, q, v, qdd, *, base_pose=None, base_twist=None, base_accel=None, gravity=GRAVITY,
-                     external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
+def inverse_dynamics(robot: Robot, q, v, qdd, *, base_pose=None, base_twist=None, base_accel=None, contacts=None,
+                     gravity=GRAVITY, external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
     """Torques τ that produce joint accelerations ``qdd`` at state (q, v).
 
     ``external_wrenches`` maps a link (or merged frame) name to the wrench [m; f] its environment applies
@@ -48,39 +49,51 @@ def inverse_dynamics(robot: Robot, q, v, qdd, *, base_pose=None, base_twist=None
     link frame; identity if None) with twist ``base_twist`` ([ω; v] of the root link frame, in that frame) and
     accelerates by ``base_accel`` ([ω̇; v̇], the derivative of that twist; zero if None): ``r.base_wrench`` is
     the wrench [m; f] (root link frame) its environment must apply to produce the motion.
+
+    ``contacts``: a list of ``gtdyn.Contact``; their forces are solved for (``r.contact_wrenches``) and carry
+    the robot instead of a base wrench. The motion must keep every contact (else ArgumentError naming it);
+    when more contacts touch than the motion determines (a quadruped on four feet) the forces are the
+    least-norm ones, and ``r.least_norm`` names them.
     """
-    return solve_problem(robot, q, v, with_base(robot, inverse_problem(robot, qdd), base_accel), gravity,
+    return solve_problem(robot, q, v, _asked(robot, inverse_problem(robot, qdd), base_accel, contacts), gravity,
                          external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
 
-def forward_dynamics(robot: Robot, q, v, tau, *, base_pose=None, base_twist=None, gravity=GRAVITY,
+def forward_dynamics(robot: Robot, q, v, tau, *, base_pose=None, base_twist=None, contacts=None, gravity=GRAVITY,
                      external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
     """Joint accelerations q̈ produced by torques ``tau`` at state (q, v). Arguments as ``inverse_dynamics``;
     ``tau`` is 0 at passive joints. A floating base moves freely (no wrench on it but ``external_wrenches``):
-    ``r.base_accel`` is its acceleration."""
-    return solve_problem(robot, q, v, with_base(robot, forward_problem(robot, tau)), gravity, external_wrenches,
-                         ordering, elimination, planar, base_pose, base_twist)
+    ``r.base_accel`` is its acceleration. With ``contacts`` this is constrained dynamics: the accelerations
+    that keep every contact, and the contact forces that make them."""
+    return solve_problem(robot, q, v, _asked(robot, forward_problem(robot, tau), None, contacts), gravity,
+                         external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
 
 def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], *, base_pose=None,
-                    base_twist=None, base_accel=None, gravity=GRAVITY, external_wrenches=None, ordering=None,
-                    elimination="qr", planar=None) -> DynamicsResult:
+                    base_twist=None, base_accel=None, contacts=None, gravity=GRAVITY, external_wrenches=None,
+                    ordering=None, elimination="qr", planar=None) -> DynamicsResult:
     """Given q̈ at some joints and τ at the others (dicts by joint name), solve for the rest.
 
     Every actuated joint must appear in exactly one of ``qdd`` and ``tau``; passive joints have τ = 0 and
     their q̈ is solved for. A floating base is free (``r.base_accel`` solved for) unless ``base_accel`` is
     given (then ``r.base_wrench`` is).
     """
-    return solve_problem(robot, q, v, with_base(robot, hybrid_problem(robot, qdd, tau), base_accel), gravity,
+    return solve_problem(robot, q, v, _asked(robot, hybrid_problem(robot, qdd, tau), base_accel, contacts), gravity,
                          external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
 
 def solve(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, base_twist=None, base_accel=None,
-          gravity=GRAVITY, external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
+          contacts=None, gravity=GRAVITY, external_wrenches=None, ordering=None, elimination="qr",
+          planar=None) -> DynamicsResult:
     """One entry for the three problems: ``kind`` "inverse" (``qdd``: every joint), "forward" (``tau``: every
     joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name). Other arguments as ``inverse_dynamics``."""
-    return solve_problem(robot, q, v, with_base(robot, build_problem(robot, kind, qdd, tau), base_accel), gravity,
-                         external_wrenches, ordering, elimination, planar, base_pose, base_twist)
+    return solve_problem(robot, q, v, _asked(robot, build_problem(robot, kind, qdd, tau), base_accel, contacts),
+                         gravity, external_wrenches, ordering, elimination, planar, base_pose, base_twist)
+
+
+def _asked(robot: Robot, problem: Problem, base_accel, contacts) -> Problem:
+    """The joints' part of a problem completed with its contacts and its base."""
+    return with_base(robot, dataclasses.replace(problem, contacts=place_contacts(robot, contacts)), base_accel)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -112,16 +125,22 @@ def solve_problem(robot: Robot, q, v, problem: Problem, gravity=GRAVITY, externa
                  for i, w in wrenches_com.items()},
               "qdd": np.array(list(problem.known_qdd.values())), "tau": np.array(list(problem.known_tau.values()))}
     inputs = {name: x for name, x in inputs.items() if x is not None}
-    try:
-        return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination, inputs)
-    except IndeterminateSystemError as e:
-        if not any(keys.kind(keys.parse_label(label)) == "torque" for label in e.free_variables):
-            raise
-    # More actuators than the loop's degrees of freedom: least-norm torques, by soft minimum-torque factors
-    # on the hard equations (which needs GTSAM's constrained elimination).
-    unknown_tau = tuple(j.index for j in robot.joints if j.index not in problem.known_tau)
-    problem = dataclasses.replace(problem, minimum_torque=unknown_tau)
-    return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, "constrained", inputs)
+    # More actuators than a loop's degrees of freedom, or more contacts than the motion determines: the
+    # least-norm contact forces, then the least-norm torques, by soft minimum-norm factors on the hard
+    # equations (which needs GTSAM's constrained elimination).
+    while True:
+        try:
+            return _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, elimination, inputs)
+        except IndeterminateSystemError as e:
+            free = {keys.kind(keys.parse_label(label)) for label in e.free_variables}
+            if free & {"contact_force", "contact_wrench"} and not problem.minimum_contact:
+                problem = dataclasses.replace(problem, minimum_contact=tuple(c.number for c in problem.contacts))
+            elif "torque" in free and not problem.minimum_torque:
+                problem = dataclasses.replace(problem, minimum_torque=tuple(
+                    j.index for j in robot.joints if j.index not in problem.known_tau))
+            else:
+                raise
+            elimination = "constrained"
 
 
 def with_loop_factors(robot: Robot, kin: KinematicState, problem: Problem, planar=None) -> Problem:
@@ -150,8 +169,9 @@ def _eliminate_and_solve(robot, kin, problem, gravity, wrenches_com, ordering, e
     with np.errstate(all="ignore"):
         graph = dynamics_graph(robot, kin, problem, gravity, wrenches_com, constrained=elimination == "constrained")
         hard = graph  # the exact equations, unit-weighted: for the column scaling and the consistency check
-        if elimination == "constrained" or problem.minimum_torque:
-            hard = dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=()), gravity, wrenches_com)
+        if elimination == "constrained" or problem.minimum_torque or problem.minimum_contact:
+            hard = dynamics_graph(robot, kin, dataclasses.replace(problem, minimum_torque=(), minimum_contact=()), gravity,
+                                  wrenches_com)
     norms = squared_column_norms(hard)
     _check_finite(norms, inputs)
     order = _resolved_ordering(ordering, robot, problem, graph)
@@ -183,7 +203,7 @@ def _resolved_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.Ga
         return resolve_ordering(ordering, robot, problem, graph)
     structure = (name, problem.kind, frozenset(problem.known_qdd), frozenset(problem.known_tau),
                  frozenset(problem.planar), problem.minimum_torque, problem.base_accel is None,
-                 problem.base_wrench is None)
+                 problem.base_wrench is None, tuple((c.body, c.dim) for c in problem.contacts), problem.minimum_contact)
     remembered = _ORDERINGS.setdefault(robot, {})
     if structure not in remembered:
         order = resolve_ordering(name, robot, problem, graph)
@@ -218,6 +238,13 @@ def _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error) ->
     (LoopClosureError), or q̈ prescribed at passive joints that the actuated joints cannot produce
     (ArgumentError naming them, with the q̈ the dynamics give there)."""
     qdd = np.array([problem.known_qdd.get(j.index, np.nan) for j in robot.joints])
+    if problem.contacts and not np.any(np.isnan(qdd)) and (problem.base_accel is not None or not robot.floating_base):
+        for contact, residual in _contact_residuals(robot, kin, problem, qdd):
+            if residual > 1e-8 * (1 + np.max(np.abs(qdd), initial=0.0)):
+                return ArgumentError(f"qdd: the motion breaks contact {contact.number} ({contact.contact.kind} on "
+                                     f"'{contact.contact.link}'): its acceleration constraint is off by {residual:.3g}; "
+                                     "a contact must not accelerate (use forward dynamics with the contacts to find "
+                                     "a motion that keeps them)")
     if robot.loop_joints and not np.any(np.isnan(qdd)):
         for name, residual in acceleration_residuals(robot, kin.q, kin.v, qdd).items():
             if residual > CLOSURE_TOLERANCE * (1 + np.max(np.abs(qdd))):
@@ -255,6 +282,22 @@ def _base_state(robot: Robot, base_pose, base_twist) -> tuple:
         return None, None
     return (gtsam.Pose3() if base_pose is None else pose_argument("base_pose", base_pose),
             np.zeros(6) if base_twist is None else finite_vector("base_twist", base_twist, 6))
+
+
+def _contact_residuals(robot: Robot, kin: KinematicState, problem: Problem, qdd: np.ndarray):
+    """(contact, max |residual| of its acceleration constraint) for a fully given motion: V̇ root → leaf by
+    eq. 5 (V̇_c = rhs − coefficient_p V̇_p − coefficient_a q̈, as forward_kinematics does for twists), then
+    each contact's equation."""
+    A = [np.zeros(6)] * (len(robot.links) + 1)
+    if robot.floating_base:
+        A[0] = Ad(robot.base.lTcom.inverse()) @ problem.base_accel
+    for joint in robot.tree_joints:
+        j, p = joint.index, robot.link(joint.parent).index
+        eq = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[j], kin.v[j - 1])
+        A[j] = eq.rhs - eq.coefficients["A_p"] @ A[p] - eq.coefficients["a"] @ qdd[j - 1:j]
+    for contact in problem.contacts:
+        eq = contact_equation(contact.iTc, contact.dim, kin.V[contact.body])
+        yield contact, float(np.max(np.abs(eq.error({"A": A[contact.body]}))))
 
 
 def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:

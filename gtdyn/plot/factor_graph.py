@@ -30,7 +30,8 @@ JOINT_KINDS = ("joint_angle", "joint_vel", "joint_accel", "wrench", "torque")
 FULL_ROWS = ("twist_accel", "joint_accel", "joint_vel", "twist", "joint_angle", "pose", "wrench", "torque")
 KIND_NAMES = {"twist_accel": "twist acceleration", "wrench": "wrench", "torque": "torque",
               "joint_accel": "joint acceleration", "twist": "twist", "joint_angle": "joint angle",
-              "joint_vel": "joint velocity", "pose": "pose"}
+              "joint_vel": "joint velocity", "pose": "pose", "contact_force": "contact force",
+              "contact_wrench": "contact wrench"}
 
 COLUMN_SPACING, ROW_SPACING = 1.6, 1.0  # data units between neighbouring variables
 NODE_RADIUS, DOT_RADIUS = 0.24, 0.06  # data units
