@@ -9,6 +9,7 @@ import sys
 import tomllib
 import warnings
 
+import gtsam
 import numpy as np
 import pytest
 from references import erd_path
@@ -20,6 +21,8 @@ from gtdyn.errors import IllConditionedWarning, ModelWarning
 from gtdyn.io.load import BUNDLED, DOCUMENTED_STATES, bundled_path, documented_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOLO = erd_path("solo_description/robots/solo12.urdf")  # a URDF: fixed unless --base floating
+BASE_LABELS = ("ω [rad/s]", "v [m/s]", "ω̇ [rad/s²]", "v̇ [m/s²]", "moment [N·m]", "force [N]")
 
 
 def run(capsys, *argv):
@@ -30,6 +33,22 @@ def run(capsys, *argv):
 
 def table_rows(out: str, joint: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith(f"  {joint} ")]
+
+
+def base_rows(out: str, problem: str) -> dict[str, tuple[np.ndarray, str]]:
+    """The floating-base rows of ``problem``'s table: label -> ((x, y, z) as printed, given/solved)."""
+    block = out.split(f"{problem} dynamics of ")[1].split("\n\n")[0]
+    rows = {}
+    for line in block.splitlines():
+        label = next((x for x in BASE_LABELS if line.startswith(f"  {x} ")), None)
+        if label:
+            *xyz, status = line[len(label) + 2:].split()
+            rows[label] = (np.array(xyz, dtype=float), status)
+    return rows
+
+
+def commas(values) -> str:
+    return ",".join(repr(float(x)) for x in values)
 
 
 def test_bare_solve_is_the_main_job(capsys):
@@ -75,6 +94,82 @@ def test_each_result_is_labelled_with_the_problem_asked_for(capsys):
     # the library infers a kind from what is known; the command prints what was asked for
     code, out, _ = run(capsys, "solve", "four_bar", "--problem", "hybrid", "--qdd", "j1=0.5")
     assert code == 0 and "hybrid dynamics of four_bar" in out and "inverse dynamics" not in out
+
+
+def test_floating_base_inverse_dynamics_prints_the_base_wrench(capsys):
+    """solo12 floated (issue 12): the base's twist and acceleration as given, and the wrench its environment must
+    apply in N·m and N, as gtdyn.inverse_dynamics finds it for the same inputs (an rpy pose)."""
+    from gtdyn.spatial import rpy_matrix
+
+    q, v, qdd = np.linspace(-0.6, 0.6, 12), np.linspace(0.3, -0.2, 12), np.linspace(1, -1, 12)
+    pose, twist, accel = [0.1, -0.2, 0.3, 0.2, -0.1, 0.5], [0.3, -0.2, 0.1, 0.5, 0.4, -0.3], [-1, 0.5, 2, 0.3, -0.2, 1]
+    code, out, err = run(capsys, "solve", SOLO, "--base", "floating", "--problem", "inverse", f"--q={commas(q)}",
+                         f"--v={commas(v)}", f"--qdd={commas(qdd)}", f"--base-pose={commas(pose)}",
+                         f"--base-twist={commas(twist)}", f"--base-accel={commas(accel)}")
+    assert code == 0 and err == ""
+    assert out.startswith(f"solo from {SOLO}, floating base 'base_link'\n")
+    assert "given: q, q̇, q̈; base pose, twist, acceleration · solved: τ; base wrench" in out
+    assert "  base base_link at (0.1, -0.2, 0.3) m, (qx, qy, qz, qw) = (" in out
+    robot = gtdyn.load_robot(SOLO, base="floating")
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = rpy_matrix(*pose[3:]), pose[:3]
+    r = gtdyn.inverse_dynamics(robot, q, v, qdd, base_pose=T, base_twist=twist, base_accel=accel)
+    rows = base_rows(out, "inverse")
+    expected = np.concatenate([twist, accel, r.base_wrench])
+    for i, label in enumerate(BASE_LABELS):
+        values, status = rows[label]
+        np.testing.assert_allclose(values, expected[3 * i:3 * i + 3], atol=5.1e-5 if i < 2 else 5.1e-7, err_msg=label)
+        assert status == ("given" if i < 4 else "solved")
+    assert abs(r.base_wrench[5]) > 10  # the force holding it up against gravity: a real check
+    printed_tau = [float(table_rows(out, name)[0].split()[-1]) for name in robot.joint_names]
+    np.testing.assert_allclose(printed_tau, r.tau, atol=5.1e-7)
+
+
+def test_floating_base_forward_dynamics_prints_the_base_acceleration(capsys):
+    """Forward dynamics leaves the base free: its acceleration in rad/s² and m/s² is gtdyn.forward_dynamics's for
+    the same inputs (a quaternion pose), the wrench on it is zero."""
+    q, v, tau = np.linspace(0.5, -0.5, 12), np.full(12, 0.2), np.linspace(-0.3, 0.3, 12)
+    position, quaternion, twist = [1.0, 2.0, 0.4], [0.5, -0.5, 0.5, 0.5], [0.1, 0.2, -0.3, 0.0, 0.5, 0.1]
+    code, out, err = run(capsys, "solve", SOLO, "--base", "floating", "--problem", "forward", f"--q={commas(q)}",
+                         f"--v={commas(v)}", f"--tau={commas(tau)}", f"--base-pose={commas(position + quaternion)}",
+                         f"--base-twist={commas(twist)}")
+    assert code == 0 and err == ""
+    assert "given: q, q̇, τ; base pose, twist (free: no wrench) · solved: q̈; base acceleration" in out
+    assert "  base base_link at (1, 2, 0.4) m, (qx, qy, qz, qw) = (0.5, -0.5, 0.5, 0.5)" in out
+    robot = gtdyn.load_robot(SOLO, base="floating")
+    x, y, z, w = quaternion
+    pose = gtsam.Pose3(gtsam.Rot3.Quaternion(w, x, y, z), np.array(position))
+    r = gtdyn.forward_dynamics(robot, q, v, tau, base_pose=pose, base_twist=twist)
+    rows = base_rows(out, "forward")
+    for label, expected in (("ω̇ [rad/s²]", r.base_accel[:3]), ("v̇ [m/s²]", r.base_accel[3:])):
+        np.testing.assert_allclose(rows[label][0], expected, atol=5.1e-7, err_msg=label)
+        assert rows[label][1] == "solved"
+    for label in ("moment [N·m]", "force [N]"):
+        assert np.all(rows[label][0] == 0) and rows[label][1] == "given"
+    assert np.linalg.norm(r.base_accel) > 1  # falling, and spinning from the legs' reaction
+    printed_qdd = [float(table_rows(out, name)[0].split()[3]) for name in robot.joint_names]
+    np.testing.assert_allclose(printed_qdd, r.qdd, atol=5.1e-7)
+
+
+def test_the_load_message_says_fixed_or_floating(capsys):
+    """A URDF is fixed unless --base floating; info and dag say it too. A floating robot's bare solve prints a
+    base table in each of the three problems (the default state: identity pose, zero twist)."""
+    code, out, _ = run(capsys, "solve", "rr", "--problem", "inverse")
+    assert code == 0 and out.startswith(f"rr from {bundled_path('rr')}, fixed base 'base_link'\n")
+    assert "base_link frame" not in out
+    code, out, _ = run(capsys, "info", SOLO)
+    assert code == 0 and out.splitlines()[0].endswith(": 12 joints, fixed base 'base_link'")
+    code, out, _ = run(capsys, "info", SOLO, "--base", "floating")
+    assert code == 0 and out.splitlines()[0].endswith(": 12 joints, floating base 'base_link'")
+    code, out, _ = run(capsys, "info", "five_bar", "--base", "fixed")
+    assert code == 0 and "fixed base 'world'" in out.splitlines()[0]
+    code, out, err = run(capsys, "solve", SOLO, "--base", "floating")
+    assert code == 0 and err == "" and out.startswith(f"solo from {SOLO}, floating base 'base_link'\n")
+    for problem in ("inverse", "forward", "hybrid"):
+        rows = base_rows(out, problem)
+        assert list(rows) == list(BASE_LABELS)
+        assert np.all(rows["ω [rad/s]"][0] == 0) and np.all(rows["v [m/s]"][0] == 0)
+    assert out.count("  base base_link at (0, 0, 0) m, (qx, qy, qz, qw) = (0, 0, 0, 1)") == 3
 
 
 def test_prismatic_joints_are_shown_in_metres_and_newtons(capsys):
@@ -136,12 +231,12 @@ def test_every_documented_state_fits_its_robot(capsys):
 def test_warnings_are_one_readable_line_each(capsys, monkeypatch):
     real = gtdyn.load_robot
 
-    def noisy(path):
+    def noisy(path, base=None):
         warnings.warn("first line\n   and a long second line " + "x" * 300, ModelWarning)
         warnings.warn("conditioned badly", IllConditionedWarning)
         warnings.warn("conditioned badly", IllConditionedWarning)  # the same text: shown once
         warnings.warn("something else", UserWarning)
-        return real(path)
+        return real(path, base)
 
     monkeypatch.setattr(gtdyn, "load_robot", noisy)
     code, out, err = run(capsys, "solve", "rr", "--problem", "inverse")
@@ -296,6 +391,20 @@ def test_bench_checks_its_output_directory_before_timing(capsys, tmp_path, monke
     (["bench", "--threads", "0,2"], "--threads: expected comma-separated thread counts"),
     (["bench", "--threads", "two"], "--threads: expected comma-separated thread counts"),
     (["bench", "--batch", "-1"], "--batch: expected a number of states"),
+    (["solve", SOLO, "--base", "floating", "--problem", "inverse", "--base-twist", "1,2,3"],
+     "--base-twist: expected 6 values (ωx,ωy,ωz in rad/s, vx,vy,vz in m/s), got 3"),
+    (["solve", SOLO, "--base", "floating", "--problem", "inverse", "--base-pose", "0,0,0,1,1,1,1"],
+     "--base-pose: the quaternion qx,qy,qz,qw must have unit norm, got norm 2"),
+    (["solve", SOLO, "--base", "floating", "--problem", "inverse", "--base-pose", "0,0,0"],
+     "--base-pose: expected 7 values x,y,z,qx,qy,qz,qw"),
+    (["solve", SOLO, "--base", "floating", "--problem", "forward", "--base-accel", "0,0,0,0,0,0"],
+     "--base-accel: forward dynamics solves for the base acceleration"),
+    (["solve", SOLO, "--base", "floating", "--base-accel", "0,0,0,0,0,0"], "--base-accel: choose --problem"),
+    (["solve", "--base-pose", "0,0,0,0,0,0", "--base-twist", "0,0,0,0,0,1"],
+     "--base-pose/--base-twist: puma560 has a fixed base"),
+    (["dag", SOLO, "--base-accel", "0,0,0,0,0,0"], "--base-accel: solo has a fixed base"),
+    (["solve", "five_bar", "--base", "floating"], "--base: "),
+    (["bench", SOLO, "--base", "floating"], "solo has a floating base, which the benchmarks do not cover"),
 ])
 def test_bad_input_is_one_line_and_nonzero(capsys, argv, message):
     code, out, err = run(capsys, *argv)

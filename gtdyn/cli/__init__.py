@@ -1,11 +1,13 @@
-"""The ``gtdyn`` command: solve, draw and benchmark the dynamics of URDF and SDF robots, closed loops included.
+"""The ``gtdyn`` command: solve, draw and benchmark the dynamics of URDF and SDF robots, closed loops and floating
+bases included.
 
-    gtdyn solve [ROBOT] [--problem inverse|forward|hybrid|all] [--q ..] [--v ..] [--qdd ..] [--tau ..]
-                [--ordering O] [--gravity GX GY GZ] [--elimination qr|constrained]
-    gtdyn dag   [ROBOT] [--problem P] [--ordering O] [--out PREFIX] [--format png|svg|pdf] [--steps]
-    gtdyn bench [ROBOT] [--problem P|all] [--orderings a,b] [--repeat N] [--batch N] [--threads 1,2] [--scaling]
-                [--out DIR] [--reference]
-    gtdyn info  [ROBOT]
+    gtdyn solve [ROBOT] [--base fixed|floating] [--problem inverse|forward|hybrid|all] [--q ..] [--v ..] [--qdd ..]
+                [--tau ..] [--base-pose ..] [--base-twist ..] [--base-accel ..] [--ordering O] [--gravity GX GY GZ]
+                [--elimination qr|constrained]
+    gtdyn dag   [ROBOT] [--base B] [--problem P] [--ordering O] [--out PREFIX] [--format png|svg|pdf] [--steps]
+    gtdyn bench [ROBOT] [--base fixed] [--problem P|all] [--orderings a,b] [--repeat N] [--batch N] [--threads 1,2]
+                [--scaling] [--out DIR] [--reference]
+    gtdyn info  [ROBOT] [--base B]
 
 ROBOT is a .urdf or .sdf path or a bundled model's name (the list is at the end of ``gtdyn --help``: the
 PUMA 560, planar arms and closed-loop linkages); default puma560. Vectors are comma-separated numbers in
@@ -13,6 +15,12 @@ joint order (``gtdyn info ROBOT`` lists it); for hybrid dynamics --qdd and --tau
 (e.g. --qdd joint1=0.5). O is a strategy name or a comma-separated list of variable labels. A bare
 ``gtdyn solve`` solves all three problems for the PUMA 560 at its documented default state
 (``gtdyn solve --help``).
+
+--base floating gives the root link six free degrees of freedom (default: as the file says: a URDF is fixed,
+an SDF model floats unless a joint attaches it to the world). A floating base's state is comma-separated too:
+--base-pose x,y,z,qx,qy,qz,qw (m; a unit quaternion) or x,y,z,roll,pitch,yaw (m; rad, as a URDF origin), in the
+world; --base-twist ωx,ωy,ωz,vx,vy,vz (rad/s, m/s) and --base-accel ω̇x,ω̇y,ω̇z,v̇x,v̇y,v̇z (rad/s², m/s²) in its
+own frame. Benchmarks cover fixed bases only.
 
 Bad input gives one line on stderr (``gtdyn: error: …``) and exit status 1; each warning is one line
 (``gtdyn: warning: …``). Any other exception is a bug in gtdyn: its traceback is shown, exit status 2.
@@ -37,7 +45,7 @@ from gtdyn.cli.messages import CLIError, Progress, one_line, readable_warnings
 from gtdyn.cli.solve import cmd_solve
 from gtdyn.cli.state import DEFAULT_STATE_DOC, default_state
 from gtdyn.errors import GTDYN_ERRORS
-from gtdyn.io.load import BUNDLED
+from gtdyn.io.load import BASES, BUNDLED
 from gtdyn.orderings import STRATEGIES
 
 __all__ = ["CLIError", "DEFAULT_STATE_DOC", "Progress", "build_parser", "default_state", "main",
@@ -62,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def robot_arg(p):
         p.add_argument("robot", nargs="?", default="puma560", help=robot_help)
+        p.add_argument("--base", choices=BASES, help="fixed welds the root link to the world, floating gives it six "
+                       "free degrees of freedom (default: as the file says: a URDF is fixed, an SDF model floats "
+                       "unless a joint attaches it to the world)")
 
     def problem_args(p, allow_all: bool, default: str):
         choices = ["inverse", "forward", "hybrid"] + (["all"] if allow_all else [])
@@ -70,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--v", help="joint velocities, comma-separated")
         p.add_argument("--qdd", help="joint accelerations (inverse: a vector; hybrid: joint=value pairs)")
         p.add_argument("--tau", help="joint torques/forces (forward: a vector; hybrid: joint=value pairs)")
+        p.add_argument("--base-pose", metavar="X,Y,Z,QX,QY,QZ,QW",
+                       help="a floating base's pose in the world: position in m and a unit quaternion, or "
+                            "x,y,z,roll,pitch,yaw (m; rad, as a URDF origin) (default: the identity)")
+        p.add_argument("--base-twist", metavar="WX,WY,WZ,VX,VY,VZ",
+                       help="a floating base's twist in its own frame: angular velocity in rad/s, linear in m/s "
+                            "(default 0)")
+        p.add_argument("--base-accel", metavar="WX,WY,WZ,VX,VY,VZ",
+                       help="a floating base's acceleration (the twist's derivative) in rad/s² and m/s², for inverse "
+                            "dynamics (default 0) and hybrid (default: free, solved for); forward dynamics solves for it")
         p.add_argument("--ordering", help=f"one of {', '.join(STRATEGIES)} (default colamd), or comma-separated "
                                           "labels such as t3,t2,t1,F1,F2,F3,A3,A2,A1")
         p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),

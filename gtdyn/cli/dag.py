@@ -9,6 +9,7 @@ import sys
 from gtdyn.cli.inputs import load, ordering_name, writable_directory, writing
 from gtdyn.cli.messages import CLIError, Progress
 from gtdyn.cli.solve import solve_problem
+from gtdyn.cli.table import base_text
 
 SLOW_DRAWING_EDGES = 500  # drawing more DAG edges than this takes seconds: say so first
 
@@ -18,7 +19,7 @@ def cmd_dag(args) -> None:
     from gtdyn.analysis.metrics import metrics_of
     from gtdyn.plot.dag import MAX_STEP_VARIABLES, draw_dag, draw_elimination_steps
 
-    robot = load(args.robot)
+    robot = load(args.robot, args.base)
     name = ordering_name(args.ordering).split(" ")[0]
     prefix = args.out or f"{robot.name}_{args.problem}_{name}"
     writable_directory(os.path.dirname(os.path.abspath(prefix)), "--out")
@@ -42,7 +43,7 @@ def cmd_dag(args) -> None:
         with writing(written[-1]):
             draw_elimination_steps(r.graph, r.elimination_ordering, written[-1], robot=robot,
                                    progress=Progress("drawing the elimination steps"))
-    print(f"{args.problem} dynamics of {robot.name}, ordering {s.ordering}: {','.join(r.ordering)}")
+    print(f"{args.problem} dynamics of {robot.name} ({base_text(robot)}), ordering {s.ordering}: {','.join(r.ordering)}")
     print(f"{m['edges']} DAG edges, fill-in {m['fill_in']}, ~{m['ops']:.0f} multiply-adds, "
           f"largest clique {m['largest_clique']}")
     print("wrote " + ", ".join(written))

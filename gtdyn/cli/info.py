@@ -1,17 +1,18 @@
-"""``gtdyn info``: a robot's joints in joint order, with their links, masses and limits."""
+"""``gtdyn info``: a robot's joints in joint order, with their links, masses and limits, and whether its base is
+fixed or floating."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from gtdyn.cli.inputs import load
-from gtdyn.cli.table import UNITS
+from gtdyn.cli.table import UNITS, base_text
 
 
 def cmd_info(args) -> None:
-    robot = load(args.robot)
+    robot = load(args.robot, args.base)
     loops = f", {len(robot.loops)} closed loops" if robot.loop_joints else ""
-    print(f"{robot.name} from {robot.source}: {robot.num_dofs} joints{loops}, base '{robot.base.name}'")
+    print(f"{robot.name} from {robot.source}: {robot.num_dofs} joints{loops}, {base_text(robot)}")
     for j in robot.joints:
         link = robot.link(j.child)
         unit = UNITS.get(j.type, ("",))[0]

@@ -7,11 +7,15 @@ import contextlib
 import os
 import tempfile
 
+import gtsam
 import numpy as np
 
 import gtdyn
 from gtdyn.cli.messages import CLIError
 from gtdyn.orderings import APPLIES_TO, STRATEGIES, applicable
+from gtdyn.spatial import rpy_matrix
+
+QUATERNION_NORM_TOLERANCE = 1e-3  # |‖q‖ − 1| a typed unit quaternion may miss by (0.7071 for √½); it is normalised
 
 
 def number(text: str, name: str, where: str) -> float:
@@ -25,20 +29,56 @@ def number(text: str, name: str, where: str) -> float:
     return value
 
 
-def vector(text: str | None, name: str, robot: gtdyn.Robot, default: np.ndarray | None) -> np.ndarray | None:
-    """Comma-separated numbers, one per joint of ``robot``; ``default`` if not given."""
-    if text is None:
-        return default
+def numbers(text: str, name: str) -> np.ndarray:
+    """Comma-separated finite numbers for option --``name``."""
     items = [x for x in text.split(",") if x.strip()]
     try:
         [float(x) for x in items]
     except ValueError:
         raise CLIError(f"--{name}: expected comma-separated numbers, got '{text}'") from None
-    values = np.array([number(x, name, text) for x in items])
+    return np.array([number(x, name, text) for x in items])
+
+
+def vector(text: str | None, name: str, robot: gtdyn.Robot, default: np.ndarray | None) -> np.ndarray | None:
+    """Comma-separated numbers, one per joint of ``robot``; ``default`` if not given."""
+    if text is None:
+        return default
+    values = numbers(text, name)
     if len(values) != robot.num_dofs:
         raise CLIError(f"--{name}: expected {robot.num_dofs} values (joints {', '.join(robot.joint_names)}), "
                        f"got {len(values)}")
     return values
+
+
+def base_vector(text: str | None, name: str, components: str) -> np.ndarray | None:
+    """A floating base's twist or acceleration: six comma-separated numbers (``components`` names them);
+    None if not given."""
+    if text is None:
+        return None
+    values = numbers(text, name)
+    if len(values) != 6:
+        raise CLIError(f"--{name}: expected 6 values ({components}), got {len(values)}")
+    return values
+
+
+def base_pose(text: str | None) -> gtsam.Pose3 | None:
+    """--base-pose: x,y,z,qx,qy,qz,qw (a unit quaternion in Pinocchio's order) or x,y,z,roll,pitch,yaw (as a
+    URDF origin); None if not given."""
+    if text is None:
+        return None
+    values = numbers(text, "base-pose")
+    if len(values) == 6:
+        rotation = rpy_matrix(*values[3:])
+    elif len(values) == 7:
+        norm = np.linalg.norm(values[3:])
+        if abs(norm - 1) > QUATERNION_NORM_TOLERANCE:
+            raise CLIError(f"--base-pose: the quaternion qx,qy,qz,qw must have unit norm, got norm {norm:.6g}")
+        qx, qy, qz, qw = values[3:] / norm
+        rotation = gtsam.Rot3.Quaternion(qw, qx, qy, qz).matrix()
+    else:
+        raise CLIError(f"--base-pose: expected 7 values x,y,z,qx,qy,qz,qw (m; a unit quaternion) or 6 values "
+                       f"x,y,z,roll,pitch,yaw (m; rad), got {len(values)}")
+    return gtsam.Pose3(gtsam.Rot3(rotation), values[:3])
 
 
 def pairs(text: str | None, name: str, robot: gtdyn.Robot) -> dict[str, float] | None:
@@ -82,12 +122,17 @@ def ordering_name(text: str | None) -> str:
     return text if text in STRATEGIES else "custom"
 
 
-def load(path: str) -> gtdyn.Robot:
-    """The robot the command names; an unreadable file is a one-line error."""
+def load(path: str, base: str | None = None) -> gtdyn.Robot:
+    """The robot the command names, its base fixed or floating as --base says (None: as the file says); an
+    unreadable file or a base the file cannot have is a one-line error."""
     try:
-        return gtdyn.load_robot(path)
+        return gtdyn.load_robot(path, base=base)
     except OSError as e:
         raise CLIError(f"{path}: cannot read: {e.strerror or e}") from None
+    except gtdyn.ArgumentError as e:  # the library names its argument base=; the command's option is --base
+        if not str(e).startswith("base: "):
+            raise
+        raise CLIError(f"--{e}") from None
 
 
 def writable_directory(path: str, option: str) -> None:

@@ -41,7 +41,12 @@ joints). On closed loops these are the values of independent joints (actuated on
 leave free) and the other joints close the loops.
 Forward dynamics is given the torques inverse dynamics finds for that q̈; hybrid dynamics is given q̈ for
 the first half of the actuated joints and those torques for the rest (so it needs two actuated joints).
-Units: rad, rad/s, rad/s², N·m for revolute joints; m, m/s, m/s², N for prismatic ones."""
+Units: rad, rad/s, rad/s², N·m for revolute joints; m, m/s, m/s², N for prismatic ones.
+A floating base (--base floating) is at the identity pose with zero twist unless --base-pose and --base-twist
+say otherwise. Inverse dynamics gives its acceleration (--base-accel, default 0) and solves for the wrench its
+environment must apply (moment in N·m, force in N, in its frame); forward dynamics leaves it free (no wrench)
+and solves for its acceleration (rad/s², m/s²), with the torques inverse dynamics finds with the base held at
+that acceleration; hybrid dynamics leaves it free unless --base-accel is given."""
 
 def inside_limits(joint: gtdyn.Joint, value: float) -> float:
     """``value`` if it lies inside the joint's limits by LIMIT_MARGIN of the range, else the middle of the
