@@ -31,7 +31,7 @@ from test_determinacy import STATE, load_chain
 import gtdyn
 from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.compiled import kinematics as traced
-from gtdyn.compiled.solver import sample_states
+from gtdyn.compiled.states import sample_states
 from gtdyn.orderings import applicable
 from gtdyn.spatial import screw_exp
 

@@ -29,8 +29,8 @@ def directory() -> pathlib.Path:
 
 def robot_fingerprint(robot: Robot) -> bytes:
     """Every number and name of the robot that the dynamics use (not the file's formatting)."""
-    parts: list[bytes] = [robot.name.encode()]
-    for link in robot.links:
+    parts: list[bytes] = [robot.name.encode(), b"floating" if robot.floating_base else b"fixed"]
+    for link in (robot.base, *robot.links):
         parts += [link.name.encode(), np.float64(link.mass).tobytes(), np.asarray(link.inertia, float).tobytes(),
                   link.lTcom.matrix().tobytes()]
     for joint in robot.joints:

@@ -13,8 +13,9 @@
   finite), 0 when the
   caller must ask the reference path, which then answers, warns or raises exactly as it always does.
 
-Layout of ``ws``: inputs q, q̇, x (3n), outputs (n, or 2n for hybrid) then status, κ and backward error, the
-vector regions of the functions, then slots for values one function computes and another reads.
+Layout of ``ws``: inputs q, q̇, x (3n) and a floating base's rotation, twist and given acceleration; outputs (a
+floating base's 6, n or 2n for hybrid, the contacts' forces) then status, κ and backward error, the vector
+regions of the functions, then slots for values one function computes and another reads.
 """
 
 from __future__ import annotations
@@ -45,15 +46,20 @@ class Layout:
     outputs: int
     rows: int
     unknowns: int
+    base_inputs: int = 0  # a floating base's rotation (9), twist (6) and, if given, acceleration (6)
     start: dict[str, int] = field(default_factory=dict)
     size: int = 0
 
     def __post_init__(self):
-        sizes = {"inputs": 3 * self.n, "out": self.outputs + 3, "rhs": self.rows, "sol": self.unknowns,
+        sizes = {"inputs": self.inputs, "out": self.outputs + 3, "rhs": self.rows, "sol": self.unknowns,
                  "zt": self.unknowns, "yt": self.rows, "xr": self.unknowns, "res": self.rows}
         for name, size in sizes.items():
             self.start[name] = self.size
             self.size += size
+
+    @property
+    def inputs(self) -> int:
+        return 3 * self.n + self.base_inputs
 
     @property
     def status(self) -> int:
@@ -67,7 +73,8 @@ class Program:
     functions: dict[str, trace.Function]
     layout: Layout
     plan: Plan
-    outputs: list[tuple[str, int]]  # per output entry: ("unknown", column) / ("input", ws index) / ("zero", 0)
+    outputs: list[tuple]  # per output entry: ("unknown", column) / ("input", ws index) / ("zero", 0) /
+    # ("combination", [(column, coefficient), …]) — a floating base's quantity moved to its root link frame
 
 
 class _Slots:
@@ -114,8 +121,17 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     traced_problem = dataclasses.replace(
         problem, known_qdd={j: given(j, keys.joint_accel_key(j)) for j in problem.known_qdd},
         known_tau={j: 0.0 if _passive(robot, j) else given(j, keys.torque_key(j)) for j in problem.known_tau})
+    base_rotation = base_twist = None
+    if robot.floating_base:  # inputs after q, q̇, x: the base's rotation (row-major), twist and given acceleration
+        first = 3 * n
+        base_rotation = np.array([factor.load(first + k, samples["R"][k], f"R{k // 3 + 1}{k % 3 + 1}")
+                                  for k in range(9)], dtype=object).reshape(3, 3)
+        base_twist = np.array([factor.load(first + 9 + k, samples["twist"][k], f"V0_{k}") for k in range(6)], dtype=object)
+        if problem.base_accel is not None:
+            traced_problem = dataclasses.replace(traced_problem, base_accel=np.array(
+                [factor.load(first + 15 + k, samples["accel"][k], f"A0_given_{k}") for k in range(6)], dtype=object))
     factor.comment("forward kinematics: poses and twists, root → leaves")
-    kin, closure = traced_kinematics(robot, q, v)
+    kin, closure = traced_kinematics(robot, q, v, base_rotation, base_twist)
     factor.comment("the rows of eq. 5–7 at this state")
     rows = traced_rows(robot, kin, traced_problem, gravity)
     plan = eliminate_with_comments(factor, rows, order)
@@ -125,7 +141,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
         for c in range(keys.dim(key)):
             column[key, c] = len(column)
     outputs = _outputs(robot, problem, column)
-    layout = Layout(n, len(outputs), len(rows), len(column))
+    layout = Layout(n, len(outputs), len(rows), len(column), base_input_count(robot, problem))
     slots = _Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)
@@ -147,11 +163,30 @@ def eliminate_with_comments(factor: trace.Function, rows, order) -> Plan:
     return eliminate(rows, order, step)
 
 
-def _outputs(robot: Robot, problem: Problem, column: dict) -> list[tuple[str, int]]:
-    """Where each output entry comes from: q̈ (forward, hybrid) then τ (inverse, hybrid), by joint."""
+def base_input_count(robot: Robot, problem: Problem) -> int:
+    """How many inputs a floating base adds after q, q̇ and x: its rotation (9), twist (6), given acceleration (6)."""
+    if not robot.floating_base:
+        return 0
+    return 15 + (6 if problem.base_accel is not None else 0)
+
+
+def _outputs(robot: Robot, problem: Problem, column: dict) -> list[tuple]:
+    """Where each output entry comes from: a floating base's acceleration (when free) or wrench, in its root link
+    frame; q̈ (forward, hybrid) then τ (inverse, hybrid), by joint; then each contact's force or wrench."""
     n = robot.num_dofs
     wanted = {"inverse": ["tau"], "forward": ["qdd"], "hybrid": ["qdd", "tau"]}[problem.kind]
     out = []
+    if robot.floating_base:  # V̇_l = Ad(lTcom) V̇_com, F_l = Ad(comTl)ᵀ F_com (as assemble_result)
+        lTcom = robot.base.lTcom
+        if problem.base_accel is None:
+            key, M = keys.twist_accel_key(0), lTcom.AdjointMap()
+        elif problem.base_wrench is None:
+            key, M = keys.wrench_key(0), lTcom.inverse().AdjointMap().T
+        else:  # both given (contacts carry the robot): the base wrench is zero
+            key, M = None, None
+        for r in range(6):
+            out.append(("zero", 0) if key is None else
+                       ("combination", [(column[key, c], float(M[r, c])) for c in range(6) if M[r, c] != 0.0]))
     for quantity in wanted:
         for j in range(1, n + 1):
             key = (keys.joint_accel_key if quantity == "qdd" else keys.torque_key)(j)
@@ -161,6 +196,9 @@ def _outputs(robot: Robot, problem: Problem, column: dict) -> list[tuple[str, in
                 out.append(("zero", 0))
             else:
                 out.append(("input", 2 * n + j - 1))
+    for contact in problem.contacts:
+        key = keys.contact_key(contact.number, contact.dim)
+        out += [("unknown", column[key, c]) for c in range(contact.dim)]
     return out
 
 
@@ -254,20 +292,38 @@ def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, ou
     fn.call(functions["solve"])
     x = [fn.load(start["sol"] + k) for k in range(len(column))]
     _store_outputs(fn, layout, outputs, x)
-    fn.store(layout.status, _finite(x + _inputs(fn, layout)))
+    fn.store(layout.status, _finite(x) * _valid_inputs(fn, layout))
     return fn
 
 
 def _store_outputs(fn: trace.Function, layout: Layout, outputs, x: list) -> None:
     """Each output entry: a solved unknown, a given input passed through, or 0 (τ of a passive joint)."""
     for i, (source, index) in enumerate(outputs):
-        fn.store(layout.start["out"] + i, x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0)
+        if source == "combination":
+            value = sum((coefficient * x[c] for c, coefficient in index), 0.0)
+        else:
+            value = x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0
+        fn.store(layout.start["out"] + i, value)
 
 
 def _inputs(fn: trace.Function, layout: Layout) -> list:
     """Every input, loaded: one that the equations never read (q1 of a planar arm about a vertical axis) must
     still not be NaN."""
-    return [fn.load(i) for i in range(layout.start["inputs"], layout.start["inputs"] + 3 * layout.n)]
+    return [fn.load(i) for i in range(layout.start["inputs"], layout.start["inputs"] + layout.inputs)]
+
+
+def _valid_inputs(fn: trace.Function, layout: Layout):
+    """1.0 if every input is finite and a floating base's rotation input is a rotation (RᵀR = I to 1e-9 per
+    entry, det R > 0: what ``gtdyn.arguments.pose_argument`` accepts), else 0.0."""
+    ok = _finite(_inputs(fn, layout))
+    if layout.base_inputs:
+        first = layout.start["inputs"] + 3 * layout.n
+        R = np.array([fn.load(first + k) for k in range(9)], dtype=object).reshape(3, 3)
+        gram = R.T @ R - np.eye(3)
+        det = R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0]) \
+            + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0])
+        ok = ok * trace.le(_squared_norm(list(gram.ravel())), 1e-18) * trace.le(-det, 0.0)
+    return ok
 
 
 def _finite(values: list):
@@ -327,7 +383,7 @@ def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, cl
         y = [trace.div(value, growth) for value in u]
     condition = trace.sqrt(growth)
     fn.comment("certificate: well conditioned, accurate, and every loop closed")
-    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) * _finite(_inputs(fn, layout))
+    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) * _valid_inputs(fn, layout)
     for pose_gap, twist_gap in closure.values():
         gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
         ok = ok * trace.le(_squared_norm(gaps), CLOSURE_LIMIT ** 2)

@@ -83,14 +83,21 @@ def parent_T_child(joint, q) -> TracedPose:
     return TracedPose.constant(joint.rest_pose).compose(screw_exp(joint.screw_axis, q))
 
 
-def traced_kinematics(robot: Robot, q, v) -> tuple[KinematicState, dict[str, tuple]]:
+def traced_kinematics(robot: Robot, q, v, base_rotation=None, base_twist=None) -> tuple[KinematicState, dict[str, tuple]]:
     """Poses and twists of every link root → leaves (``gtdyn.kinematics.forward.forward_kinematics``), and per
-    loop joint the traced closure residuals: (pose mismatch entries, twist mismatch entries)."""
+    loop joint the traced closure residuals: (pose mismatch entries, twist mismatch entries).
+
+    A floating base starts at ``base_rotation`` (3×3, world ← root link; its position does not enter the
+    dynamics, gravity being uniform) with ``base_twist`` (6, root link frame)."""
     n_links = len(robot.links)
     identity = TracedPose(np.eye(3), np.zeros(3))
     wT: list = [identity] * (n_links + 1)
     cTp: list = [None] * (robot.num_dofs + 1)
     V: list = [np.zeros(6)] * (n_links + 1)
+    if robot.floating_base:  # as forward_kinematics: the base's dynamics frame is its CoM frame
+        lTcom = robot.base.lTcom
+        wT[0] = TracedPose(base_rotation, np.zeros(3)).compose(TracedPose.constant(lTcom))
+        V[0] = _matmul(lTcom.inverse().AdjointMap(), base_twist)
     for joint in robot.tree_joints:
         j, p = joint.index, robot.link(joint.parent).index
         pTc = parent_T_child(joint, q[j - 1])

@@ -68,17 +68,20 @@ def equation_labels(robot: Robot, problem: Problem) -> list[str]:
     out = []
     for joint in robot.joints:
         out += [f"eq. 5, joint {joint.name}", f"eq. 7, joint {joint.name}"]
-    out += [f"eq. 6, link {link.name}" for link in robot.links]
+    bodies = (robot.base, *robot.links) if robot.floating_base else robot.links
+    out += [f"eq. 6, link {link.name}" for link in bodies]
+    out += [f"contact {c.number}, {c.contact.kind} on {c.contact.link}" for c in problem.contacts]
     out += [f"planar, joint {robot.joints[j - 1].name}" for j in problem.planar]
     return out
 
 
 def traced_rows(robot: Robot, kin, problem: Problem, gravity) -> list[Row]:
     """The exact equations as rows of traced coefficients (structurally zero entries left out)."""
-    if problem.minimum_torque:
-        raise ValueError("soft minimum-torque rows are solved by the reference path")
+    if problem.minimum_torque or problem.minimum_contact:
+        raise ValueError("soft minimum-norm rows are solved by the reference path")
     rows = []
-    for (eq, roles, _), label in zip(dynamics_equations(robot, kin, problem, gravity), equation_labels(robot, problem)):
+    for (eq, roles, _), label in zip(dynamics_equations(robot, kin, problem, gravity), equation_labels(robot, problem),
+                                     strict=True):
         rhs = np.asarray(eq.rhs, dtype=object)
         blocks = {}
         for name, coefficient in eq.coefficients.items():

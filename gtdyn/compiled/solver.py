@@ -24,27 +24,29 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments import finite_vector
 from gtdyn.compiled import cache, native
+from gtdyn.compiled.base_inputs import base_state, base_states, write_base
 from gtdyn.compiled.codegen import generate
+from gtdyn.compiled.states import qdd_joint_names, sample_kinematics, sample_states, template_problem
 from gtdyn.compiled.render import render
 from gtdyn.dynamics.graph import dynamics_graph
 from gtdyn.dynamics.solve import solve as reference_solve
 from gtdyn.dynamics.solve import with_loop_factors
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import GTDYN_ERRORS, ArgumentError
-from gtdyn.kinematics.forward import forward_kinematics
-from gtdyn.kinematics.loop_closure import close_loops, independent_joints
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering
-from gtdyn.problem import PROBLEM_KINDS, Problem, build_problem
-
-SAMPLES = 8  # random states the pivot choice looks at
-
+from gtdyn.problem import PROBLEM_KINDS, Problem, place_contacts
 
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
-            checks: bool = True, use_cache: bool = True) -> CompiledSolver:
+            contacts=None, checks: bool = True, use_cache: bool = True) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
     keys, or a callable, as everywhere; default "colamd"). See ``CompiledSolver`` for calling it.
+
+    A floating base is given its pose and twist at each call (and its acceleration in inverse dynamics; in
+    forward and hybrid dynamics it is free). ``contacts`` (a list of ``gtdyn.Contact``, fixed at compile time)
+    make forward and hybrid dynamics constrained dynamics; inverse dynamics with contacts, whose forces are
+    least-norm, stays with the reference path.
 
     ``checks=False`` skips the refinement, the condition estimate and the backward error: an answer without a
     verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
@@ -56,30 +58,34 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     started = time.perf_counter()
     if not isinstance(robot, Robot):
         raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
-    if robot.floating_base:  # the generated code has no base-state inputs yet
-        raise ArgumentError(f"robot: '{robot.name}' has a floating base, which compiled solvers do not cover yet; "
-                            "use gtdyn.forward_dynamics / inverse_dynamics / hybrid_dynamics with base_pose= and "
-                            "base_twist=, or load it with base='fixed'")
     if problem not in PROBLEM_KINDS:
         raise ArgumentError(f"problem: '{problem}' is not one of {', '.join(PROBLEM_KINDS)}")
     gravity = finite_vector("gravity", gravity, 3)
-    qdd_joints = _qdd_joints(robot, problem, qdd_joints)
+    qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
+    if robot.floating_base and robot.loop_joints:  # a planar loop's plane would turn with the base
+        raise ArgumentError(f"robot: '{robot.name}' has a floating base and closed loops, which compiled solvers do "
+                            "not cover; use the reference path (gtdyn.forward_dynamics etc.)")
+    placed = place_contacts(robot, contacts)
+    if placed and problem == "inverse":
+        raise ArgumentError("contacts: inverse dynamics with contacts (least-norm contact forces) is not compiled; "
+                            "use gtdyn.inverse_dynamics(..., contacts=...)")
     samples = sample_states(robot, problem, qdd_joints, count=1)  # sample 0 of the SAMPLES a build looks at
-    template = _problem(robot, problem, qdd_joints, samples, 0)
-    kin = forward_kinematics(robot, samples["q"][:, 0], samples["v"][:, 0])
+    template = template_problem(robot, problem, qdd_joints, samples, 0, placed)
+    kin = sample_kinematics(robot, samples, 0)
     template = with_loop_factors(robot, kin, template)
     graph = dynamics_graph(robot, kin, template, gravity)
     gtsam_order = resolve_ordering(ordering, robot, template, graph)
     order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
     name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot), problem,
                      sorted(qdd_joints), sorted((j, tuple(np.round(n, 12))) for j, n in template.planar.items()),
-                     order, tuple(gravity))
+                     order, tuple(gravity), [(c.contact.link, c.contact.kind, tuple(np.round(c.contact.point, 15)))
+                                             for c in placed])
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
         samples = sample_states(robot, problem, qdd_joints)
         record = _build(robot, template, order, gravity, samples, name)
-    solver = CompiledSolver(robot, problem, qdd_joints, gravity, order, record, name, checks)
+    solver = CompiledSolver(robot, problem, qdd_joints, gravity, order, record, name, checks, placed)
     if not cached:
         solver._self_check(samples)
         if use_cache:  # only code that passed its self-check is kept
@@ -87,60 +93,6 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     solver.compile_seconds = time.perf_counter() - started
     solver.from_cache = cached
     return solver
-
-
-def _qdd_joints(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
-    if problem != "hybrid":
-        if qdd_joints:
-            raise ArgumentError(f"qdd_joints: only hybrid dynamics takes qdd_joints, not {problem}")
-        return ()
-    if qdd_joints is None or isinstance(qdd_joints, str):
-        raise ArgumentError("qdd_joints: hybrid dynamics needs the names of the joints whose q̈ is given (a list)")
-    names = tuple(qdd_joints)
-    unknown = [n for n in names if n not in robot.joint_names]
-    if unknown:
-        raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")
-    return names
-
-
-def _problem(robot: Robot, kind: str, qdd_joints, samples, k: int) -> Problem:
-    x = samples["x"][:, k]
-    if kind == "inverse":
-        return build_problem(robot, kind, qdd=x)
-    if kind == "forward":
-        return build_problem(robot, kind, tau=x)
-    index = robot.joint_names.index
-    return build_problem(robot, kind, qdd={n: x[index(n)] for n in qdd_joints},
-                         tau={j.name: x[j.index - 1] for j in robot.joints if j.name not in qdd_joints and j.actuated})
-
-
-def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
-    """``count`` random states (q, v and the given x), as arrays of shape (n, count); on closed loops they close
-    every loop (``close_loops`` from random independent joints). Reproducible."""
-    rng = np.random.default_rng(seed)
-    n = robot.num_dofs
-    q, v = np.empty((n, count)), np.empty((n, count))
-    qdd, x = np.empty((n, count)), np.empty((n, count))
-    passive = np.array([not j.actuated for j in robot.joints], bool)
-    lower = np.array([max(j.lower, -np.pi) for j in robot.joints])
-    upper = np.array([min(j.upper, np.pi) for j in robot.joints])
-    free = independent_joints(robot, robot.actuated_joint_names) if robot.loop_joints else []
-    for k in range(count):
-        q[:, k] = rng.uniform(lower, upper) if n else []
-        v[:, k], qdd[:, k] = rng.uniform(-1, 1, n), rng.uniform(-2, 2, n)
-        if robot.loop_joints:
-            s = close_loops(robot, {f: rng.uniform(-0.2, 0.2) for f in free}, {f: rng.uniform(-1, 1) for f in free},
-                            {f: rng.uniform(-2, 2) for f in free})
-            q[:, k], v[:, k], qdd[:, k] = s.q, s.v, s.qdd
-        tau = rng.uniform(-5, 5, n)
-        tau[passive] = 0.0
-        if problem == "inverse":
-            x[:, k] = qdd[:, k]
-        elif problem == "forward":
-            x[:, k] = tau
-        else:
-            x[:, k] = [qdd[j, k] if name in qdd_joints else tau[j] for j, name in enumerate(robot.joint_names)]
-    return {"q": q, "v": v, "x": x}
 
 
 def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str) -> dict:
@@ -175,14 +127,29 @@ class CompiledSolver:
     """``solver(q, v, x)``: x is q̈ (inverse), τ (forward) or, for hybrid, a full-length vector with q̈ at
     ``qdd_joints`` and τ elsewhere. Returns τ, q̈, or ``(qdd, tau)``, in ``robot.joint_names`` order.
 
-    ``solver.batch(Q, V, X, threads=1)``: N states at once (arrays of shape (N, n)); returns arrays with the
+    A floating base: ``solver(q, v, x, base_pose=None, base_twist=None, base_accel=None)`` as the reference
+    path takes them (``base_accel`` in inverse dynamics only), and the answer starts with the base's part —
+    ``(base_wrench, tau)``, ``(base_accel, qdd)`` or ``(base_accel, qdd, tau)``. With contacts the answer
+    ends with their forces, concatenated in contact order (3 per point contact, 6 per surface contact, in the
+    contact frames). One output alone is returned bare, as on a fixed base.
+
+    ``solver.batch(Q, V, X, threads=1, base_pose=None, base_twist=None, base_accel=None)``: N states at once
+    (arrays of shape (N, n); base poses (N, 4, 4), twists and accelerations (N, 6)); returns arrays with the
     same leading axis. Calls from several threads are safe: calls from a thread other than the one that
     compiled the solver use a fresh workspace each; ``batch`` runs its threads on separate workspaces.
     """
 
     def __init__(self, robot: Robot, problem: str, qdd_joints, gravity, order, record: dict, name: str,
-                 checks: bool = True):
+                 checks: bool = True, contacts=()):
         self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, gravity
+        self.contacts = tuple(contacts)
+        self._base_inputs = (15 + 6 * (problem == "inverse")) if robot.floating_base else 0
+        # the answer's parts and their lengths: the base's, the joints' (one or two), the contacts'
+        n = robot.num_dofs
+        parts = ([6] if robot.floating_base else []) + [n] * (2 if problem == "hybrid" else 1) + \
+            ([sum(c.dim for c in self.contacts)] if self.contacts else [])
+        ends = np.cumsum(parts).tolist()
+        self._parts = list(zip([0] + ends[:-1], ends))
         self.order = list(order)
         self.source: str = record["source"]
         self.operations: dict[str, int] = record["operations"]
@@ -207,7 +174,7 @@ class CompiledSolver:
 
     # -- calling ---------------------------------------------------------------------------------------------
 
-    def __call__(self, q, v, x):
+    def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None):
         # The workspace belongs to the thread that compiled the solver; calls from other threads take a fresh
         # one, so no two calls ever share it.
         if get_ident() == self._owner:
@@ -225,17 +192,24 @@ class CompiledSolver:
         except (TypeError, ValueError):
             self._shape_error(q, v, x, (n,))
             raise
+        if self._base_inputs or base_pose is not None or base_twist is not None or base_accel is not None:
+            write_base(self.robot, self.problem, ws, 3 * n, base_pose, base_twist, base_accel)
         if self._passive.size and np.any(ws[2 * n + self._passive] != 0.0):
             self._passive_error(ws[2 * n:3 * n])
         self._main(pointer)
         self._last = ws
         if ws[self._status] != 1.0:
-            return self._reference(np.array(q, float), np.array(v, float), np.array(x, float))
-        if self.problem == "hybrid":
-            return ws[self._out:self._out + n].copy(), ws[self._out + n:self._out + 2 * n].copy()
-        return ws[self._out:self._out + n].copy()
+            return self._reference(np.array(q, float), np.array(v, float), np.array(x, float),
+                                   ws[3 * n:3 * n + self._base_inputs].copy())
+        return self._split(ws[self._out:self._out + self._outputs])
 
-    def batch(self, Q, V, X, threads: int = 1):
+    def _split(self, out: np.ndarray):
+        """The output vector (or rows of them) as the answer's parts, copied; one part alone, bare."""
+        if len(self._parts) == 1:
+            return out.copy()
+        return tuple(out[..., a:b].copy() for a, b in self._parts)
+
+    def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None):
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
         n = self._n
         Q, V, X = (np.asarray(a, dtype=float) for a in (Q, V, X))
@@ -244,7 +218,8 @@ class CompiledSolver:
         if self._passive.size and np.any(X[:, self._passive] != 0.0):
             self._passive_error(X)
         count = Q.shape[0]
-        inputs = np.ascontiguousarray(np.hstack([Q, V, X]))
+        base = base_states(self.robot, self.problem, count, base_pose, base_twist, base_accel)
+        inputs = np.ascontiguousarray(np.hstack([Q, V, X, base]))
         n_out = self._outputs + 3  # the outputs, then status, κ and backward error
         results = np.empty((count, n_out))
         threads = max(1, min(int(threads), count))
@@ -253,8 +228,8 @@ class CompiledSolver:
 
         def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
             ws = np.zeros(self._size)
-            native_batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a), 3 * n, n_out,
-                         self._out)
+            native_batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a), inputs.shape[1],
+                         n_out, self._out)
 
         if threads == 1:
             run(0, count)
@@ -264,9 +239,9 @@ class CompiledSolver:
                 done.result()
         out = results[:, :self._outputs].copy()
         for k in np.flatnonzero(results[:, self._outputs] != 1.0):
-            answer = self._reference(Q[k], V[k], X[k])
-            out[k] = np.concatenate(answer) if self.problem == "hybrid" else answer
-        return (out[:, :n], out[:, n:]) if self.problem == "hybrid" else out
+            answer = self._reference(Q[k], V[k], X[k], base[k])
+            out[k] = np.concatenate(answer) if isinstance(answer, tuple) else answer
+        return self._split(out)
 
     @property
     def condition(self) -> float:
@@ -300,8 +275,8 @@ class CompiledSolver:
         import gtsam
 
         samples = sample_states(self.robot, self.problem, self.qdd_joints, count=1)
-        template = _problem(self.robot, self.problem, self.qdd_joints, samples, 0)
-        kin = forward_kinematics(self.robot, samples["q"][:, 0], samples["v"][:, 0])
+        template = template_problem(self.robot, self.problem, self.qdd_joints, samples, 0, self.contacts)
+        kin = sample_kinematics(self.robot, samples, 0)
         graph = dynamics_graph(self.robot, kin, with_loop_factors(self.robot, kin, template), self.gravity)
         return elimination_dag(graph, gtsam.Ordering(self.order))
 
@@ -320,32 +295,56 @@ class CompiledSolver:
 
     # -- the reference path ------------------------------------------------------------------------------------
 
-    def _reference(self, q, v, x):
+    def _reference(self, q, v, x, base=()):
+        """The reference path's answer, in this solver's shape; ``base``: the base inputs of ``base_state``."""
         self.fallbacks += 1
+        state = {}
+        if self.robot.floating_base:
+            T = np.eye(4)
+            T[:3, :3] = np.reshape(base[:9], (3, 3))
+            state = {"base_pose": T, "base_twist": base[9:15]}
+            if self.problem == "inverse":
+                state["base_accel"] = base[15:21]
+        contacts = [c.contact for c in self.contacts] or None
+        common = dict(gravity=self.gravity, ordering=self.order, contacts=contacts, **state)
         if self.problem == "inverse":
-            r = reference_solve(self.robot, "inverse", q, v, qdd=x, gravity=self.gravity, ordering=self.order)
-            return r.tau
-        if self.problem == "forward":
-            r = reference_solve(self.robot, "forward", q, v, tau=x, gravity=self.gravity, ordering=self.order)
-            return r.qdd
-        given_qdd = {name: x[i] for i, name in enumerate(self.robot.joint_names) if name in self.qdd_joints}
-        given_tau = {j.name: x[j.index - 1] for j in self.robot.joints if j.name not in self.qdd_joints and j.actuated}
-        r = reference_solve(self.robot, "hybrid", q, v, qdd=given_qdd, tau=given_tau, gravity=self.gravity,
-                            ordering=self.order)
-        return r.qdd, r.tau
+            r = reference_solve(self.robot, "inverse", q, v, qdd=x, **common)
+            parts = [r.tau]
+        elif self.problem == "forward":
+            r = reference_solve(self.robot, "forward", q, v, tau=x, **common)
+            parts = [r.qdd]
+        else:
+            given_qdd = {name: x[i] for i, name in enumerate(self.robot.joint_names) if name in self.qdd_joints}
+            given_tau = {j.name: x[j.index - 1] for j in self.robot.joints if j.name not in self.qdd_joints and j.actuated}
+            r = reference_solve(self.robot, "hybrid", q, v, qdd=given_qdd, tau=given_tau, **common)
+            parts = [r.qdd, r.tau]
+        if self.robot.floating_base:
+            parts.insert(0, r.base_wrench if self.problem == "inverse" else r.base_accel)
+        if self.contacts:
+            parts.append(np.concatenate([w.local[3:] if c.dim == 3 else w.local
+                                         for c, w in zip(self.contacts, r.contact_wrenches)]))
+        return parts[0] if len(parts) == 1 else tuple(parts)
 
     def _self_check(self, samples) -> None:
         """The generated code against the reference path at the sample states: a wrong answer here is a bug
         in gtdyn, never the user's."""
         for k in range(samples["q"].shape[1]):
             q, v, x = (samples[s][:, k] for s in ("q", "v", "x"))
+            base = {}
+            if self.robot.floating_base:
+                T = np.eye(4)
+                T[:3, :3] = samples["R"][:, k].reshape(3, 3)
+                base = {"base_pose": T, "base_twist": samples["twist"][:, k]}
+                if self.problem == "inverse":
+                    base["base_accel"] = samples["accel"][:, k]
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    got = self(q, v, x)
+                    got = self(q, v, x, **base)
                     if self.fallbacks:  # the reference path answered: nothing of ours to check
                         continue
-                    want = self._reference(q, v, x)
+                    want = self._reference(q, v, x, base_state(self.robot, self.problem, base.get("base_pose"), base.get("base_twist"),
+                                                                     base.get("base_accel")))
             except GTDYN_ERRORS:  # a singular robot raises at call time, as the reference path does
                 continue
             finally:

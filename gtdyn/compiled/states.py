@@ -1,0 +1,91 @@
+"""The states a compiled solver is built and checked at: random joint states (closing every loop), a floating
+base's random rotation, twist and acceleration, and the problem template they stand in for."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gtsam
+import numpy as np
+
+from gtdyn.errors import ArgumentError
+from gtdyn.kinematics.forward import forward_kinematics
+from gtdyn.kinematics.loop_closure import close_loops, independent_joints
+from gtdyn.model.robot import Robot
+from gtdyn.problem import Problem, build_problem, with_base
+
+SAMPLES = 8  # random states the pivot choice looks at
+
+
+def qdd_joint_names(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
+    if problem != "hybrid":
+        if qdd_joints:
+            raise ArgumentError(f"qdd_joints: only hybrid dynamics takes qdd_joints, not {problem}")
+        return ()
+    if qdd_joints is None or isinstance(qdd_joints, str):
+        raise ArgumentError("qdd_joints: hybrid dynamics needs the names of the joints whose q̈ is given (a list)")
+    names = tuple(qdd_joints)
+    unknown = [n for n in names if n not in robot.joint_names]
+    if unknown:
+        raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")
+    return names
+
+
+def template_problem(robot: Robot, kind: str, qdd_joints, samples, k: int, contacts=()) -> Problem:
+    x = samples["x"][:, k]
+    if kind == "inverse":
+        problem = build_problem(robot, kind, qdd=x)
+    elif kind == "forward":
+        problem = build_problem(robot, kind, tau=x)
+    else:
+        index = robot.joint_names.index
+        problem = build_problem(robot, kind, qdd={n: x[index(n)] for n in qdd_joints},
+                                tau={j.name: x[j.index - 1] for j in robot.joints if j.name not in qdd_joints and j.actuated})
+    problem = dataclasses.replace(problem, contacts=tuple(contacts))
+    return with_base(robot, problem, samples["accel"][:, k] if robot.floating_base and kind == "inverse" else None)
+
+
+def sample_kinematics(robot: Robot, samples, k: int):
+    """Forward kinematics at sample state k (with its base rotation and twist on a floating base)."""
+    if not robot.floating_base:
+        return forward_kinematics(robot, samples["q"][:, k], samples["v"][:, k])
+    return forward_kinematics(robot, samples["q"][:, k], samples["v"][:, k],
+                              gtsam.Pose3(gtsam.Rot3(samples["R"][:, k].reshape(3, 3)), np.zeros(3)),
+                              samples["twist"][:, k])
+
+
+def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
+    """``count`` random states (q, v and the given x), as arrays of shape (n, count); on closed loops they close
+    every loop (``close_loops`` from random independent joints). Reproducible."""
+    rng = np.random.default_rng(seed)
+    n = robot.num_dofs
+    q, v = np.empty((n, count)), np.empty((n, count))
+    qdd, x = np.empty((n, count)), np.empty((n, count))
+    R, twist, accel = np.empty((9, count)), np.empty((6, count)), np.empty((6, count))
+    passive = np.array([not j.actuated for j in robot.joints], bool)
+    lower = np.array([max(j.lower, -np.pi) for j in robot.joints])
+    upper = np.array([min(j.upper, np.pi) for j in robot.joints])
+    free = independent_joints(robot, robot.actuated_joint_names) if robot.loop_joints else []
+    for k in range(count):
+        q[:, k] = rng.uniform(lower, upper) if n else []
+        v[:, k], qdd[:, k] = rng.uniform(-1, 1, n), rng.uniform(-2, 2, n)
+        if robot.loop_joints:
+            s = close_loops(robot, {f: rng.uniform(-0.2, 0.2) for f in free}, {f: rng.uniform(-1, 1) for f in free},
+                            {f: rng.uniform(-2, 2) for f in free})
+            q[:, k], v[:, k], qdd[:, k] = s.q, s.v, s.qdd
+        tau = rng.uniform(-5, 5, n)
+        tau[passive] = 0.0
+        if robot.floating_base:  # a random rotation (row-major), twist and acceleration of the base
+            u = rng.normal(size=4)
+            R[:, k] = gtsam.Rot3.Quaternion(*(u / np.linalg.norm(u))).matrix().ravel()
+            twist[:, k], accel[:, k] = rng.uniform(-1, 1, 6), rng.uniform(-2, 2, 6)
+        if problem == "inverse":
+            x[:, k] = qdd[:, k]
+        elif problem == "forward":
+            x[:, k] = tau
+        else:
+            x[:, k] = [qdd[j, k] if name in qdd_joints else tau[j] for j, name in enumerate(robot.joint_names)]
+    out = {"q": q, "v": v, "x": x}
+    if robot.floating_base:
+        out.update(R=R, twist=twist, accel=accel)
+    return out

@@ -1,0 +1,110 @@
+"""Compiled solvers of floating-base robots and of contacts: against the reference path and Pinocchio's free
+flyer, batches against single calls, and the base inputs checked as the reference path checks them."""
+
+import dataclasses
+
+import gtsam
+import numpy as np
+import pytest
+from references import erd_path, rel_err
+
+import gtdyn
+from gtdyn.bench.pinocchio import FreeFlyerPinocchio
+
+TOL = 1e-9  # the issue's relative accuracy; the compiled answers reach ~1e-13 here
+FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
+PATH = "solo_description/robots/solo12.urdf"
+
+
+@pytest.fixture(scope="module")
+def solo(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GTDYN_CACHE_DIR", str(tmp_path_factory.mktemp("gtdyn_floating_cache")))
+        path = erd_path(PATH)
+        robot = gtdyn.load_robot(path, base="floating")
+        yield robot, FreeFlyerPinocchio(path, robot)
+
+
+def random_base(rng):
+    quaternion = rng.normal(size=4)
+    T = np.eye(4)
+    T[:3, :3] = gtsam.Rot3.Quaternion(*(quaternion / np.linalg.norm(quaternion))).matrix()
+    T[:3, 3] = rng.normal(size=3)
+    return T, rng.normal(size=6), rng.normal(size=6)
+
+
+def test_forward_and_inverse_match_the_reference_and_pinocchio(solo):
+    robot, pin = solo
+    forward = gtdyn.compile(robot, "forward", ordering="aba")
+    inverse = gtdyn.compile(robot, "inverse", ordering="rnea")
+    rng = np.random.default_rng(21)
+    for _ in range(5):
+        T, twist, accel = random_base(rng)
+        q, v, x = rng.uniform(-1, 1, (3, robot.num_dofs))
+        base_accel, qdd = forward(q, v, x, base_pose=T, base_twist=twist)
+        r = gtdyn.forward_dynamics(robot, q, v, x, base_pose=T, base_twist=twist, ordering="aba")
+        assert rel_err(np.concatenate([base_accel, qdd]), np.concatenate([r.base_accel, r.qdd])) < TOL
+        assert rel_err(np.concatenate([base_accel, qdd]), np.concatenate(pin.aba(q, v, x, T, twist))) < TOL
+        base_wrench, tau = inverse(q, v, x, base_pose=T, base_twist=twist, base_accel=accel)
+        assert rel_err(np.concatenate([base_wrench, tau]), np.concatenate(pin.rnea(q, v, x, T, twist, accel))) < TOL
+    assert forward.fallbacks == inverse.fallbacks == 0
+
+
+def test_batch_is_a_loop_of_single_calls(solo):
+    robot, _ = solo
+    solver = gtdyn.compile(robot, "inverse", ordering="rnea")
+    rng = np.random.default_rng(22)
+    count, n = 7, robot.num_dofs
+    bases = [random_base(rng) for _ in range(count)]
+    T, twist, accel = (np.array([b[i] for b in bases]) for i in range(3))
+    Q, V, X = rng.uniform(-1, 1, (3, count, n))
+    wrench, tau = solver.batch(Q, V, X, base_pose=T, base_twist=twist, base_accel=accel)
+    for k in range(count):
+        single = solver(Q[k], V[k], X[k], base_pose=T[k], base_twist=twist[k], base_accel=accel[k])
+        assert np.array_equal(wrench[k], single[0]) and np.array_equal(tau[k], single[1])
+
+
+def test_contacts_compile_into_constrained_dynamics(solo):
+    robot, _ = solo
+    contacts = [gtdyn.Contact(name) for name in FEET[:3]]
+    rng = np.random.default_rng(23)
+    T, twist, _ = random_base(rng)
+    q, v, tau = rng.uniform(-1, 1, (3, robot.num_dofs))
+    forward = gtdyn.compile(robot, "forward", ordering="aba", contacts=contacts)
+    base_accel, qdd, forces = forward(q, v, tau, base_pose=T, base_twist=twist)
+    r = gtdyn.forward_dynamics(robot, q, v, tau, base_pose=T, base_twist=twist, contacts=contacts, ordering="aba")
+    want = np.concatenate([r.base_accel, r.qdd, *[w.local[3:] for w in r.contact_wrenches]])
+    assert rel_err(np.concatenate([base_accel, qdd, forces]), want) < TOL and forward.fallbacks == 0
+    # q̈ given at the leg in the air (HR): the torques there and everything else follow. (Given at legs in
+    # contact it would leave the squeeze between their feet free: the reference path's least-norm case.)
+    hybrid = gtdyn.compile(robot, "hybrid", ordering="aba", qdd_joints=robot.joint_names[9:], contacts=contacts)
+    x = np.concatenate([tau[:9], qdd[9:]])
+    h_accel, h_qdd, h_tau, h_forces = hybrid(q, v, x, base_pose=T, base_twist=twist)
+    got = np.concatenate([h_accel, h_qdd, h_tau, h_forces])
+    assert rel_err(got, np.concatenate([base_accel, qdd, tau, forces])) < TOL and hybrid.fallbacks == 0
+    with pytest.raises(gtdyn.ArgumentError, match="inverse dynamics with contacts"):
+        gtdyn.compile(robot, "inverse", contacts=contacts)
+
+
+def test_base_inputs_are_checked_as_the_reference_path_checks_them(solo):
+    robot, _ = solo
+    solver = gtdyn.compile(robot, "forward", ordering="aba")
+    zeros = np.zeros(robot.num_dofs)
+    squashed = np.diag([2.0, 1.0, 1.0, 1.0])
+    with pytest.raises(gtdyn.ArgumentError, match="base_pose.*not a rigid transform"):
+        solver(zeros, zeros, zeros, base_pose=squashed)
+    with pytest.raises(gtdyn.ArgumentError, match="base_twist"):
+        solver(zeros, zeros, zeros, base_twist=[1.0, 2.0])
+    with pytest.raises(gtdyn.ArgumentError, match="base_twist: non-finite"):
+        solver(zeros, zeros, zeros, base_twist=[np.nan, 0, 0, 0, 0, 0])
+    with pytest.raises(gtdyn.ArgumentError, match="base_accel"):
+        solver(zeros, zeros, zeros, base_accel=np.zeros(6))
+    pose = gtsam.Pose3(gtsam.Rot3.Ypr(0.1, 0.2, 0.3), np.ones(3))
+    as_matrix = solver(zeros, zeros, zeros, base_pose=pose.matrix())
+    assert all(np.array_equal(a, b) for a, b in zip(solver(zeros, zeros, zeros, base_pose=pose), as_matrix))
+    fixed = gtdyn.compile(gtdyn.load_robot("rr"), "forward")
+    with pytest.raises(gtdyn.ArgumentError, match="fixed base"):
+        fixed(np.zeros(2), np.zeros(2), np.zeros(2), base_twist=np.zeros(6))
+    floating_loop = dataclasses.replace(gtdyn.load_robot("four_bar"), floating_base=True)  # what the guard reads
+    with pytest.raises(gtdyn.ArgumentError, match="floating base and closed loops"):
+        gtdyn.compile(floating_loop, "forward")
