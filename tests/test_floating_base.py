@@ -152,8 +152,6 @@ def test_base_arguments_are_checked():
         gtdyn.forward_dynamics(floating, zeros, zeros, zeros, base_pose=2 * np.eye(4))
     with pytest.raises(gtdyn.ArgumentError, match="base_twist"):
         gtdyn.forward_dynamics(floating, zeros, zeros, zeros, base_twist=[1, 2, np.nan, 0, 0, 0])
-    with pytest.raises(gtdyn.ArgumentError, match="floating base"):
-        gtdyn.compile(floating, "forward")
 
 
 def test_sdf_follows_the_file_unless_told(tmp_path):
@@ -171,3 +169,17 @@ def test_sdf_follows_the_file_unless_told(tmp_path):
     assert not gtdyn.load_robot(str(world)).floating_base
     with pytest.raises(gtdyn.ArgumentError, match="attaches its model to the world"):
         gtdyn.load_robot(str(world), base="floating")
+
+
+def test_joint_positions_of_a_floating_robot_are_pinocchios():
+    """The drawing's joint positions start from the root link frame, not its CoM frame (ANYmal's is 5 cm off)."""
+    from gtdyn.plot.mechanism import joint_positions
+
+    path = erd_path(ROBOTS["anymal"])
+    robot = load_floating(path)
+    pin = FreeFlyerPinocchio(path, robot)
+    q = np.random.default_rng(9).uniform(-1, 1, robot.num_dofs)
+    pin.pin.forwardKinematics(pin.model, pin.data, pin.configuration(q, np.eye(4)))
+    positions = joint_positions(robot, q)
+    for name in robot.joint_names:
+        assert np.max(np.abs(positions[name] - pin.data.oMi[pin.model.getJointId(name)].translation)) < 1e-12

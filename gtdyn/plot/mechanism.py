@@ -29,7 +29,8 @@ def joint_positions(robot: Robot, q) -> dict[str, np.ndarray]:
     out = {}
     for joint in robot.joints:
         parent = robot.link(joint.parent)
-        wTlink = kin.wT[parent.index] if robot.is_base(joint.parent) else kin.wT[parent.index].compose(parent.lTcom.inverse())
+        # a fixed base's dynamics frame is its link frame; every other body's is its CoM frame
+        wTlink = kin.wT[parent.index] if robot.is_fixed(joint.parent) else kin.wT[parent.index].compose(parent.lTcom.inverse())
         out[joint.name] = wTlink.transformFrom(joint.origin.translation())
     return out
 
@@ -65,7 +66,7 @@ def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None =
                 markeredgecolor="red" if joint.closes_loop else "black", markeredgewidth=2)
         ax.annotate(joint.name, (x, y), textcoords="offset points", xytext=(6, -12), fontsize=8)
     base = [joints[j.name] for j in robot.joints_out_of(robot.base.name)]
-    if base:
+    if base and not robot.floating_base:  # the ground, under the joints on a fixed base
         xs = [p[0] for p in base]
         ax.plot([min(xs) - 0.1, max(xs) + 0.1], [min(p[1] for p in base) - 0.05] * 2, color="#666666", linewidth=3)
     ax.legend(handles=[Line2D([], [], marker="o", color="w", markerfacecolor="black", markeredgecolor="black", label="actuated joint"),
