@@ -58,6 +58,17 @@ assert len(puma_errors) == 4 and all(max(errors) < 1e-9 for errors in puma_error
 assert {"Pinocchio rnea", "Pinocchio aba"} < set(median_us) and all(us > 0 for us in median_us.values())
 assert isinstance(nan_error, gtdyn.ArgumentError) and puma_solvers["aba"].fallbacks == 1
 """,
+    "07_legged_robot.ipynb": """
+assert abs(pin.computeTotalMass(model) * np.linalg.norm(GRAVITY) - weight) < 1e-12 * weight
+assert standing.least_norm == ("c1", "c2", "c3", "c4") and [c.contact.link for c in standing.contact_wrenches] == FEET
+assert abs(sum(c.world[5] for c in standing.contact_wrenches) - weight) < 1e-9 * weight
+assert np.max(np.abs(sum(c.world[3:5] for c in standing.contact_wrenches))) < 1e-9 * weight
+assert len(lifted.contact_wrenches) == 3 and lifted.least_norm == ()
+assert np.all(np.isfinite([c.local for c in lifted.contact_wrenches]))
+scale = np.max(np.abs(lifted.qdd))
+assert all(np.max(np.abs(feet_accel[f])) < 1e-9 * scale for f in FEET[1:]) and np.linalg.norm(feet_accel["FL_foot"]) > 1
+assert all(np.max(np.abs(feet_accel[f] - feet_accel_pinocchio[f])) < 1e-9 * scale for f in FEET)
+""",
 }
 # Text a cell must print (a caught error the notebook demonstrates).
 PRINTED = {"04_closed_loops.ipynb": ["IndeterminateSystemError:", "free variables:"]}

@@ -18,6 +18,7 @@ BUNDLED = {
     "puma560": ("urdf", "gtdyn.models_urdf", "puma560.urdf"),
     "rrr": ("urdf", "gtdyn.models_urdf", "rrr.urdf"),
     "rr": ("urdf", "gtdyn.models_urdf", "rr.urdf"),
+    "quadruped": ("urdf", "gtdyn.models_urdf", "quadruped.urdf"),
     "five_bar": ("sdf", "gtdyn.models_sdf", "five_bar.sdf"),
     "four_bar": ("sdf", "gtdyn.models_sdf", "four_bar.sdf"),
     "six_bar": ("sdf", "gtdyn.models_sdf", "six_bar.sdf"),
