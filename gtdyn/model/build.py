@@ -152,6 +152,9 @@ def _find_root(description: RobotDescription, links: dict, joints: dict, src: st
     roots = [name for name in links if name not in children]
     if len(roots) > 1:
         raise ModelError(f"{src}: several root links ({', '.join(roots)}); a robot needs exactly one base link")
+    if not roots and description.allow_loops and description.links:
+        # SDFormat: a model not attached to the world is rooted at its canonical link, by default the first
+        return description.links[0].name
     if not roots:
         raise ModelError(f"{src}: every link is the child of a joint, so the joints form a cycle and there is no base")
     return roots[0]
