@@ -103,3 +103,24 @@ def test_readme_floating_base_example_runs():
     assert rel_err(r.base_wrench[3:], [0.0, 0.0, weight]) < 1e-9
     accel, _ = ref.aba(np.zeros(12), np.zeros(12), np.zeros(12))
     assert rel_err(f.base_accel, accel) < 1e-9 and f.base_accel[5] < 0
+
+
+def test_readme_contact_example_runs():
+    """After the floating-base example: standing on four feet carries the weight with least-norm forces, and
+    lifting a foot is Pinocchio's constrained dynamics on the other three."""
+    from references import erd_path
+
+    from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioContacts
+
+    path = erd_path("solo_description/robots/solo12.urdf")
+    namespace = {}
+    exec(compile(readme_blocks()[4].replace('"solo12.urdf"', repr(path)), "README.md", "exec"), namespace)
+    exec(compile(readme_blocks()[5], "README.md", "exec"), namespace)
+    stand, lift, robot = namespace["stand"], namespace["lift"], namespace["robot"]
+    ref = FreeFlyerPinocchio(path, robot)
+    weight = ref.pin.computeTotalMass(ref.model) * 9.81
+    assert stand.least_norm == ("c1", "c2", "c3", "c4")
+    assert rel_err(sum(c.world[3:] for c in stand.contact_wrenches), [0.0, 0.0, weight]) < 1e-9
+    want = np.concatenate(PinocchioContacts(ref, ["FR_FOOT", "HL_FOOT", "HR_FOOT"])(np.zeros(12), np.zeros(12), stand.tau))
+    got = np.concatenate([lift.base_accel, lift.qdd, *[c.local[3:] for c in lift.contact_wrenches]])
+    assert rel_err(got, want) < 1e-9

@@ -178,6 +178,41 @@ class FreeFlyerPinocchio(PinocchioModel):
         return self.base_part(a), self.joint_order(a)
 
 
+class PinocchioContacts:
+    """Pinocchio's constrained dynamics (``constraintDynamics``, exact: no proximal regularisation) of a
+    ``FreeFlyerPinocchio`` with rigid contacts at frames: ``kind`` "point" (3D) or "surface" (6D), each in
+    its frame (Pinocchio's LOCAL), as ``gtdyn.Contact(frame, kind=kind)``. ``solve`` takes Pinocchio-ordered
+    vectors (what a benchmark times); ``__call__`` takes gtdyn's and returns (base_accel, qdd, forces), the
+    forces per contact as gtdyn's contact variables (3: f; 6: [m; f]), concatenated."""
+
+    def __init__(self, ref: FreeFlyerPinocchio, frames: list[str], kind: str = "point"):
+        pin, model = ref.pin, ref.model
+        self.ref, self.kind = ref, kind
+        contact_type = pin.ContactType.CONTACT_3D if kind == "point" else pin.ContactType.CONTACT_6D
+        self.models = pin.StdVec_RigidConstraintModel()
+        for name in frames:
+            frame = model.frames[model.getFrameId(name)]
+            self.models.append(pin.RigidConstraintModel(contact_type, model, frame.parentJoint, frame.placement,
+                                                        pin.ReferenceFrame.LOCAL))
+        self.datas = pin.StdVec_RigidConstraintData()
+        for contact in self.models:
+            self.datas.append(contact.createData())
+        pin.initConstraintDynamics(model, ref.data, self.models, self.datas)
+        self.settings = pin.ProximalSettings(1e-14, 1e-14, 0.0, 1)  # mu = 0: the exact KKT solution
+
+    def solve(self, q, v, tau) -> np.ndarray:
+        return self.ref.pin.constraintDynamics(self.ref.model, self.ref.data, q, v, tau, self.models, self.datas,
+                                               self.settings)
+
+    def __call__(self, q, v, tau, base_pose=None, base_twist=None):
+        ref = self.ref
+        a = self.solve(ref.configuration(q, base_pose), ref.tangent(v, base_twist), ref.tangent(tau))
+        forces = np.asarray(ref.data.lambda_c, float)
+        if self.kind == "surface":  # Pinocchio's [f; m] per contact -> gtdyn's [m; f]
+            forces = forces.reshape(-1, 6)[:, [3, 4, 5, 0, 1, 2]].ravel()
+        return ref.base_part(a), ref.joint_order(a), forces
+
+
 def bench_pinocchio(robot: Robot, path: str, kind: str, state: State, repeat: int = 30, inner: int = 50,
                     warmup: int = 20) -> list[Row]:
     """Pinocchio on the same URDF and state; empty if Pinocchio is not installed, or for other files (closed
