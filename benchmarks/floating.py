@@ -1,7 +1,8 @@
 """Compiled floating-base solvers against Pinocchio, per call, interleaved in one run: forward dynamics (ABA)
 against the free flyer's ``pin.aba``, inverse dynamics (RNEA) against ``pin.rnea``, and forward dynamics with
 feet on the ground against ``pin.constraintDynamics`` (exact, no proximal regularisation) — each gtdyn solver
-checked (refinement, condition estimate, certificate) and unchecked (``checks=False``, Pinocchio's contract).
+checked (refinement, condition estimate, certificate) and unchecked (``checks=False``, Pinocchio's contract);
+and forward dynamics of 1,000 states in one ``batch`` call against ``pin.abaInParallel``, one thread each.
 
     python -m benchmarks.floating [ROBOT ...]        # solo12 anymal talos (default)
 
@@ -64,6 +65,7 @@ def robot_rows(name: str) -> list[str]:
     fns["pin constraintDynamics"] = lambda: constrained.solve(qp, vp, xp)
     print(f"{name}: timing {len(fns)} functions, interleaved …", file=sys.stderr, flush=True)
     us = {k: t.median_us for k, t in measure_interleaved(fns, 30, 200, 100).items()}
+    batch = batch_row(name, robot, ref, solvers["forward", True], solvers["forward", False])
     contact_text = f"{len(feet)} {kind} contacts"
     rows = []
     for problem, reference, what in (("forward", "pin aba", "forward (ABA)"), ("inverse", "pin rnea", "inverse (RNEA)"),
@@ -71,7 +73,28 @@ def robot_rows(name: str) -> list[str]:
         rows.append(f"| {name} ({robot.num_dofs} + 6) | {what} | {us[f'{problem} checked']:.2f} "
                     f"({us[f'{problem} checked'] / us[reference]:.2f}×) | {us[f'{problem} unchecked']:.2f} "
                     f"({us[f'{problem} unchecked'] / us[reference]:.2f}×) | {reference} {us[reference]:.2f} |")
-    return rows
+    return rows + [batch]
+
+
+def batch_row(name: str, robot, ref, checked, unchecked, count: int = 1000) -> str:
+    """µs per state of ``batch`` on one thread against ``pin.abaInParallel`` on one thread, same states."""
+    rng = np.random.default_rng(1)
+    Q, V, X = rng.uniform(-1, 1, (3, count, robot.num_dofs))
+    twists = rng.normal(size=(count, 6))
+    poses = np.tile(np.eye(4), (count, 1, 1))
+    pin = ref.pin
+    qs = np.array([ref.configuration(Q[k]) for k in range(count)]).T
+    vs = np.array([ref.tangent(V[k], twists[k]) for k in range(count)]).T
+    ts = np.array([ref.tangent(X[k]) for k in range(count)]).T
+    out = np.zeros((ref.model.nv, count))
+    pool = pin.ModelPool(ref.model, 1)
+    fns = {"checked": lambda: checked.batch(Q, V, X, base_pose=poses, base_twist=twists),
+           "unchecked": lambda: unchecked.batch(Q, V, X, base_pose=poses, base_twist=twists),
+           "pin": lambda: pin.abaInParallel(1, pool, qs, vs, ts, out)}
+    us = {k: t.median_us / count for k, t in measure_interleaved(fns, 15, 1, 2).items()}
+    return (f"| {name} ({robot.num_dofs} + 6) | forward (ABA), batch of {count}, 1 thread, per state | "
+            f"{us['checked']:.2f} ({us['checked'] / us['pin']:.2f}×) | {us['unchecked']:.2f} "
+            f"({us['unchecked'] / us['pin']:.2f}×) | pin abaInParallel {us['pin']:.2f} |")
 
 
 def main(names: list[str]) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.compiled import trace
+from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
@@ -46,7 +46,7 @@ class Layout:
     outputs: int
     rows: int
     unknowns: int
-    base_inputs: int = 0  # a floating base's rotation (9), twist (6) and, if given, acceleration (6)
+    base_inputs: int = 0  # a floating base's pose (16), twist (6) and, if given, acceleration (6)
     start: dict[str, int] = field(default_factory=dict)
     size: int = 0
 
@@ -122,14 +122,16 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
         problem, known_qdd={j: given(j, keys.joint_accel_key(j)) for j in problem.known_qdd},
         known_tau={j: 0.0 if _passive(robot, j) else given(j, keys.torque_key(j)) for j in problem.known_tau})
     base_rotation = base_twist = None
-    if robot.floating_base:  # inputs after q, q̇, x: the base's rotation (row-major), twist and given acceleration
+    if robot.floating_base:  # inputs after q, q̇, x: the base's pose (row-major), twist and given acceleration
         first = 3 * n
-        base_rotation = np.array([factor.load(first + k, samples["R"][k], f"R{k // 3 + 1}{k % 3 + 1}")
-                                  for k in range(9)], dtype=object).reshape(3, 3)
-        base_twist = np.array([factor.load(first + 9 + k, samples["twist"][k], f"V0_{k}") for k in range(6)], dtype=object)
+        base_rotation = np.array([factor.load(first + base_inputs.POSE + i, samples["R"][k], f"R{k // 3 + 1}{k % 3 + 1}")
+                                  for k, i in enumerate(base_inputs.ROTATION)], dtype=object).reshape(3, 3)
+        base_twist = np.array([factor.load(first + base_inputs.TWIST + k, samples["twist"][k], f"V0_{k}")
+                               for k in range(6)], dtype=object)
         if problem.base_accel is not None:
             traced_problem = dataclasses.replace(traced_problem, base_accel=np.array(
-                [factor.load(first + 15 + k, samples["accel"][k], f"A0_given_{k}") for k in range(6)], dtype=object))
+                [factor.load(first + base_inputs.ACCEL + k, samples["accel"][k], f"A0_given_{k}") for k in range(6)],
+                dtype=object))
     factor.comment("forward kinematics: poses and twists, root → leaves")
     kin, closure = traced_kinematics(robot, q, v, base_rotation, base_twist)
     factor.comment("the rows of eq. 5–7 at this state")
@@ -141,7 +143,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
         for c in range(keys.dim(key)):
             column[key, c] = len(column)
     outputs = _outputs(robot, problem, column)
-    layout = Layout(n, len(outputs), len(rows), len(column), base_input_count(robot, problem))
+    layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot, problem.kind))
     slots = _Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)
@@ -161,13 +163,6 @@ def eliminate_with_comments(factor: trace.Function, rows, order) -> Plan:
         factor.comment(f"eliminate {keys.pretty(x)} from {len(labels)} rows: {'; '.join(equations)}")
 
     return eliminate(rows, order, step)
-
-
-def base_input_count(robot: Robot, problem: Problem) -> int:
-    """How many inputs a floating base adds after q, q̇ and x: its rotation (9), twist (6), given acceleration (6)."""
-    if not robot.floating_base:
-        return 0
-    return 15 + (6 if problem.base_accel is not None else 0)
 
 
 def _outputs(robot: Robot, problem: Problem, column: dict) -> list[tuple]:
@@ -313,16 +308,18 @@ def _inputs(fn: trace.Function, layout: Layout) -> list:
 
 
 def _valid_inputs(fn: trace.Function, layout: Layout):
-    """1.0 if every input is finite and a floating base's rotation input is a rotation (RᵀR = I to 1e-9 per
-    entry, det R > 0: what ``gtdyn.arguments.pose_argument`` accepts), else 0.0."""
+    """1.0 if every input is finite and a floating base's pose input is a rigid transform (RᵀR = I to 1e-9 per
+    entry, det R > 0, last row 0 0 0 1: what ``gtdyn.arguments.pose_argument`` accepts), else 0.0."""
     ok = _finite(_inputs(fn, layout))
     if layout.base_inputs:
-        first = layout.start["inputs"] + 3 * layout.n
-        R = np.array([fn.load(first + k) for k in range(9)], dtype=object).reshape(3, 3)
+        first = layout.start["inputs"] + 3 * layout.n + base_inputs.POSE
+        R = np.array([fn.load(first + i) for i in base_inputs.ROTATION], dtype=object).reshape(3, 3)
+        last_row = [fn.load(first + 12 + k) - (1.0 if k == 3 else 0.0) for k in range(4)]
         gram = R.T @ R - np.eye(3)
         det = R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0]) \
             + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0])
-        ok = ok * trace.le(_squared_norm(list(gram.ravel())), 1e-18) * trace.le(-det, 0.0)
+        ok = ok * trace.le(_squared_norm(list(gram.ravel())), 1e-18) * trace.le(-det, 0.0) \
+            * trace.le(_squared_norm(last_row), 0.0)
     return ok
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.arguments import finite_vector
-from gtdyn.compiled import cache, native
+from gtdyn.compiled import base_inputs, cache, native
 from gtdyn.compiled.base_inputs import base_state, base_states, write_base
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.states import qdd_joint_names, sample_kinematics, sample_states, template_problem
@@ -143,7 +143,7 @@ class CompiledSolver:
                  checks: bool = True, contacts=()):
         self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, gravity
         self.contacts = tuple(contacts)
-        self._base_inputs = (15 + 6 * (problem == "inverse")) if robot.floating_base else 0
+        self._base_inputs = base_inputs.input_count(robot, problem)
         # the answer's parts and their lengths: the base's, the joints' (one or two), the contacts'
         n = robot.num_dofs
         parts = ([6] if robot.floating_base else []) + [n] * (2 if problem == "hybrid" else 1) + \
@@ -205,9 +205,10 @@ class CompiledSolver:
 
     def _split(self, out: np.ndarray):
         """The output vector (or rows of them) as the answer's parts, copied; one part alone, bare."""
+        out = out.copy()  # one copy; the parts are views of it, which no later call touches
         if len(self._parts) == 1:
-            return out.copy()
-        return tuple(out[..., a:b].copy() for a, b in self._parts)
+            return out
+        return tuple([out[..., a:b] for a, b in self._parts])
 
     def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None):
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
@@ -300,11 +301,10 @@ class CompiledSolver:
         self.fallbacks += 1
         state = {}
         if self.robot.floating_base:
-            T = np.eye(4)
-            T[:3, :3] = np.reshape(base[:9], (3, 3))
-            state = {"base_pose": T, "base_twist": base[9:15]}
+            state = {"base_pose": np.reshape(base[:base_inputs.TWIST], (4, 4)),
+                     "base_twist": base[base_inputs.TWIST:base_inputs.ACCEL]}
             if self.problem == "inverse":
-                state["base_accel"] = base[15:21]
+                state["base_accel"] = base[base_inputs.ACCEL:base_inputs.ACCEL + 6]
         contacts = [c.contact for c in self.contacts] or None
         common = dict(gravity=self.gravity, ordering=self.order, contacts=contacts, **state)
         if self.problem == "inverse":
