@@ -7,6 +7,7 @@ Forward, and Hybrid Manipulator Dynamics using Factor Graphs").
     r.tau, r.bayes_net, r.dag()
     solver = gtdyn.compile(robot, "forward", ordering="aba")   # the same elimination as machine code
     qdd = solver(q, v, tau)
+    trajectory = gtdyn.simulate(robot, q, v, tau=tau, dt=1e-3, steps=1000, method="rk4")
 
 This module is the user API. The documented submodules are ``gtdyn.analysis`` (DAGs, metrics, steps),
 ``gtdyn.plot`` (pictures), ``gtdyn.keys`` (variable keys and labels), ``gtdyn.orderings`` (strategies),
@@ -25,12 +26,13 @@ from gtdyn.kinematics.loop_closure import LoopState, close_loops
 from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.orderings import register_ordering
 from gtdyn.problem import Contact
+from gtdyn.simulation import Trajectory, simulate
 
 __all__ = [
     "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
-    "inverse_dynamics", "load_robot", "register_ordering", "solve",
+    "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory",
 ]
 __version__ = "0.2.0"
 

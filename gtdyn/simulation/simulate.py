@@ -1,0 +1,138 @@
+"""``gtdyn.simulate``: forward dynamics integrated in time, every step through a compiled solver."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from gtdyn.arguments import finite_vector, joint_vector
+from gtdyn.compiled import compile as compile_solver
+from gtdyn.equations import GRAVITY
+from gtdyn.errors import ArgumentError
+from gtdyn.model.robot import Robot
+from gtdyn.simulation.integrators import STEPS
+from gtdyn.simulation.trajectory import Trajectory, energies
+from gtdyn.simulation.variational import VariationalIntegrator
+
+METHODS = ("semi_implicit_euler", "euler", "rk4", "trapezoidal", "variational")
+PROGRESS_AFTER_S = 2.0  # a run longer than this reports its progress on stderr, once a second
+
+
+def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
+             gravity=GRAVITY, progress: bool | None = None) -> Trajectory:
+    """Integrate forward dynamics from (q0, v0) for ``steps`` steps of ``dt`` seconds.
+
+    ``tau``: None (no torque), a vector (constant), an array of shape (steps, n) (held over each step) or a
+    callable ``tau(t, q, v) -> vector`` (a controller). ``method``: "semi_implicit_euler", "euler", "rk4",
+    "trapezoidal" or "variational" (paper 004's DEL integrator, with torques held over each step). Each step
+    calls a compiled forward-dynamics solver (``gtdyn.compile``, ABA ordering). ``progress``: None reports on
+    stderr once a run takes more than two seconds, True always, False never.
+
+    Fixed-base trees only, for now: closed loops (which need projecting back onto the constraints) and
+    floating bases (whose pose lives on SE(3)) raise ArgumentError.
+    """
+    if not isinstance(robot, Robot):
+        raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
+    if robot.loop_joints or robot.floating_base:
+        raise ArgumentError(f"robot: simulate covers fixed-base trees so far; '{robot.name}' has "
+                            f"{'closed loops' if robot.loop_joints else 'a floating base'}")
+    if method not in METHODS:
+        raise ArgumentError(f"method: '{method}' is not one of {', '.join(METHODS)}")
+    dt = float(finite_vector("dt", [dt], 1)[0])
+    if not dt > 0:
+        raise ArgumentError(f"dt: expected a positive time step, got {dt}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ArgumentError(f"steps: expected a positive whole number, got {steps!r}")
+    q = joint_vector(robot, "q0", q0)
+    v = joint_vector(robot, "v0", v0)
+    gravity = finite_vector("gravity", gravity, 3)
+    torque = _torque_source(robot, tau, steps)
+    forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity)
+
+    n = robot.num_dofs
+    Q, V, A, TAU = (np.empty((steps + 1, n)) for _ in range(4))
+    t = dt * np.arange(steps + 1)
+    report = _Progress(steps, progress)
+    if method == "variational":
+        rest = compile_solver(robot.with_actuated(robot.joint_names), "forward", ordering="aba", gravity=np.zeros(3))
+        zeros = np.zeros(n)
+        integrator = VariationalIntegrator(robot, gravity, lambda q_, p: rest(q_, zeros, p))
+        state = integrator.start(q, v, torque(0, 0.0, q, v), dt)
+        for k in range(steps):
+            Q[k], V[k], TAU[k] = state["q"], state["v"], state["tau"]
+            state["t"] = t[k]
+            state, _ = integrator.step(state, lambda q_, v_, k=k: torque(k + 1, t[k + 1], q_, v_))
+            report(k + 1)
+        Q[steps], V[steps], TAU[steps] = state["q"], state["v"], state["tau"]
+        A[:] = [forward(Q[k], V[k], TAU[k]) for k in range(steps + 1)]
+    else:
+        step = STEPS[method]
+        for k in range(steps):
+            Q[k], V[k] = q, v
+            TAU[k] = torque(k, t[k], q, v)
+            accel = _accel(forward, torque, k) if callable(tau) else (lambda t_, q_, v_, f=TAU[k]: forward(q_, v_, f))
+            q, v, A[k] = step(accel, t[k], q, v, dt)
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+                raise ArgumentError(f"dt: the {method} integration diverged at t = {t[k + 1]:g} s; take a smaller step")
+            report(k + 1)
+        Q[steps], V[steps] = q, v
+        TAU[steps] = torque(steps, t[steps], q, v)
+        A[steps] = forward(q, v, TAU[steps])
+    report.done()
+    kinetic, potential = np.array([energies(robot, Q[k], V[k], gravity) for k in range(steps + 1)]).T
+    return Trajectory(robot, method, t, Q, V, A, TAU, kinetic, potential)
+
+
+def _accel(forward, torque, k: int):
+    """q̈(t, q, q̇) for a controller: the torque evaluated at every stage of the step."""
+    return lambda t_, q_, v_: forward(q_, v_, torque(k, t_, q_, v_))
+
+
+def _torque_source(robot: Robot, tau, steps: int) -> Callable[[int, float, np.ndarray, np.ndarray], np.ndarray]:
+    """``torque(k, t, q, v)``: the torque during step k (at time t, state (q, v)), checked once up front."""
+    n = robot.num_dofs
+    if tau is None:
+        zero = np.zeros(n)
+        return lambda k, t, q, v: zero
+    if callable(tau):
+        def controller(k, t, q, v):
+            try:
+                return joint_vector(robot, "tau", tau(t, q, v))
+            except ArgumentError as e:
+                raise ArgumentError(f"tau: the controller returned a bad torque at t = {t:g} s: {e}") from None
+        return controller
+    array = np.asarray(tau, dtype=float) if not isinstance(tau, str) else None
+    if array is not None and array.shape == (n,):
+        constant = joint_vector(robot, "tau", array)
+        return lambda k, t, q, v: constant
+    if array is None or array.shape != (steps, n):
+        raise ArgumentError(f"tau: expected None, a vector of {n}, an array of shape ({steps}, {n}) or a callable "
+                            f"(t, q, v) -> tau; got {type(tau).__name__} of shape {np.shape(tau)}")
+    if not np.all(np.isfinite(array)):
+        raise ArgumentError("tau: non-finite values")
+    return lambda k, t, q, v: array[min(k, steps - 1)]
+
+
+class _Progress:
+    """'gtdyn.simulate: k/N steps' on stderr, once a second, for runs longer than ``PROGRESS_AFTER_S``."""
+
+    def __init__(self, steps: int, progress: bool | None):
+        self.steps, self.progress = steps, progress
+        self.started = self.last = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, k: int) -> None:
+        if self.progress is False or k % 64:
+            return
+        now = time.perf_counter()
+        if (self.progress or now - self.started > PROGRESS_AFTER_S) and now - self.last > 1.0:
+            print(f"\rgtdyn.simulate: {k}/{self.steps} steps", end="", file=sys.stderr, flush=True)
+            self.last, self.shown = now, True
+
+    def done(self) -> None:
+        if self.shown:
+            print(f"\rgtdyn.simulate: {self.steps}/{self.steps} steps, {time.perf_counter() - self.started:.1f} s",
+                  file=sys.stderr, flush=True)

@@ -1,0 +1,46 @@
+"""A simulated trajectory, and the energies that judge an integrator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtdyn.kinematics.forward import forward_kinematics
+from gtdyn.model.robot import Robot
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """Samples at times ``t`` (steps + 1): joint positions ``q``, velocities ``v``, accelerations ``qdd`` and
+    torques ``tau`` (rows in time, columns in ``robot.joint_names`` order; ``qdd`` and ``tau`` of the last
+    sample are those at its time too), and the kinetic and potential energy (J) at each sample."""
+
+    robot: Robot
+    method: str
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    kinetic: np.ndarray
+    potential: np.ndarray
+
+    @property
+    def energy(self) -> np.ndarray:
+        """Kinetic plus potential energy (J)."""
+        return self.kinetic + self.potential
+
+    def __repr__(self) -> str:
+        drift = np.max(np.abs(self.energy - self.energy[0]))
+        return (f"Trajectory({self.method} on '{self.robot.name}', {len(self.t) - 1} steps of {self.t[1] - self.t[0]:g} s, "
+                f"energy drift up to {drift:.3g} J)")
+
+
+def energies(robot: Robot, q: np.ndarray, v: np.ndarray, gravity) -> tuple[float, float]:
+    """Kinetic energy Σ ½ Vᵢᵀ Gᵢ Vᵢ (each link's twist and spatial inertia in its CoM frame) and potential energy
+    −Σ mᵢ g · pᵢ (pᵢ the CoM in the world) at one state."""
+    kin = forward_kinematics(robot, q, v)
+    kinetic = sum(0.5 * kin.V[link.index] @ link.G @ kin.V[link.index] for link in robot.links)
+    potential = -sum(link.mass * np.dot(gravity, kin.wT[link.index].translation()) for link in robot.links)
+    return float(kinetic), float(potential)
