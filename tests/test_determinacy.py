@@ -183,3 +183,17 @@ def test_no_two_orderings_disagree_without_a_warning_or_an_error():
             assert rel_err(qdd, first) < 1e-9, (seed, ordering)
         verdicts.update(outcomes.values())
     assert verdicts == {"ok", "warns", "raises"}  # the scales reach all three verdicts
+
+
+def test_free_variables_of_numbers_an_svd_cannot_take_is_empty_not_a_numpy_error():
+    """An overflowing state can leave inf and NaN in the equations; naming the free variables then falls back on
+    the condition estimate's weak direction instead of raising LinAlgError from deep inside numpy (a falling
+    Talos integrated with too large a step did this)."""
+    import gtsam
+
+    from gtdyn.linear.elimination import free_variables
+
+    graph = gtsam.GaussianFactorGraph()
+    graph.push_back(gtsam.JacobianFactor(1, np.array([[np.inf, 1.0], [1.0, np.nan]]), np.zeros(2),
+                                         gtsam.noiseModel.Unit.Create(2)))
+    assert free_variables(graph, {1: np.ones(2)}) == []

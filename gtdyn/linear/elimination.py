@@ -178,7 +178,10 @@ def free_variables(graph: gtsam.GaussianFactorGraph, squared_norms: dict[int, np
     scale = np.sqrt(np.concatenate([np.atleast_1d(norms[k]) for k in ordered]))
     with np.errstate(all="ignore"):
         B = np.where(scale > 0, A / np.where(scale > 0, scale, 1.0), 0.0)
-    _, s, Vt = np.linalg.svd(B)
+    try:
+        _, s, Vt = np.linalg.svd(B)
+    except np.linalg.LinAlgError:  # numbers too wild for an SVD (an overflowing state): the caller's estimate names them
+        return []
     rank = int(np.sum(s > s[0] / condition_limit)) if s.size and s[0] > 0 else 0
     null = Vt[rank:]
     out, col = [], 0

@@ -11,10 +11,10 @@ import numpy as np
 from gtdyn.arguments import finite_vector, joint_vector
 from gtdyn.compiled import compile as compile_solver
 from gtdyn.equations import GRAVITY
-from gtdyn.errors import ArgumentError
+from gtdyn.errors import GTDYN_ERRORS, ArgumentError
 from gtdyn.model.robot import Robot
 from gtdyn.simulation.integrators import STEPS
-from gtdyn.simulation.trajectory import Trajectory, energies
+from gtdyn.simulation.trajectory import Trajectory
 from gtdyn.simulation.variational import VariationalIntegrator
 
 METHODS = ("semi_implicit_euler", "euler", "rk4", "trapezoidal", "variational")
@@ -22,14 +22,15 @@ PROGRESS_AFTER_S = 2.0  # a run longer than this reports its progress on stderr,
 
 
 def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
-             gravity=GRAVITY, progress: bool | None = None) -> Trajectory:
+             gravity=GRAVITY, checks: bool = True, progress: bool | None = None) -> Trajectory:
     """Integrate forward dynamics from (q0, v0) for ``steps`` steps of ``dt`` seconds.
 
     ``tau``: None (no torque), a vector (constant), an array of shape (steps, n) (held over each step) or a
     callable ``tau(t, q, v) -> vector`` (a controller). ``method``: "semi_implicit_euler", "euler", "rk4",
     "trapezoidal" or "variational" (paper 004's DEL integrator, with torques held over each step). Each step
-    calls a compiled forward-dynamics solver (``gtdyn.compile``, ABA ordering). ``progress``: None reports on
-    stderr once a run takes more than two seconds, True always, False never.
+    calls a compiled forward-dynamics solver (``gtdyn.compile``, ABA ordering; ``checks=False`` uses its
+    unchecked calls: faster, without the condition verdict). ``progress``: None reports on stderr once a run
+    takes more than two seconds, True always, False never.
 
     Fixed-base trees only, for now: closed loops (which need projecting back onto the constraints) and
     floating bases (whose pose lives on SE(3)) raise ArgumentError.
@@ -50,7 +51,7 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     v = joint_vector(robot, "v0", v0)
     gravity = finite_vector("gravity", gravity, 3)
     torque = _torque_source(robot, tau, steps)
-    forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity)
+    forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks)
 
     n = robot.num_dofs
     Q, V, A, TAU = (np.empty((steps + 1, n)) for _ in range(4))
@@ -70,25 +71,34 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
         A[:] = [forward(Q[k], V[k], TAU[k]) for k in range(steps + 1)]
     else:
         step = STEPS[method]
+        held = [np.zeros(n)]  # the torque of the current step, for integrators that evaluate q̈ inside a step
+        accel = (lambda t_, q_, v_: forward(q_, v_, torque(k, t_, q_, v_))) if callable(tau) else \
+            (lambda t_, q_, v_: forward(q_, v_, held[0]))
         for k in range(steps):
             Q[k], V[k] = q, v
-            TAU[k] = torque(k, t[k], q, v)
-            accel = _accel(forward, torque, k) if callable(tau) else (lambda t_, q_, v_, f=TAU[k]: forward(q_, v_, f))
-            q, v, A[k] = step(accel, t[k], q, v, dt)
-            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-                raise ArgumentError(f"dt: the {method} integration diverged at t = {t[k + 1]:g} s; take a smaller step")
+            TAU[k] = held[0] = torque(k, t[k], q, v)
+            q, v, A[k] = _step(step, accel, t[k], q, v, dt, method)
             report(k + 1)
         Q[steps], V[steps] = q, v
-        TAU[steps] = torque(steps, t[steps], q, v)
-        A[steps] = forward(q, v, TAU[steps])
+        TAU[steps] = held[0] = torque(steps, t[steps], q, v)
+        A[steps] = _step(_acceleration_only, accel, t[steps], q, v, dt, method)[2]
     report.done()
-    kinetic, potential = np.array([energies(robot, Q[k], V[k], gravity) for k in range(steps + 1)]).T
-    return Trajectory(robot, method, t, Q, V, A, TAU, kinetic, potential)
+    return Trajectory(robot, method, t, Q, V, A, TAU, gravity)
 
 
-def _accel(forward, torque, k: int):
-    """q̈(t, q, q̇) for a controller: the torque evaluated at every stage of the step."""
-    return lambda t_, q_, v_: forward(q_, v_, torque(k, t_, q_, v_))
+def _acceleration_only(accel, t: float, q, v, dt: float):
+    """q̈ at the last sample, through ``_step`` for its error note."""
+    return q, v, accel(t, q, v)
+
+
+def _step(step, accel, t: float, q, v, dt: float, method: str):
+    """One integrator step; an error of the dynamics (a state that overflowed, say) says when it happened."""
+    try:
+        return step(accel, t, q, v, dt)
+    except GTDYN_ERRORS as e:
+        e.add_note(f"gtdyn.simulate: at t = {t:g} s, {method} with dt = {dt:g} s (a diverging integration shows "
+                   "here first; try a smaller step)")
+        raise
 
 
 def _torque_source(robot: Robot, tau, steps: int) -> Callable[[int, float, np.ndarray, np.ndarray], np.ndarray]:

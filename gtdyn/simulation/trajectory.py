@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -14,7 +15,8 @@ from gtdyn.model.robot import Robot
 class Trajectory:
     """Samples at times ``t`` (steps + 1): joint positions ``q``, velocities ``v``, accelerations ``qdd`` and
     torques ``tau`` (rows in time, columns in ``robot.joint_names`` order; ``qdd`` and ``tau`` of the last
-    sample are those at its time too), and the kinetic and potential energy (J) at each sample."""
+    sample are those at its time too), and the kinetic and potential energy (J) at each sample, computed when
+    first asked for."""
 
     robot: Robot
     method: str
@@ -23,8 +25,21 @@ class Trajectory:
     v: np.ndarray
     qdd: np.ndarray
     tau: np.ndarray
-    kinetic: np.ndarray
-    potential: np.ndarray
+    gravity: np.ndarray
+
+    @cached_property
+    def _energies(self) -> np.ndarray:  # computed on first use: a forward-kinematics pass per sample
+        return np.array([energies(self.robot, q, v, self.gravity) for q, v in zip(self.q, self.v)]).reshape(-1, 2)
+
+    @property
+    def kinetic(self) -> np.ndarray:
+        """Kinetic energy (J) at each sample."""
+        return self._energies[:, 0]
+
+    @property
+    def potential(self) -> np.ndarray:
+        """Potential energy (J) at each sample, zero with every CoM at the world origin's height."""
+        return self._energies[:, 1]
 
     @property
     def energy(self) -> np.ndarray:
