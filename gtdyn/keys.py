@@ -82,8 +82,24 @@ def contact_key(k: int, dim: int) -> int:
 _INDEX_BITS = 56  # a gtsam.Symbol key is its character in the top 8 bits and its index in the 56 below
 
 
+_STEP_SHIFT = 24  # a variable at time step k carries k above its link/joint index: 16 million links, 2^32 steps
+
+
 def _split(key: int) -> tuple[str, int]:
-    return chr(key >> _INDEX_BITS), key & ((1 << _INDEX_BITS) - 1)
+    """(symbol character, link or joint index), the time step left out."""
+    return chr(key >> _INDEX_BITS), key & ((1 << _STEP_SHIFT) - 1)
+
+
+def at_step(key: int, k: int) -> int:
+    """The same variable at time step k (step 0 is the key itself): for graphs over trajectories."""
+    if not 0 <= k < 1 << (_INDEX_BITS - _STEP_SHIFT):
+        raise ValueError(f"time step {k} out of range")
+    return gtsam.symbol(chr(key >> _INDEX_BITS), (k << _STEP_SHIFT) | _split(key)[1])
+
+
+def step(key: int) -> int:
+    """The time step of a variable (0 for the single-instant graphs)."""
+    return (key & ((1 << _INDEX_BITS) - 1)) >> _STEP_SHIFT
 
 
 def kind(key: int) -> str:
@@ -113,23 +129,26 @@ def owner(robot, key: int) -> str:
 
 
 def label(key: int) -> str:
-    """Plain label such as 't3', 'F1', 'A2', 'a1' (what users write in custom orderings)."""
+    """Plain label such as 't3', 'F1', 'A2', 'a1' (what users write in custom orderings); at time step k > 0,
+    'q3@k'."""
     c, i = _split(key)
-    return f"{c}{i}"
+    k = step(key)
+    return f"{c}{i}@{k}" if k else f"{c}{i}"
 
 
 def pretty(key: int) -> str:
-    """Label for people: 'τ3', 'F1', 'V̇2', 'q̈1'."""
+    """Label for people: 'τ3', 'F1', 'V̇2', 'q̈1'; at time step k > 0, 'q3[k]'."""
     c, i = _split(key)
-    return f"{_PRETTY[c]}{i}"
+    k = step(key)
+    return f"{_PRETTY[c]}{i}[{k}]" if k else f"{_PRETTY[c]}{i}"
 
 
-_LABEL = re.compile(r"^([tFAaVqvTCc])(\d+)$")
+_LABEL = re.compile(r"^([tFAaVqvTCc])(\d+)(?:@(\d+))?$")
 
 
 def parse_label(text: str) -> int:
-    """The key for a plain label ('t3', 'F1', …); ValueError for anything else."""
+    """The key for a plain label ('t3', 'F1', 'q2@7', …); ValueError for anything else."""
     m = _LABEL.match(text.strip())
-    if not m:
-        raise ValueError(f"'{text}' is not a variable label (expected e.g. t1, F2, A3, a1)")
-    return gtsam.symbol(m.group(1), int(m.group(2)))
+    if not m or int(m.group(2)) >= 1 << _STEP_SHIFT:
+        raise ValueError(f"'{text}' is not a variable label (expected e.g. t1, F2, A3, a1, or q2@7 at time step 7)")
+    return at_step(gtsam.symbol(m.group(1), int(m.group(2))), int(m.group(3) or 0))
