@@ -110,5 +110,45 @@ def test_bad_arguments_are_named(rr):
         kwargs = dict(dt=1e-3, steps=10) | extra
         with pytest.raises(gtdyn.ArgumentError, match=message):
             simulate(rr, Q0, V0, **kwargs)
-    with pytest.raises(gtdyn.ArgumentError, match="closed loops"):
-        simulate(gtdyn.load_robot("four_bar"), np.zeros(4), np.zeros(4), dt=1e-3, steps=10)
+    with pytest.raises(gtdyn.ArgumentError, match="floating base"):
+        simulate(gtdyn.load_robot("rr", base="floating"), Q0, V0, dt=1e-3, steps=10)
+    with pytest.raises(gtdyn.LoopClosureError):
+        simulate(gtdyn.load_robot("four_bar"), np.full(4, 0.1), np.zeros(4), dt=1e-3, steps=10)
+
+
+def test_the_four_bar_falls_closed_as_the_lagrange_multiplier_ode_says():
+    """The bundled four-bar under gravity from rest, away from its flat (singular) configurations: RK4 at 10 ms
+    keeps every loop closed to round-off and its crank angle after 1 s matches the dense Lagrange-multiplier
+    ODE of tests/loop_references.py (Pinocchio on the spanning tree plus the loop constraint) integrated by
+    solve_ivp, to 1e-6 (step doubling puts RK4's own error at 3e-8 here)."""
+    from loop_references import LagrangeReference
+
+    from gtdyn.io.sdf import read_sdf
+    from gtdyn.model.build import build_robot
+
+    description = read_sdf(gtdyn.bundled_path("four_bar"))
+    robot = build_robot(description)
+    reference_model = LagrangeReference(description, robot)
+    start = gtdyn.close_loops(robot, {"j1": 1.7128})  # the crank 45° below horizontal: it swings without going flat
+    tr = simulate(robot, start.q, start.v, dt=0.01, steps=100, method="rk4")
+    assert np.max(tr.closure) < 1e-8
+    tree, n = reference_model.tree_index, robot.num_dofs
+
+    def rhs(_, x):
+        q, v = np.zeros(n), np.zeros(n)
+        q[tree], v[tree] = x[:len(tree)], x[len(tree):]
+        return np.concatenate([x[len(tree):], reference_model.forward(q, v, np.zeros(n))])
+
+    x0 = np.concatenate([start.q[tree], start.v[tree]])
+    crank = tree.index(robot.joint_names.index("j1"))
+    want = solve_ivp(rhs, (0.0, 1.0), x0, method="DOP853", rtol=1e-12, atol=1e-12).y[crank, -1]
+    assert abs(tr.q[-1, robot.joint_names.index("j1")] - want) < 1e-6
+
+
+def test_passing_the_four_bars_flat_configuration_is_flagged():
+    """From the bundled state the parallelogram swings through its flat, singular configuration, where closing
+    the loop can jump to the other assembly branch: simulate says so instead of returning a quietly wrong run."""
+    robot = gtdyn.load_robot("four_bar")
+    start = gtdyn.close_loops(robot, {"j1": 0.0})
+    with pytest.warns(gtdyn.IllConditionedWarning, match="singular configuration"):
+        simulate(robot, start.q, start.v, dt=0.005, steps=80, method="rk4")

@@ -69,6 +69,15 @@ def close_loops(robot: Robot, q: Mapping[str, float], v: Mapping[str, float] | N
                      acceleration_residual(robot, q_all, v_all, qdd_all), iterations)
 
 
+def project(robot: Robot, q_given: dict[int, float], v_given: dict[int, float], guess: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Every joint's q and q̇ that close the loops with the given independent joints' (by joint index), on the
+    assembly branch of ``guess``: ``close_loops`` without the accelerations, for integrators that move the
+    independent coordinates and need the state on the constraint manifold."""
+    q_all, _ = solve_positions(robot, q_given, guess)
+    return q_all, solve_rates(robot, q_all, v_given, order=1)
+
+
 def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) -> tuple[np.ndarray, int]:
     """All joint values that close the loops with the ``given`` independent ones, on the assembly branch of
     ``start``; returns them and the Gauss–Newton iterations used.

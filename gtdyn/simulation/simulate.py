@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -11,7 +12,10 @@ import numpy as np
 from gtdyn.arguments import finite_vector, joint_vector
 from gtdyn.compiled import compile as compile_solver
 from gtdyn.equations import GRAVITY
-from gtdyn.errors import GTDYN_ERRORS, ArgumentError
+from gtdyn.errors import GTDYN_ERRORS, ArgumentError, IllConditionedWarning
+from gtdyn.kinematics.forward import forward_kinematics
+from gtdyn.kinematics.loop_closure import independent_joints, project
+from gtdyn.kinematics.loops import check_closed
 from gtdyn.model.robot import Robot
 from gtdyn.simulation.integrators import STEPS
 from gtdyn.simulation.trajectory import Trajectory
@@ -32,14 +36,14 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     unchecked calls: faster, without the condition verdict). ``progress``: None reports on stderr once a run
     takes more than two seconds, True always, False never.
 
-    Fixed-base trees only, for now: closed loops (which need projecting back onto the constraints) and
-    floating bases (whose pose lives on SE(3)) raise ArgumentError.
+    Closed loops are integrated in their independent joints, every evaluation closing the loops around them
+    (``Trajectory.closure`` reports the mismatch); the torques of passive joints are zero. Floating bases (whose
+    pose lives on SE(3)) are not simulated yet: ArgumentError.
     """
     if not isinstance(robot, Robot):
         raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
-    if robot.loop_joints or robot.floating_base:
-        raise ArgumentError(f"robot: simulate covers fixed-base trees so far; '{robot.name}' has "
-                            f"{'closed loops' if robot.loop_joints else 'a floating base'}")
+    if robot.floating_base:
+        raise ArgumentError(f"robot: simulate covers fixed bases so far; '{robot.name}' has a floating base")
     if method not in METHODS:
         raise ArgumentError(f"method: '{method}' is not one of {', '.join(METHODS)}")
     dt = float(finite_vector("dt", [dt], 1)[0])
@@ -53,6 +57,10 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     torque = _torque_source(robot, tau, steps)
     forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks)
 
+    if robot.loop_joints:
+        if method == "variational":
+            raise ArgumentError(f"method: the variational integrator covers trees; '{robot.name}' has closed loops")
+        return _simulate_loops(robot, q, v, torque, dt, steps, method, gravity, forward, _Progress(steps, progress))
     n = robot.num_dofs
     Q, V, A, TAU = (np.empty((steps + 1, n)) for _ in range(4))
     t = dt * np.arange(steps + 1)
@@ -84,6 +92,62 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
         A[steps] = _step(_acceleration_only, accel, t[steps], q, v, dt, method)[2]
     report.done()
     return Trajectory(robot, method, t, Q, V, A, TAU, gravity)
+
+
+def _simulate_loops(robot: Robot, q, v, torque, dt: float, steps: int, method: str, gravity, forward, report
+                    ) -> Trajectory:
+    """Closed loops by coordinate partitioning: the integrator moves the independent joints' q and q̇; every
+    evaluation first closes the loops around them (``project``: positions on the current assembly branch,
+    then rates), so each stage's state is on the constraint manifold and the method keeps its order."""
+    check_closed(robot, forward_kinematics(robot, q, v))
+    names = independent_joints(robot, robot.actuated_joint_names, q)
+    index = np.array([robot.joint_names.index(name) for name in names])
+    joints = [robot.joint(name).index for name in names]
+    last = {"q": q}
+
+    def closed(qi, vi):
+        q_all, v_all = project(robot, dict(zip(joints, qi)), dict(zip(joints, vi)), last["q"])
+        last["q"] = q_all
+        return q_all, v_all
+
+    n = robot.num_dofs
+    Q, V, A, TAU = (np.empty((steps + 1, n)) for _ in range(4))
+    closure = np.empty(steps + 1)
+    t = dt * np.arange(steps + 1)
+    held = [np.zeros(n)]
+
+    def accel(t_, qi, vi):
+        q_all, v_all = closed(qi, vi)
+        return forward(q_all, v_all, held[0])[index]
+
+    qi, vi = q[index], v[index]
+    warned = False
+    for k in range(steps + 1):
+        q_all, v_all = closed(qi, vi)
+        if k and not warned and _jumped(Q[k - 1], V[k - 1], A[k - 1], q_all, dt):
+            warned = True
+            warnings.warn(IllConditionedWarning(
+                f"the loops of '{robot.name}' passed near a singular configuration at t = {t[k]:g} s: closing them "
+                f"moved the dependent joints by {np.max(np.abs(q_all - Q[k - 1] - dt * V[k - 1])):.3g} beyond the "
+                "step's prediction, so the mechanism may have switched assembly branch (watch Trajectory.energy)"),
+                stacklevel=3)
+        kin = forward_kinematics(robot, q_all, v_all)
+        closure[k] = max([float(np.max(np.abs(r))) for r in (*kin.pose_closure.values(), *kin.twist_closure.values())])
+        Q[k], V[k] = q_all, v_all
+        TAU[k] = held[0] = torque(k, t[k], q_all, v_all)
+        A[k] = forward(q_all, v_all, held[0])
+        if k < steps:
+            qi, vi, _ = _step(STEPS[method], accel, t[k], qi, vi, dt, method)
+            report(k + 1)
+    report.done()
+    return Trajectory(robot, method, t, Q, V, A, TAU, gravity, closure)
+
+
+def _jumped(q_before, v_before, a_before, q_now, dt: float) -> bool:
+    """Whether a projected state lies farther from the last one's Taylor prediction than a smooth motion could:
+    the prediction is off by about Δt²/2 |q̈|; a hundred times that (and a millionth of a radian) is a jump."""
+    miss = np.max(np.abs(q_now - q_before - dt * v_before))
+    return miss > 100 * dt * dt * (1.0 + np.max(np.abs(a_before))) + 1e-6
 
 
 def _acceleration_only(accel, t: float, q, v, dt: float):

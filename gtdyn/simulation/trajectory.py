@@ -16,7 +16,8 @@ class Trajectory:
     """Samples at times ``t`` (steps + 1): joint positions ``q``, velocities ``v``, accelerations ``qdd`` and
     torques ``tau`` (rows in time, columns in ``robot.joint_names`` order; ``qdd`` and ``tau`` of the last
     sample are those at its time too), and the kinetic and potential energy (J) at each sample, computed when
-    first asked for."""
+    first asked for. On closed loops ``closure`` is the largest loop mismatch (rad, m, rad/s, m/s) at each
+    sample: the states are projected onto the loops at every evaluation, so it stays at round-off."""
 
     robot: Robot
     method: str
@@ -26,6 +27,7 @@ class Trajectory:
     qdd: np.ndarray
     tau: np.ndarray
     gravity: np.ndarray
+    closure: np.ndarray | None = None  # closed loops: the largest pose or twist mismatch around a loop, per sample
 
     @cached_property
     def _energies(self) -> np.ndarray:  # computed on first use: a forward-kinematics pass per sample
