@@ -369,6 +369,62 @@ def test_bench_checks_its_output_directory_before_timing(capsys, tmp_path, monke
         assert err.startswith(f"gtdyn: error: --out: cannot write to '{blocker / 'results'}'") and err.count("\n") == 1
 
 
+def simulate_csv(path) -> tuple[list[str], np.ndarray]:
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    return header, np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+
+
+def test_simulate_writes_csv_plot_and_summary(capsys, tmp_path):
+    prefix = tmp_path / "new" / "rr"
+    argv = ["--dt", "0.002", "--steps", "150", "--method", "variational", "--q0", "0.3,-0.2", "--v0", "0.1,0",
+            "--tau", "0.5,0", "--gravity", "0", "-9.81", "0"]
+    code, out, err = run(capsys, "simulate", "rr", *argv, "--out", str(prefix))
+    assert code == 0 and err == ""
+    header, table = simulate_csv(f"{prefix}.csv")
+    assert header == ["t", "q_j1", "q_j2", "v_j1", "v_j2", "qdd_j1", "qdd_j2", "tau_j1", "tau_j2", "kinetic",
+                      "potential", "energy"]
+    assert table.shape == (151, 12)
+    robot = gtdyn.load_robot("rr")
+    expected = gtdyn.simulate(robot, [0.3, -0.2], [0.1, 0.0], tau=[0.5, 0.0], dt=0.002, steps=150,
+                              method="variational", gravity=[0, -9.81, 0])
+    np.testing.assert_allclose(table[-1, 1:3], expected.q[-1], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(table[:, 0], expected.t)  # full precision: every number reads back exactly
+    np.testing.assert_array_equal(table[:, 1:3], expected.q)
+    np.testing.assert_array_equal(table[:, 7:9], np.tile([0.5, 0.0], (151, 1)))
+    np.testing.assert_array_equal(table[:, -1], expected.energy)
+    assert os.path.getsize(f"{prefix}.png") > 10_000
+    drift = np.max(np.abs(expected.energy - expected.energy[0]))
+    assert "simulated rr (fixed base 'base_link'), method variational, dt 0.002 s, 150 steps" in out
+    assert "0.3 s simulated in " in out and " steps per second" in out
+    assert f"drift max |E − E(0)| = {drift:.3g} J" in out
+    assert out.splitlines()[-1] == f"wrote {prefix}.csv, {prefix}.png"
+
+
+def test_simulate_defaults_start_from_the_default_state_at_rest(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "simulate", "rr", "--steps", "40", "--format", "svg")
+    assert code == 0 and err == ""
+    header, table = simulate_csv("simulation.csv")
+    assert table.shape == (41, len(header)) and table[1, 0] == 0.001  # --dt 0.001 s
+    np.testing.assert_array_equal(table[0, 1:3], default_state(gtdyn.load_robot("rr"))[0])
+    np.testing.assert_array_equal(table[0, 3:5], [0.0, 0.0])
+    assert os.path.getsize("simulation.svg") > 0 and not os.path.exists("simulation.png")
+    assert "method semi_implicit_euler" in out and "gravity (0, 0, -9.81) m/s²" in out
+    assert out.splitlines()[-1] == "wrote simulation.csv, simulation.svg"
+
+
+def test_simulate_refuses_an_unknown_method_and_an_unwritable_out(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", "rr", "--method", "leapfrog"])
+    assert exit_info.value.code == 2 and "invalid choice: 'leapfrog'" in capsys.readouterr().err
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    code, out, err = run(capsys, "simulate", "rr", "--out", str(blocker / "sim"))
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"gtdyn: error: --out: cannot write to '{blocker}'")
+
+
 @pytest.mark.parametrize("argv, message", [
     (["solve", "missing.urdf"], "missing.urdf: no such file"),
     (["solve", "--q", "1,2"], "--q: expected 6 values"),
@@ -405,6 +461,15 @@ def test_bench_checks_its_output_directory_before_timing(capsys, tmp_path, monke
     (["dag", SOLO, "--base-accel", "0,0,0,0,0,0"], "--base-accel: solo has a fixed base"),
     (["solve", "five_bar", "--base", "floating"], "--base: "),
     (["bench", SOLO, "--base", "floating"], "solo has a floating base, which the benchmarks do not cover"),
+    (["simulate", "rr", "--dt", "0"], "--dt: expected a positive time step in seconds, got 0"),
+    (["simulate", "rr", "--dt", "nan"], "--dt: expected a positive time step"),
+    (["simulate", "rr", "--steps", "0"], "--steps: expected a number of steps, 1 or more, got 0"),
+    (["simulate", "rr", "--q0", "1,2,3"], "--q0: expected 2 values (joints j1, j2), got 3"),
+    (["simulate", "rr", "--tau", "1,x"], "--tau: expected comma-separated numbers"),
+    (["simulate", "rr", "--gravity", "0", "0", "inf"], "--gravity: expected three finite numbers"),
+    (["simulate", "rr", "--base", "floating"], "simulate covers fixed bases so far; 'rr' has a floating base"),
+    (["simulate", "rr", "--dt", "0.5", "--steps", "10", "--method", "rk4", "--v0", "1e200,1e200"],
+     "overflow double precision at this state"),
 ])
 def test_bad_input_is_one_line_and_nonzero(capsys, argv, message):
     code, out, err = run(capsys, *argv)
@@ -443,7 +508,7 @@ def test_help_is_accurate(capsys):
     text = capsys.readouterr().out
     assert "limits" in text and "m/s²" in text and "four_bar" in text
     assert ".sdf" in cli.__doc__ and "--format" in cli.__doc__
-    for argv in (["solve"], ["dag"], ["bench"], ["info"]):
+    for argv in (["solve"], ["dag"], ["bench"], ["simulate"], ["info"]):
         with pytest.raises(SystemExit) as exit_info:
             main([*argv, "--help"])
         assert exit_info.value.code == 0 and capsys.readouterr().out.startswith(f"usage: gtdyn {argv[0]} ")

@@ -1,5 +1,5 @@
-"""The ``gtdyn`` command: solve, draw and benchmark the dynamics of URDF and SDF robots, closed loops and floating
-bases included.
+"""The ``gtdyn`` command: solve, draw, benchmark and simulate the dynamics of URDF and SDF robots, closed loops
+and floating bases included.
 
     gtdyn solve [ROBOT] [--base fixed|floating] [--problem inverse|forward|hybrid|all] [--q ..] [--v ..] [--qdd ..]
                 [--tau ..] [--base-pose ..] [--base-twist ..] [--base-accel ..] [--ordering O] [--gravity GX GY GZ]
@@ -7,6 +7,8 @@ bases included.
     gtdyn dag   [ROBOT] [--base B] [--problem P] [--ordering O] [--out PREFIX] [--format png|svg|pdf] [--steps]
     gtdyn bench [ROBOT] [--base fixed] [--problem P|all] [--orderings a,b] [--repeat N] [--batch N] [--threads 1,2]
                 [--scaling] [--out DIR] [--reference]
+    gtdyn simulate [ROBOT] [--dt DT] [--steps N] [--method M] [--q0 ..] [--v0 ..] [--tau ..] [--gravity GX GY GZ]
+                   [--out PREFIX] [--format png|svg|pdf] [--base B]
     gtdyn info  [ROBOT] [--base B]
 
 ROBOT is a .urdf or .sdf path or a bundled model's name (the list is at the end of ``gtdyn --help``: the
@@ -20,13 +22,13 @@ joint order (``gtdyn info ROBOT`` lists it); for hybrid dynamics --qdd and --tau
 an SDF model floats unless a joint attaches it to the world). A floating base's state is comma-separated too:
 --base-pose x,y,z,qx,qy,qz,qw (m; a unit quaternion) or x,y,z,roll,pitch,yaw (m; rad, as a URDF origin), in the
 world; --base-twist ωx,ωy,ωz,vx,vy,vz (rad/s, m/s) and --base-accel ω̇x,ω̇y,ω̇z,v̇x,v̇y,v̇z (rad/s², m/s²) in its
-own frame. Benchmarks cover fixed bases only.
+own frame. Benchmarks cover fixed bases only; simulate covers fixed bases (trees and closed loops) so far.
 
 Bad input gives one line on stderr (``gtdyn: error: …``) and exit status 1; each warning is one line
 (``gtdyn: warning: …``). Any other exception is a bug in gtdyn: its traceback is shown, exit status 2.
 """
 
-# The package: this module (the parser and main), one module per command (solve, dag, bench, info), and
+# The package: this module (the parser and main), one module per command (solve, dag, bench, simulate, info), and
 # what they share: inputs (checked arguments and files), state (default states), table (result tables),
 # messages (errors, warnings, progress).
 
@@ -42,11 +44,13 @@ from gtdyn.cli.bench import cmd_bench
 from gtdyn.cli.dag import cmd_dag
 from gtdyn.cli.info import cmd_info
 from gtdyn.cli.messages import CLIError, Progress, one_line, readable_warnings
+from gtdyn.cli.simulate import DEFAULT_DT, DEFAULT_OUT, DEFAULT_STEPS, cmd_simulate
 from gtdyn.cli.solve import cmd_solve
 from gtdyn.cli.state import DEFAULT_STATE_DOC, default_state
 from gtdyn.errors import GTDYN_ERRORS
 from gtdyn.io.load import BASES, BUNDLED
 from gtdyn.orderings import STRATEGIES
+from gtdyn.simulation import METHODS
 
 __all__ = ["CLIError", "DEFAULT_STATE_DOC", "Progress", "build_parser", "default_state", "main",
            "readable_warnings"]
@@ -65,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gtdyn", description=__doc__.replace("``", "")
                                      + f"\nbundled robots: {_bundled_names()}",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", metavar="{solve,dag,bench,info}")
+    sub = parser.add_subparsers(dest="command", metavar="{solve,dag,bench,simulate,info}")
     robot_help = f"a .urdf or .sdf path, or a bundled robot: {', '.join(BUNDLED)} (default puma560)"
 
     def robot_arg(p):
@@ -141,6 +145,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="directory for results.md, results.csv, samples.csv and plots")
     p.set_defaults(run=cmd_bench)
 
+    p = sub.add_parser("simulate", help="integrate forward dynamics in time; write the trajectory (CSV) and a plot",
+                       description="Integrate forward dynamics from (q0, v0) under a constant torque (gtdyn.simulate:\n"
+                                   "each step calls a compiled solver), write every sample as CSV (t, q_*, v_*,\n"
+                                   "qdd_*, tau_* per joint, kinetic, potential, energy; full precision) and plot q(t)\n"
+                                   "and E(t) - E(0); print the wall time, steps per second and the energy's drift.\n"
+                                   "Fixed-base trees only so far (no closed loops, no floating base).\n\n"
+                                   "q0 defaults to the q of gtdyn solve's default state (gtdyn solve --help): a\n"
+                                   "bundled robot's documented q, else q_k = 0.1·k inside the joint limits; v0 and\n"
+                                   "τ default to 0.",
+                       formatter_class=formatter)
+    robot_arg(p)
+    p.add_argument("--dt", type=float, default=DEFAULT_DT, help=f"time step, s (default {DEFAULT_DT:g})")
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, metavar="N",
+                   help=f"number of steps (default {DEFAULT_STEPS})")
+    p.add_argument("--method", choices=METHODS, default=METHODS[0], metavar="M",
+                   help=f"integrator: {', '.join(METHODS)} (default {METHODS[0]})")
+    p.add_argument("--q0", metavar="Q1,Q2,..",
+                   help="initial joint positions, comma-separated (default: the default state's q)")
+    p.add_argument("--v0", metavar="V1,V2,..", help="initial joint velocities, comma-separated (default 0)")
+    p.add_argument("--tau", metavar="T1,T2,..", help="constant joint torques/forces, comma-separated (default 0)")
+    p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
+                   help=f"gravity in the world frame, m/s² (default {' '.join(f'{g:g}' for g in gtdyn.GRAVITY)})")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="PREFIX",
+                   help=f"output path prefix: writes PREFIX.csv and the plot (default {DEFAULT_OUT})")
+    p.add_argument("--format", choices=["png", "svg", "pdf"], default="png", help="plot format (default png)")
+    p.set_defaults(run=cmd_simulate)
+
     p = sub.add_parser("info", help="list a robot's joints, links and limits")
     robot_arg(p)
     p.set_defaults(run=cmd_info)
@@ -165,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (CLIError, *GTDYN_ERRORS) as e:
-        print(f"gtdyn: error: {one_line(e)}", file=sys.stderr)
+        print(f"gtdyn: error: {one_line(' '.join([str(e), *getattr(e, '__notes__', ())]))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("gtdyn: interrupted", file=sys.stderr)

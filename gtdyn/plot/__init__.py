@@ -1,11 +1,12 @@
 """Every picture gtdyn draws, and the only place matplotlib is imported: elimination DAGs and steps
-(``dag``), factor graphs (``factor_graph``), mechanisms (``mechanism``), benchmark charts (``bench``).
+(``dag``), factor graphs (``factor_graph``), mechanisms (``mechanism``), trajectories (``trajectory``),
+benchmark charts (``bench``).
 matplotlib and networkx are imported only when something is drawn, so ``import gtdyn`` stays light."""
 
 from importlib import import_module
 
 _HOMES = {"draw_dag": "dag", "draw_elimination_steps": "dag", "draw_factor_graph": "factor_graph",
-          "draw_mechanism": "mechanism", "bar_chart": "bench", "scaling_plot": "bench"}
+          "draw_mechanism": "mechanism", "draw_trajectory": "trajectory", "bar_chart": "bench", "scaling_plot": "bench"}
 __all__ = sorted(_HOMES)
 
 

@@ -1,0 +1,51 @@
+"""A simulated trajectory (``gtdyn.simulate``'s ``Trajectory``): joint positions and the energy's drift in time."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+
+from gtdyn.plot.figure import tight_layout
+
+POSITION_UNITS = {"revolute": "rad", "prismatic": "m"}
+LEGEND_ROWS = 14  # joints per legend column
+LINE_STYLES = ("-", "--", ":", "-.")  # one per ten joints: matplotlib's ten colours repeat after that
+
+
+def draw_trajectory(trajectory, path: str | None = None, title: str | None = None):
+    """Two panels over time: q(t) of every joint (legend: joint names with their units) and the total energy's
+    change E(t) − E(0) in J. Saved to ``path`` (its extension picks the format) if given; returns the Figure."""
+    from matplotlib.figure import Figure  # not pyplot: no global figure registry, no display needed
+
+    robot, t = trajectory.robot, trajectory.t
+    units = [POSITION_UNITS.get(j.type, "") for j in robot.joints]
+    columns = max(1, math.ceil(len(units) / LEGEND_ROWS))
+    fig = Figure(figsize=(8.0 + 1.6 * columns, 6.4))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for i, (name, unit) in enumerate(zip(robot.joint_names, units)):
+        top.plot(t, trajectory.q[:, i], lw=1.2, color=f"C{i % 10}", ls=LINE_STYLES[i // 10 % len(LINE_STYLES)],
+                 label=f"{name} [{unit}]" if unit else name)
+    kinds = sorted(set(units) - {""})
+    top.set_ylabel(f"q [{' or '.join(kinds)}]" if kinds else "q")
+    top.set_title("joint positions", fontsize=9)
+    top.legend(fontsize=7, ncol=columns, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    energy = trajectory.energy
+    change = energy - energy[0]
+    bottom.plot(t, change, color="k", lw=1.2)
+    bottom.axhline(0.0, color="grey", lw=0.8, ls=":")
+    bottom.set_ylabel("E(t) − E(0) [J]")
+    bottom.set_xlabel("t [s]")
+    bottom.set_title(f"total energy (E(0) = {energy[0]:.6g} J): max |E − E(0)| = {np.max(np.abs(change)):.3g} J",
+                     fontsize=9, pad=14)
+    bottom.ticklabel_format(axis="y", style="sci", scilimits=(-3, 4), useOffset=False)
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.3)
+        ax.set_xlim(t[0], t[-1])
+    if title:
+        fig.suptitle(textwrap.fill(title, 110), fontsize=10)
+    tight_layout(fig)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
