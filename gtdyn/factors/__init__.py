@@ -7,6 +7,7 @@ wrenches as 6-vectors; link poses as ``Pose3``. A key given as ``None`` stands f
 identity, twist and acceleration zero) and is not a variable.
 """
 
+from gtdyn.factors.integration import IntegrationFactor, integration_factors
 from gtdyn.factors.min_torque import MinTorqueFactor
 from gtdyn.factors.planar import PlanarFactor
 from gtdyn.factors.pose import PoseFactor
@@ -15,5 +16,5 @@ from gtdyn.factors.torque import TorqueFactor
 from gtdyn.factors.twist import TwistAccelFactor, TwistFactor
 from gtdyn.factors.wrench import WrenchFactor
 
-__all__ = ["MinTorqueFactor", "PlanarFactor", "PoseFactor", "TorqueFactor", "TwistAccelFactor", "TwistFactor", "WrenchFactor",
-           "joint_prior", "pose_prior", "vector_prior"]
+__all__ = ["IntegrationFactor", "MinTorqueFactor", "PlanarFactor", "PoseFactor", "TorqueFactor", "TwistAccelFactor",
+           "TwistFactor", "WrenchFactor", "integration_factors", "joint_prior", "pose_prior", "vector_prior"]
