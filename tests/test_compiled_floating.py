@@ -108,3 +108,19 @@ def test_base_inputs_are_checked_as_the_reference_path_checks_them(solo):
     floating_loop = dataclasses.replace(gtdyn.load_robot("four_bar"), floating_base=True)  # what the guard reads
     with pytest.raises(gtdyn.ArgumentError, match="floating base and closed loops"):
         gtdyn.compile(floating_loop, "forward")
+
+
+def test_a_wrench_on_the_free_base_is_an_input(solo):
+    """``base_wrench`` (forward dynamics): what the environment applies to the free base, as the reference path's
+    external wrench on the root link; inverse dynamics refuses it (it solves for the base wrench)."""
+    robot, _ = solo
+    forward = gtdyn.compile(robot, "forward", ordering="aba")
+    rng = np.random.default_rng(24)
+    T, twist, wrench = random_base(rng)
+    q, v, tau = rng.uniform(-1, 1, (3, robot.num_dofs))
+    got = np.concatenate(forward(q, v, tau, base_pose=T, base_twist=twist, base_wrench=wrench))
+    r = gtdyn.forward_dynamics(robot, q, v, tau, base_pose=T, base_twist=twist,
+                               external_wrenches={robot.base.name: wrench})
+    assert rel_err(got, np.concatenate([r.base_accel, r.qdd])) < TOL and forward.fallbacks == 0
+    with pytest.raises(gtdyn.ArgumentError, match="base_wrench: inverse dynamics solves for the base wrench"):
+        gtdyn.compile(robot, "inverse", ordering="rnea")(q, v, tau, base_wrench=wrench)

@@ -46,7 +46,7 @@ class Layout:
     outputs: int
     rows: int
     unknowns: int
-    base_inputs: int = 0  # a floating base's pose (16), twist (6) and, if given, acceleration (6)
+    base_inputs: int = 0  # a floating base's pose (16), twist (6) and given acceleration or wrench (6)
     start: dict[str, int] = field(default_factory=dict)
     size: int = 0
 
@@ -128,10 +128,10 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
                                   for k, i in enumerate(base_inputs.ROTATION)], dtype=object).reshape(3, 3)
         base_twist = np.array([factor.load(first + base_inputs.TWIST + k, samples["twist"][k], f"V0_{k}")
                                for k in range(6)], dtype=object)
-        if problem.base_accel is not None:
-            traced_problem = dataclasses.replace(traced_problem, base_accel=np.array(
-                [factor.load(first + base_inputs.ACCEL + k, samples["accel"][k], f"A0_given_{k}") for k in range(6)],
-                dtype=object))
+        given = np.array([factor.load(first + base_inputs.GIVEN + k, samples["given"][k], f"base_given_{k}")
+                          for k in range(6)], dtype=object)  # the acceleration (inverse) or the wrench (forward, hybrid)
+        traced_problem = dataclasses.replace(traced_problem, **{"base_accel" if problem.kind == "inverse" else
+                                                                "base_wrench": given})
     factor.comment("forward kinematics: poses and twists, root → leaves")
     kin, closure = traced_kinematics(robot, q, v, base_rotation, base_twist)
     factor.comment("the rows of eq. 5–7 at this state")
@@ -143,7 +143,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
         for c in range(keys.dim(key)):
             column[key, c] = len(column)
     outputs = _outputs(robot, problem, column)
-    layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot, problem.kind))
+    layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot))
     slots = _Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)

@@ -127,14 +127,16 @@ class CompiledSolver:
     """``solver(q, v, x)``: x is q̈ (inverse), τ (forward) or, for hybrid, a full-length vector with q̈ at
     ``qdd_joints`` and τ elsewhere. Returns τ, q̈, or ``(qdd, tau)``, in ``robot.joint_names`` order.
 
-    A floating base: ``solver(q, v, x, base_pose=None, base_twist=None, base_accel=None)`` as the reference
-    path takes them (``base_accel`` in inverse dynamics only), and the answer starts with the base's part —
+    A floating base: ``solver(q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None)`` as
+    the reference path takes them — ``base_accel`` in inverse dynamics; ``base_wrench`` ([m; f], root link
+    frame: what the environment applies to the free base, as ``external_wrenches`` on it) in forward and hybrid
+    dynamics — and the answer starts with the base's part —
     ``(base_wrench, tau)``, ``(base_accel, qdd)`` or ``(base_accel, qdd, tau)``. With contacts the answer
     ends with their forces, concatenated in contact order (3 per point contact, 6 per surface contact, in the
     contact frames). One output alone is returned bare, as on a fixed base.
 
-    ``solver.batch(Q, V, X, threads=1, base_pose=None, base_twist=None, base_accel=None)``: N states at once
-    (arrays of shape (N, n); base poses (N, 4, 4), twists and accelerations (N, 6)); returns arrays with the
+    ``solver.batch(Q, V, X, threads=1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None)``: N
+    states at once (arrays of shape (N, n); base poses (N, 4, 4), the others (N, 6)); returns arrays with the
     same leading axis. Calls from several threads are safe: calls from a thread other than the one that
     compiled the solver use a fresh workspace each; ``batch`` runs its threads on separate workspaces.
     """
@@ -143,7 +145,7 @@ class CompiledSolver:
                  checks: bool = True, contacts=()):
         self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, gravity
         self.contacts = tuple(contacts)
-        self._base_inputs = base_inputs.input_count(robot, problem)
+        self._base_inputs = base_inputs.input_count(robot)
         # the answer's parts and their lengths: the base's, the joints' (one or two), the contacts'
         n = robot.num_dofs
         parts = ([6] if robot.floating_base else []) + [n] * (2 if problem == "hybrid" else 1) + \
@@ -174,7 +176,7 @@ class CompiledSolver:
 
     # -- calling ---------------------------------------------------------------------------------------------
 
-    def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None):
+    def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None):
         # The workspace belongs to the thread that compiled the solver; calls from other threads take a fresh
         # one, so no two calls ever share it.
         if get_ident() == self._owner:
@@ -192,8 +194,9 @@ class CompiledSolver:
         except (TypeError, ValueError):
             self._shape_error(q, v, x, (n,))
             raise
-        if self._base_inputs or base_pose is not None or base_twist is not None or base_accel is not None:
-            write_base(self.robot, self.problem, ws, 3 * n, base_pose, base_twist, base_accel)
+        if self._base_inputs or base_pose is not None or base_twist is not None or base_accel is not None \
+                or base_wrench is not None:
+            write_base(self.robot, self.problem, ws, 3 * n, base_pose, base_twist, base_accel, base_wrench)
         if self._passive.size and np.any(ws[2 * n + self._passive] != 0.0):
             self._passive_error(ws[2 * n:3 * n])
         self._main(pointer)
@@ -210,7 +213,7 @@ class CompiledSolver:
             return out
         return tuple([out[..., a:b] for a, b in self._parts])
 
-    def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None):
+    def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None):
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
         n = self._n
         Q, V, X = (np.asarray(a, dtype=float) for a in (Q, V, X))
@@ -219,7 +222,7 @@ class CompiledSolver:
         if self._passive.size and np.any(X[:, self._passive] != 0.0):
             self._passive_error(X)
         count = Q.shape[0]
-        base = base_states(self.robot, self.problem, count, base_pose, base_twist, base_accel)
+        base = base_states(self.robot, self.problem, count, base_pose, base_twist, base_accel, base_wrench)
         inputs = np.ascontiguousarray(np.hstack([Q, V, X, base]))
         n_out = self._outputs + 3  # the outputs, then status, κ and backward error
         results = np.empty((count, n_out))
@@ -302,9 +305,12 @@ class CompiledSolver:
         state = {}
         if self.robot.floating_base:
             state = {"base_pose": np.reshape(base[:base_inputs.TWIST], (4, 4)),
-                     "base_twist": base[base_inputs.TWIST:base_inputs.ACCEL]}
+                     "base_twist": base[base_inputs.TWIST:base_inputs.GIVEN]}
+            given = np.asarray(base[base_inputs.GIVEN:base_inputs.COUNT])
             if self.problem == "inverse":
-                state["base_accel"] = base[base_inputs.ACCEL:base_inputs.ACCEL + 6]
+                state["base_accel"] = given
+            elif np.any(given != 0.0):  # a wrench on the free base: an external wrench on its link
+                state["external_wrenches"] = {self.robot.base.name: given}
         contacts = [c.contact for c in self.contacts] or None
         common = dict(gravity=self.gravity, ordering=self.order, contacts=contacts, **state)
         if self.problem == "inverse":
@@ -334,17 +340,15 @@ class CompiledSolver:
             if self.robot.floating_base:
                 T = np.eye(4)
                 T[:3, :3] = samples["R"][:, k].reshape(3, 3)
-                base = {"base_pose": T, "base_twist": samples["twist"][:, k]}
-                if self.problem == "inverse":
-                    base["base_accel"] = samples["accel"][:, k]
+                base = {"base_pose": T, "base_twist": samples["twist"][:, k],
+                        base_inputs.given_name(self.problem): samples["given"][:, k]}
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     got = self(q, v, x, **base)
                     if self.fallbacks:  # the reference path answered: nothing of ours to check
                         continue
-                    want = self._reference(q, v, x, base_state(self.robot, self.problem, base.get("base_pose"), base.get("base_twist"),
-                                                                     base.get("base_accel")))
+                    want = self._reference(q, v, x, base_state(self.robot, self.problem, **base))
             except GTDYN_ERRORS:  # a singular robot raises at call time, as the reference path does
                 continue
             finally:

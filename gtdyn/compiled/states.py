@@ -86,6 +86,6 @@ def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLE
         else:
             x[:, k] = [qdd[j, k] if name in qdd_joints else tau[j] for j, name in enumerate(robot.joint_names)]
     out = {"q": q, "v": v, "x": x}
-    if robot.floating_base:
-        out.update(R=R, twist=twist, accel=accel)
+    if robot.floating_base:  # "given": the base quantity a problem gives (acceleration, or wrench), any numbers
+        out.update(R=R, twist=twist, accel=accel, given=accel)
     return out
