@@ -467,7 +467,7 @@ def test_simulate_refuses_an_unknown_method_and_an_unwritable_out(capsys, tmp_pa
     (["simulate", "rr", "--q0", "1,2,3"], "--q0: expected 2 values (joints j1, j2), got 3"),
     (["simulate", "rr", "--tau", "1,x"], "--tau: expected comma-separated numbers"),
     (["simulate", "rr", "--gravity", "0", "0", "inf"], "--gravity: expected three finite numbers"),
-    (["simulate", "rr", "--base", "floating"], "simulate covers fixed bases so far; 'rr' has a floating base"),
+    (["simulate", "rr", "--base", "floating"], "do not determine A0 (link base_link)"),  # a massless floating base
     (["simulate", "rr", "--dt", "0.5", "--steps", "10", "--method", "rk4", "--v0", "1e200,1e200"],
      "overflow double precision at this state"),
 ])

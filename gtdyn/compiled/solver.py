@@ -84,7 +84,8 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     cached = record is not None
     if record is None:
         samples = sample_states(robot, problem, qdd_joints)
-        record = _build(robot, template, order, gravity, samples, name)
+        with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
+            record = _build(robot, template, order, gravity, samples, name)
     solver = CompiledSolver(robot, problem, qdd_joints, gravity, order, record, name, checks, placed)
     if not cached:
         solver._self_check(samples)

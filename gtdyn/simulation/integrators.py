@@ -1,5 +1,7 @@
-"""One step of the classical integrators, for q̈ = a(t, q, q̇) given by forward dynamics. Each returns
-(q_{k+1}, q̇_{k+1}, q̈_k)."""
+"""One step of the classical integrators of ẋ = r(x, y), ẏ = a(t, x, y): positions x and velocities y, with
+a from forward dynamics and r the rate of the positions — y itself for joints; for a floating base in local
+coordinates ξ around its pose at the step's start (pose = pose_k · Exp(ξ)), ξ̇ = dexp⁻¹ of its twist, which
+keeps Runge–Kutta's order on SE(3) (Munthe-Kaas). Each returns (x_{k+1}, y_{k+1}, a_k)."""
 
 from __future__ import annotations
 
@@ -10,48 +12,54 @@ import numpy as np
 from gtdyn.errors import ArgumentError
 
 Accel = Callable[[float, np.ndarray, np.ndarray], np.ndarray]
-TRAPEZOIDAL_TOLERANCE = 1e-13  # relative change of q̇_{k+1} between fixed-point iterations
+Rate = Callable[[np.ndarray, np.ndarray], np.ndarray] | None  # None: ẋ = y
+TRAPEZOIDAL_TOLERANCE = 1e-13  # relative change of y_{k+1} between fixed-point iterations
 TRAPEZOIDAL_ITERATIONS = 100
 
 
-def euler(accel: Accel, t: float, q, v, dt: float):
-    """Explicit Euler: q_{k+1} = q_k + Δt q̇_k, q̇_{k+1} = q̇_k + Δt q̈_k (first order)."""
-    a = accel(t, q, v)
-    return q + dt * v, v + dt * a, a
+def _rate(rate: Rate, x, y):
+    return y if rate is None else rate(x, y)
 
 
-def semi_implicit_euler(accel: Accel, t: float, q, v, dt: float):
-    """Semi-implicit (symplectic) Euler: q̇_{k+1} = q̇_k + Δt q̈_k, then q_{k+1} = q_k + Δt q̇_{k+1} (first order)."""
-    a = accel(t, q, v)
-    v_next = v + dt * a
-    return q + dt * v_next, v_next, a
+def euler(accel: Accel, t: float, x, y, dt: float, rate: Rate = None):
+    """Explicit Euler: x_{k+1} = x_k + Δt r(x_k, y_k), y_{k+1} = y_k + Δt a_k (first order)."""
+    a = accel(t, x, y)
+    return x + dt * _rate(rate, x, y), y + dt * a, a
 
 
-def rk4(accel: Accel, t: float, q, v, dt: float):
-    """The classical fourth-order Runge–Kutta method on (q, q̇)."""
-    a1 = accel(t, q, v)
-    q2, v2 = q + dt / 2 * v, v + dt / 2 * a1
-    a2 = accel(t + dt / 2, q2, v2)
-    q3, v3 = q + dt / 2 * v2, v + dt / 2 * a2
-    a3 = accel(t + dt / 2, q3, v3)
-    q4, v4 = q + dt * v3, v + dt * a3
-    a4 = accel(t + dt, q4, v4)
-    return (q + dt / 6 * (v + 2 * v2 + 2 * v3 + v4), v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4), a1)
+def semi_implicit_euler(accel: Accel, t: float, x, y, dt: float, rate: Rate = None):
+    """Semi-implicit (symplectic) Euler: y_{k+1} = y_k + Δt a_k, then x_{k+1} = x_k + Δt r(x_k, y_{k+1})
+    (first order)."""
+    a = accel(t, x, y)
+    y_next = y + dt * a
+    return x + dt * _rate(rate, x, y_next), y_next, a
 
 
-def trapezoidal(accel: Accel, t: float, q, v, dt: float):
-    """The trapezoidal rule (implicit, second order): q_{k+1} = q_k + Δt/2 (q̇_k + q̇_{k+1}),
-    q̇_{k+1} = q̇_k + Δt/2 (q̈_k + q̈_{k+1}), solved by fixed-point iteration from the semi-implicit Euler step."""
-    a = accel(t, q, v)
-    v_next = v + dt * a
-    q_next = q + dt / 2 * (v + v_next)
+def rk4(accel: Accel, t: float, x, y, dt: float, rate: Rate = None):
+    """The classical fourth-order Runge–Kutta method on (x, y)."""
+    a1, r1 = accel(t, x, y), _rate(rate, x, y)
+    x2, y2 = x + dt / 2 * r1, y + dt / 2 * a1
+    a2, r2 = accel(t + dt / 2, x2, y2), _rate(rate, x2, y2)
+    x3, y3 = x + dt / 2 * r2, y + dt / 2 * a2
+    a3, r3 = accel(t + dt / 2, x3, y3), _rate(rate, x3, y3)
+    x4, y4 = x + dt * r3, y + dt * a3
+    a4, r4 = accel(t + dt, x4, y4), _rate(rate, x4, y4)
+    return x + dt / 6 * (r1 + 2 * r2 + 2 * r3 + r4), y + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4), a1
+
+
+def trapezoidal(accel: Accel, t: float, x, y, dt: float, rate: Rate = None):
+    """The trapezoidal rule (implicit, second order): x_{k+1} = x_k + Δt/2 (r_k + r_{k+1}),
+    y_{k+1} = y_k + Δt/2 (a_k + a_{k+1}), solved by fixed-point iteration from the semi-implicit Euler step."""
+    a, r = accel(t, x, y), _rate(rate, x, y)
+    y_next = y + dt * a
+    x_next = x + dt / 2 * (r + _rate(rate, x, y_next))
     for _ in range(TRAPEZOIDAL_ITERATIONS):
-        v_new = v + dt / 2 * (a + accel(t + dt, q_next, v_next))
-        q_next = q + dt / 2 * (v + v_new)
-        change = np.max(np.abs(v_new - v_next), initial=0.0)
-        v_next = v_new
-        if change <= TRAPEZOIDAL_TOLERANCE * (1.0 + np.max(np.abs(v_next), initial=0.0)):
-            return q_next, v_next, a
+        y_new = y + dt / 2 * (a + accel(t + dt, x_next, y_next))
+        x_next = x + dt / 2 * (r + _rate(rate, x_next, y_new))
+        change = np.max(np.abs(y_new - y_next), initial=0.0)
+        y_next = y_new
+        if change <= TRAPEZOIDAL_TOLERANCE * (1.0 + np.max(np.abs(y_next), initial=0.0)):
+            return x_next, y_next, a
     raise ArgumentError(f"dt: the trapezoidal rule's iteration did not converge at t = {t:g} s; take a smaller step")
 
 

@@ -7,9 +7,10 @@ import time
 import warnings
 from collections.abc import Callable
 
+import gtsam
 import numpy as np
 
-from gtdyn.arguments import finite_vector, joint_vector
+from gtdyn.arguments import finite_vector, joint_vector, pose_argument
 from gtdyn.compiled import compile as compile_solver
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import GTDYN_ERRORS, ArgumentError, IllConditionedWarning
@@ -17,16 +18,19 @@ from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.kinematics.loop_closure import independent_joints, project
 from gtdyn.kinematics.loops import check_closed
 from gtdyn.model.robot import Robot
+from gtdyn.simulation.floating import simulate_floating
 from gtdyn.simulation.integrators import STEPS
 from gtdyn.simulation.trajectory import Trajectory
 from gtdyn.simulation.variational import VariationalIntegrator
+from gtdyn.spatial import Ad
 
 METHODS = ("semi_implicit_euler", "euler", "rk4", "trapezoidal", "variational")
 PROGRESS_AFTER_S = 2.0  # a run longer than this reports its progress on stderr, once a second
 
 
 def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
-             gravity=GRAVITY, checks: bool = True, progress: bool | None = None) -> Trajectory:
+             base_pose=None, base_twist=None, gravity=GRAVITY, checks: bool = True,
+             progress: bool | None = None) -> Trajectory:
     """Integrate forward dynamics from (q0, v0) for ``steps`` steps of ``dt`` seconds.
 
     ``tau``: None (no torque), a vector (constant), an array of shape (steps, n) (held over each step) or a
@@ -37,13 +41,13 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     takes more than two seconds, True always, False never.
 
     Closed loops are integrated in their independent joints, every evaluation closing the loops around them
-    (``Trajectory.closure`` reports the mismatch); the torques of passive joints are zero. Floating bases (whose
-    pose lives on SE(3)) are not simulated yet: ArgumentError.
+    (``Trajectory.closure`` reports the mismatch); the torques of passive joints are zero. A floating base
+    starts at ``base_pose`` (identity if None) with ``base_twist`` (zero if None) and moves freely; its pose is
+    integrated on SE(3) (``gtdyn.simulation.floating``) and ``Trajectory.base_pose``, ``base_twist`` and
+    ``base_accel`` record it.
     """
     if not isinstance(robot, Robot):
         raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
-    if robot.floating_base:
-        raise ArgumentError(f"robot: simulate covers fixed bases so far; '{robot.name}' has a floating base")
     if method not in METHODS:
         raise ArgumentError(f"method: '{method}' is not one of {', '.join(METHODS)}")
     dt = float(finite_vector("dt", [dt], 1)[0])
@@ -56,6 +60,15 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     gravity = finite_vector("gravity", gravity, 3)
     torque = _torque_source(robot, tau, steps)
     forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks)
+    base_pose, base_twist = _base_state(robot, base_pose, base_twist)
+    if robot.floating_base:
+        if robot.loop_joints:
+            raise ArgumentError(f"robot: simulate covers closed loops on a fixed base; '{robot.name}' floats")
+        if method != "variational":
+            return simulate_floating(robot, q, v, base_pose, base_twist, torque, dt, steps, method, gravity, forward,
+                                     _Progress(steps, progress), _step)
+        return _simulate_variational(robot, q, v, torque, dt, steps, gravity, forward, _Progress(steps, progress),
+                                     base_pose, base_twist)
 
     if robot.loop_joints:
         if method == "variational":
@@ -66,32 +79,65 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     t = dt * np.arange(steps + 1)
     report = _Progress(steps, progress)
     if method == "variational":
-        rest = compile_solver(robot.with_actuated(robot.joint_names), "forward", ordering="aba", gravity=np.zeros(3))
-        zeros = np.zeros(n)
-        integrator = VariationalIntegrator(robot, gravity, lambda q_, p: rest(q_, zeros, p))
-        state = integrator.start(q, v, torque(0, 0.0, q, v), dt)
-        for k in range(steps):
-            Q[k], V[k], TAU[k] = state["q"], state["v"], state["tau"]
+        return _simulate_variational(robot, q, v, torque, dt, steps, gravity, forward, report)
+    step = STEPS[method]
+    held = [np.zeros(n)]  # the torque of the current step, for integrators that evaluate q̈ inside a step
+    accel = (lambda t_, q_, v_: forward(q_, v_, torque(k, t_, q_, v_))) if callable(tau) else \
+        (lambda t_, q_, v_: forward(q_, v_, held[0]))
+    for k in range(steps):
+        Q[k], V[k] = q, v
+        TAU[k] = held[0] = torque(k, t[k], q, v)
+        q, v, A[k] = _step(step, accel, t[k], q, v, dt, method)
+        report(k + 1)
+    Q[steps], V[steps] = q, v
+    TAU[steps] = held[0] = torque(steps, t[steps], q, v)
+    A[steps] = _step(_acceleration_only, accel, t[steps], q, v, dt, method)[2]
+    report.done()
+    return Trajectory(robot, method, t, Q, V, A, TAU, gravity)
+
+
+def _simulate_variational(robot: Robot, q, v, torque, dt: float, steps: int, gravity, forward, report,
+                          base_pose=None, base_twist=None) -> Trajectory:
+    """Paper 004's integrator (``variational``). M⁻¹ comes from a compiled forward solver at rest without gravity,
+    every joint actuated; on a floating base it takes the base's impulse as a wrench on the free base (moved
+    from its CoM frame to its link frame and back)."""
+    n = robot.num_dofs
+    rest = compile_solver(robot.with_actuated(robot.joint_names), "forward", ordering="aba", gravity=np.zeros(3))
+    zeros, lTcom = np.zeros(n), robot.base.lTcom
+    com_T_l = Ad(lTcom.inverse())
+    if robot.floating_base:
+        def mass_inverse(q_, p):
+            accel, qdd = rest(q_, zeros, p[6:], base_wrench=com_T_l.T @ p[:6])
+            return np.concatenate([com_T_l @ accel, qdd])
+    else:
+        def mass_inverse(q_, p):
+            return rest(q_, zeros, p)
+    integrator = VariationalIntegrator(robot, gravity, mass_inverse)
+    T0 = V0 = None
+    if robot.floating_base:
+        T0, V0 = base_pose.compose(lTcom), com_T_l @ base_twist
+    state = integrator.start(q, v, torque(0, 0.0, q, v), dt, T0, V0)
+    Q, V, A, TAU = (np.empty((steps + 1, n)) for _ in range(4))
+    poses, twists, accels = np.empty((steps + 1, 4, 4)), np.empty((steps + 1, 6)), np.empty((steps + 1, 6))
+    t = dt * np.arange(steps + 1)
+    for k in range(steps + 1):
+        joints_v = state["v"][6:] if robot.floating_base else state["v"]
+        Q[k], V[k], TAU[k] = state["q"], joints_v, state["tau"]
+        if robot.floating_base:
+            poses[k] = state["T0"].compose(lTcom.inverse()).matrix()
+            twists[k] = Ad(lTcom) @ state["v"][:6]
+            accels[k], A[k] = forward(Q[k], V[k], TAU[k], base_pose=poses[k], base_twist=twists[k])
+        else:
+            A[k] = forward(Q[k], V[k], TAU[k])
+        if k < steps:
             state["t"] = t[k]
             state, _ = integrator.step(state, lambda q_, v_, k=k: torque(k + 1, t[k + 1], q_, v_))
             report(k + 1)
-        Q[steps], V[steps], TAU[steps] = state["q"], state["v"], state["tau"]
-        A[:] = [forward(Q[k], V[k], TAU[k]) for k in range(steps + 1)]
-    else:
-        step = STEPS[method]
-        held = [np.zeros(n)]  # the torque of the current step, for integrators that evaluate q̈ inside a step
-        accel = (lambda t_, q_, v_: forward(q_, v_, torque(k, t_, q_, v_))) if callable(tau) else \
-            (lambda t_, q_, v_: forward(q_, v_, held[0]))
-        for k in range(steps):
-            Q[k], V[k] = q, v
-            TAU[k] = held[0] = torque(k, t[k], q, v)
-            q, v, A[k] = _step(step, accel, t[k], q, v, dt, method)
-            report(k + 1)
-        Q[steps], V[steps] = q, v
-        TAU[steps] = held[0] = torque(steps, t[steps], q, v)
-        A[steps] = _step(_acceleration_only, accel, t[steps], q, v, dt, method)[2]
     report.done()
-    return Trajectory(robot, method, t, Q, V, A, TAU, gravity)
+    if not robot.floating_base:
+        return Trajectory(robot, "variational", t, Q, V, A, TAU, gravity)
+    return Trajectory(robot, "variational", t, Q, V, A, TAU, gravity, base_pose=poses, base_twist=twists,
+                      base_accel=accels)
 
 
 def _simulate_loops(robot: Robot, q, v, torque, dt: float, steps: int, method: str, gravity, forward, report
@@ -150,19 +196,30 @@ def _jumped(q_before, v_before, a_before, q_now, dt: float) -> bool:
     return miss > 100 * dt * dt * (1.0 + np.max(np.abs(a_before))) + 1e-6
 
 
-def _acceleration_only(accel, t: float, q, v, dt: float):
+def _acceleration_only(accel, t: float, q, v, dt: float, rate=None):
     """q̈ at the last sample, through ``_step`` for its error note."""
     return q, v, accel(t, q, v)
 
 
-def _step(step, accel, t: float, q, v, dt: float, method: str):
+def _step(step, accel, t: float, q, v, dt: float, method: str, rate=None):
     """One integrator step; an error of the dynamics (a state that overflowed, say) says when it happened."""
     try:
-        return step(accel, t, q, v, dt)
+        return step(accel, t, q, v, dt, rate)
     except GTDYN_ERRORS as e:
-        e.add_note(f"gtdyn.simulate: at t = {t:g} s, {method} with dt = {dt:g} s (a diverging integration shows "
-                   "here first; try a smaller step)")
+        e.add_note(f"gtdyn.simulate: at t = {t:g} s, {method} with dt = {dt:g} s" + (
+            " (a diverging integration shows here first; try a smaller step)" if t > 0 else ""))
         raise
+
+
+def _base_state(robot: Robot, base_pose, base_twist):
+    """A floating base's start (Pose3, twist); ArgumentError for base arguments on a fixed base."""
+    if not robot.floating_base:
+        given = [name for name, value in (("base_pose", base_pose), ("base_twist", base_twist)) if value is not None]
+        if given:
+            raise ArgumentError(f"{', '.join(given)}: robot '{robot.name}' has a fixed base")
+        return None, None
+    return (gtsam.Pose3() if base_pose is None else pose_argument("base_pose", base_pose),
+            np.zeros(6) if base_twist is None else finite_vector("base_twist", base_twist, 6))
 
 
 def _torque_source(robot: Robot, tau, steps: int) -> Callable[[int, float, np.ndarray, np.ndarray], np.ndarray]:

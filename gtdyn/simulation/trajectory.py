@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import gtsam
 import numpy as np
 
 from gtdyn.kinematics.forward import forward_kinematics
@@ -28,10 +29,16 @@ class Trajectory:
     tau: np.ndarray
     gravity: np.ndarray
     closure: np.ndarray | None = None  # closed loops: the largest pose or twist mismatch around a loop, per sample
+    base_pose: np.ndarray | None = None  # floating base: (steps + 1, 4, 4), world ← root link
+    base_twist: np.ndarray | None = None  # floating base: (steps + 1, 6), [ω; v] in the root link frame
+    base_accel: np.ndarray | None = None  # floating base: (steps + 1, 6), its time derivative
 
     @cached_property
     def _energies(self) -> np.ndarray:  # computed on first use: a forward-kinematics pass per sample
-        return np.array([energies(self.robot, q, v, self.gravity) for q, v in zip(self.q, self.v)]).reshape(-1, 2)
+        if self.base_pose is None:
+            return np.array([energies(self.robot, q, v, self.gravity) for q, v in zip(self.q, self.v)]).reshape(-1, 2)
+        return np.array([energies(self.robot, q, v, self.gravity, gtsam.Pose3(T), twist)
+                         for q, v, T, twist in zip(self.q, self.v, self.base_pose, self.base_twist)]).reshape(-1, 2)
 
     @property
     def kinetic(self) -> np.ndarray:
@@ -54,10 +61,11 @@ class Trajectory:
                 f"energy drift up to {drift:.3g} J)")
 
 
-def energies(robot: Robot, q: np.ndarray, v: np.ndarray, gravity) -> tuple[float, float]:
-    """Kinetic energy Σ ½ Vᵢᵀ Gᵢ Vᵢ (each link's twist and spatial inertia in its CoM frame) and potential energy
-    −Σ mᵢ g · pᵢ (pᵢ the CoM in the world) at one state."""
-    kin = forward_kinematics(robot, q, v)
-    kinetic = sum(0.5 * kin.V[link.index] @ link.G @ kin.V[link.index] for link in robot.links)
-    potential = -sum(link.mass * np.dot(gravity, kin.wT[link.index].translation()) for link in robot.links)
+def energies(robot: Robot, q: np.ndarray, v: np.ndarray, gravity, base_pose=None, base_twist=None) -> tuple[float, float]:
+    """Kinetic energy Σ ½ Vᵢᵀ Gᵢ Vᵢ (each body's twist and spatial inertia in its CoM frame) and potential energy
+    −Σ mᵢ g · pᵢ (pᵢ the CoM in the world) at one state; a floating base is one of the bodies."""
+    kin = forward_kinematics(robot, q, v, base_pose, base_twist)
+    bodies = (robot.base, *robot.links) if robot.floating_base else robot.links
+    kinetic = sum(0.5 * kin.V[link.index] @ link.G @ kin.V[link.index] for link in bodies)
+    potential = -sum(link.mass * np.dot(gravity, kin.wT[link.index].translation()) for link in bodies)
     return float(kinetic), float(potential)

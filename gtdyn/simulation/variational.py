@@ -30,7 +30,8 @@ from gtdyn.spatial import Ad, ad
 
 # B_j / j! of dlog_V = Σ B_j / j! [ad_V]^j (eq. 12–13), j = 0 … 10: enough for |Δt V| < 1 to double precision
 _BERNOULLI_OVER_FACTORIAL = (1.0, -0.5, 1 / 12, 0.0, -1 / 720, 0.0, 1 / 30240, 0.0, -1 / 1209600, 0.0, 1 / 47900160)
-TOLERANCE = 1e-11  # |e| relative to the momentum scale at which a step has converged (round-off: ~1e-13)
+TOLERANCE = 1e-14  # |e| relative to the momentum scale at which a step has converged (round-off: ~1e-13,
+# where the update stops moving q and STEP_TOLERANCE ends the iteration)
 STEP_TOLERANCE = 1e-15  # or the update has stopped moving q, relative to |q|
 MAX_ITERATIONS = 50
 
@@ -48,45 +49,57 @@ def dlog(V: np.ndarray) -> np.ndarray:
 
 class VariationalIntegrator:
     """One robot's DEL steps. ``mass_inverse(q, p)`` returns M(q)⁻¹ p (a compiled forward solver at rest, without
-    gravity); ``gravity`` in the world frame."""
+    gravity); on a floating base p and the answer start with the base's 6 (its CoM frame), and the base's
+    displacement over the step, ξ₀ = log ΔT₀, is an unknown with the joints: its residual is the whole impulse
+    left on the base (no joint from the world takes any). ``gravity`` in the world frame."""
 
     def __init__(self, robot: Robot, gravity, mass_inverse):
-        if robot.loop_joints or robot.floating_base:
-            raise ArgumentError(f"method: the variational integrator covers fixed-base trees; '{robot.name}' has "
-                                f"{'closed loops' if robot.loop_joints else 'a floating base'}")
+        if robot.loop_joints:
+            raise ArgumentError(f"method: the variational integrator covers trees; '{robot.name}' has closed loops")
         self.robot, self.gravity, self.mass_inverse = robot, np.asarray(gravity, float), mass_inverse
+        self.floating = robot.floating_base
+        self.bodies = (robot.base, *robot.links) if self.floating else robot.links
         self.iterations: list[int] = []
 
     # -- the passes -----------------------------------------------------------------------------------------
 
-    def _poses(self, q):
-        """Joint transforms pTc(q) and each link's pose in the world, root → leaves."""
+    def _poses(self, q, T0):
+        """Joint transforms pTc(q) and each body's pose in the world, root → leaves (the base's: T0)."""
         pTc = {j.index: j.parent_T_child(q[j.index - 1]) for j in self.robot.joints}
         wT = [gtsam.Pose3()] * (len(self.robot.links) + 1)
+        wT[0] = T0
         for joint in self.robot.tree_joints:
             wT[joint.index] = wT[self.robot.link(joint.parent).index].compose(pTc[joint.index])
         return pTc, wT
 
     def _weights(self, wT, scale: float) -> dict[int, np.ndarray]:
-        return {link.index: scale * gravity_wrench(link.mass, wT[link.index], self.gravity) for link in self.robot.links}
+        return {link.index: scale * gravity_wrench(link.mass, wT[link.index], self.gravity) for link in self.bodies}
 
     def _backward(self, wrench_of: dict[int, np.ndarray], pTc) -> np.ndarray:
-        """Σ over each joint's subtree of the bodies' wrenches (moved across the joints), projected on Sⱼ."""
+        """Σ over each joint's subtree of the bodies' wrenches (moved across the joints), projected on Sⱼ; on a
+        floating base preceded by the whole sum on the base."""
         total = dict(wrench_of)
         out = np.zeros(self.robot.num_dofs)
         for joint in reversed(self.robot.tree_joints):
             j, p = joint.index, self.robot.link(joint.parent).index
             out[j - 1] = joint.screw_axis @ total[j]
-            if p:
+            if p or self.floating:
                 total[p] = total[p] + Ad(pTc[j].inverse()).T @ total[j]
-        return out
+        return np.concatenate([total[0], out]) if self.floating else out
 
-    def residual(self, q_next, state) -> tuple[np.ndarray, dict, dict]:
-        """DRNEA: e(q_{k+1}), and per body its displacement ΔT and discrete momentum μ."""
+    def _split(self, u):
+        """(ξ₀ or None, q) of the unknowns."""
+        return (u[:6], u[6:]) if self.floating else (None, u)
+
+    def residual(self, u_next, state) -> tuple[np.ndarray, dict, dict]:
+        """DRNEA: e(u_{k+1}), and per body its displacement ΔT and discrete momentum μ."""
         dt, robot = state["dt"], self.robot
+        xi0, q_next = self._split(u_next)
         pTc_next = {j.index: j.parent_T_child(q_next[j.index - 1]) for j in robot.joints}
-        dT = {0: gtsam.Pose3()}
+        dT = {0: gtsam.Pose3() if xi0 is None else gtsam.Pose3.Expmap(xi0)}
         mu = {}
+        if self.floating:
+            mu[0] = dlog(xi0).T @ robot.base.G @ (xi0 / dt)
         for joint in robot.tree_joints:  # forward pass: displacements and average velocities
             j, p = joint.index, robot.link(joint.parent).index
             dT[j] = state["pTc"][j].inverse().compose(dT[p]).compose(pTc_next[j])
@@ -98,42 +111,53 @@ class VariationalIntegrator:
 
     # -- stepping ---------------------------------------------------------------------------------------------
 
-    def start(self, q0, v0, tau0, dt: float) -> dict:
-        """The state before the first step: body momenta G Vᵢ(t₀) from (q₀, q̇₀)."""
+    def start(self, q0, v0, tau0, dt: float, T0=None, V0=None) -> dict:
+        """The state before the first step: body momenta G Vᵢ(t₀) from (q₀, q̇₀) and, on a floating base, its CoM
+        frame's pose T0 and twist V0."""
         from gtdyn.kinematics.forward import forward_kinematics
 
-        kin = forward_kinematics(self.robot, q0, v0)
-        momentum = {link.index: link.G @ kin.V[link.index] for link in self.robot.links}
-        return self._state(np.array(q0, float), np.array(v0, float), momentum, np.zeros(self.robot.num_dofs), tau0, dt)
+        lTcom = self.robot.base.lTcom
+        kin = forward_kinematics(self.robot, q0, v0, None if T0 is None else T0.compose(lTcom.inverse()),
+                                 None if V0 is None else Ad(lTcom) @ V0)
+        momentum = {link.index: link.G @ kin.V[link.index] for link in self.bodies}
+        v_all = np.concatenate([V0, v0]) if self.floating else np.array(v0, float)
+        return self._state(np.array(q0, float), v_all, momentum, self._impulse(np.zeros(self.robot.num_dofs)), tau0,
+                           dt, T0=T0)
 
-    def _state(self, q, v, momentum, held, tau, dt, poses=None) -> dict:
-        pTc, wT = poses or self._poses(q)
-        return {"q": q, "v": v, "dt": dt, "pTc": pTc, "momentum": momentum, "weight": self._weights(wT, dt / 2),
-                "impulse": held + dt / 2 * np.asarray(tau, float), "tau": np.asarray(tau, float)}
+    def _impulse(self, joint_impulse):
+        return np.concatenate([np.zeros(6), joint_impulse]) if self.floating else joint_impulse
 
-    def step(self, state: dict, tau_next_of) -> tuple[dict, np.ndarray]:
-        """q_{k+1} by RIQN from the initial guess q_k + Δt q̇_k; returns the next state (with q̇_{k+1} from the
-        discrete Legendre transform) and the iteration count. ``tau_next_of(q, v)`` gives τ_{k+1}."""
+    def _state(self, q, v, momentum, held, tau, dt, poses=None, T0=None) -> dict:
+        pTc, wT = poses or self._poses(q, T0 or gtsam.Pose3())
+        return {"q": q, "v": v, "T0": wT[0], "dt": dt, "pTc": pTc, "momentum": momentum,
+                "weight": self._weights(wT, dt / 2), "impulse": held + self._impulse(dt / 2 * np.asarray(tau, float)),
+                "tau": np.asarray(tau, float)}
+
+    def step(self, state: dict, tau_next_of) -> tuple[dict, int]:
+        """u_{k+1} by RIQN from the initial guess u_k + Δt u̇_k; returns the next state (velocities from the
+        discrete Legendre transform) and the iteration count. ``tau_next_of(q, v)`` gives τ_{k+1} (joints)."""
         dt, q = state["dt"], state["q"]
-        q_next = q + dt * state["v"]
+        u_next = (np.concatenate([dt * state["v"][:6], q + dt * state["v"][6:]]) if self.floating
+                  else q + dt * state["v"])
         scale = max(1.0, float(np.max(np.abs(state["impulse"]), initial=0.0)),
                     max(float(np.max(np.abs(m))) for m in state["momentum"].values()))
         for iteration in range(1, MAX_ITERATIONS + 1):
-            e, dT, mu = self.residual(q_next, state)
+            e, dT, mu = self.residual(u_next, state)
             if np.max(np.abs(e)) <= TOLERANCE * scale:
                 break
             update = dt * self.mass_inverse(q, e)
-            q_next = q_next - update
-            if np.max(np.abs(update)) <= STEP_TOLERANCE * (1.0 + np.max(np.abs(q_next))):
+            u_next = u_next - update
+            if np.max(np.abs(update)) <= STEP_TOLERANCE * (1.0 + np.max(np.abs(u_next))):
                 break
         else:
             raise ArgumentError(f"dt: the variational integrator did not converge in {MAX_ITERATIONS} iterations at "
                                 f"t = {state.get('t', 0.0):g} s (residual {np.max(np.abs(e)):.3g}); take a smaller step")
         self.iterations.append(iteration)
-        poses = self._poses(q_next)
+        _, q_next = self._split(u_next)
+        poses = self._poses(q_next, state["T0"].compose(dT[0]))
         weight_next = self._weights(poses[1], dt / 2)
         momentum = {i: Ad(dT[i]).T @ mu[i] + weight_next[i] for i in mu}  # Π_{k+1}
-        p_next = self._backward(momentum, poses[0]) + dt / 2 * state["tau"]
+        p_next = self._backward(momentum, poses[0]) + self._impulse(dt / 2 * state["tau"])
         v_next = self.mass_inverse(q_next, p_next)
-        tau_next = tau_next_of(q_next, v_next)
-        return self._state(q_next, v_next, momentum, dt / 2 * state["tau"], tau_next, dt, poses), iteration
+        tau_next = tau_next_of(q_next, v_next[6:] if self.floating else v_next)
+        return self._state(q_next, v_next, momentum, self._impulse(dt / 2 * state["tau"]), tau_next, dt, poses), iteration
