@@ -58,6 +58,12 @@ assert len(puma_errors) == 4 and all(max(errors) < 1e-9 for errors in puma_error
 assert {"Pinocchio rnea", "Pinocchio aba"} < set(median_us) and all(us > 0 for us in median_us.values())
 assert isinstance(nan_error, gtdyn.ArgumentError) and puma_solvers["aba"].fallbacks == 1
 """,
+    "08_simulation_and_estimation.ipynb": """
+assert drift["euler"] > 1e3 * drift["variational"] and drift["rk4"] < drift["variational"]
+variational_error = np.abs(runs["variational"].energy - runs["variational"].energy[0])
+assert np.max(variational_error[-500:]) < 1.5 * np.max(variational_error[500:1000])  # bounded: no trend
+assert np.max(fall.closure) < 1e-12 and np.max(np.abs(fall.energy - fall.energy[0])) < 1e-5
+""",
     "07_legged_robot.ipynb": """
 assert abs(pin.computeTotalMass(model) * np.linalg.norm(GRAVITY) - weight) < 1e-12 * weight
 assert standing.least_norm == ("c1", "c2", "c3", "c4") and [c.contact.link for c in standing.contact_wrenches] == FEET

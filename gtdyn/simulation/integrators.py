@@ -28,8 +28,9 @@ def euler(accel: Accel, t: float, x, y, dt: float, rate: Rate = None):
 
 
 def semi_implicit_euler(accel: Accel, t: float, x, y, dt: float, rate: Rate = None):
-    """Semi-implicit (symplectic) Euler: y_{k+1} = y_k + Δt a_k, then x_{k+1} = x_k + Δt r(x_k, y_{k+1})
-    (first order)."""
+    """Semi-implicit Euler: y_{k+1} = y_k + Δt a_k, then x_{k+1} = x_k + Δt r(x_k, y_{k+1}) (first order;
+    symplectic only where the mass matrix is constant — on an arm its energy drifts, unlike the variational
+    integrator's)."""
     a = accel(t, x, y)
     y_next = y + dt * a
     return x + dt * _rate(rate, x, y_next), y_next, a
