@@ -19,6 +19,7 @@ from gtdyn.dynamics.result import ContactWrench, DynamicsResult
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics, solve
 from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynamics
 from gtdyn.equations import GRAVITY
+from gtdyn.estimation import FixedLagEstimator, trajectory_inverse_dynamics
 from gtdyn.errors import (ArgumentError, IllConditionedWarning, IndeterminateSystemError, LoopClosureError, ModelError,
                           ModelWarning)
 from gtdyn.io.load import bundled_path, load_robot
@@ -32,7 +33,8 @@ __all__ = [
     "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
-    "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory",
+    "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
+    "trajectory_inverse_dynamics",
 ]
 __version__ = "0.2.0"
 

@@ -15,7 +15,7 @@ PACKAGE = pathlib.Path(gtdyn.__file__).parent
 # units; top-level modules are units of their own. See the README's "How the code is organised".
 ORDER = ["gtdyn.errors", "gtdyn.spatial", "gtdyn.keys", "gtdyn.equations", "gtdyn.model", "gtdyn.arguments",
          "gtdyn.problem", "gtdyn.io", "gtdyn.factors", "gtdyn.linear", "gtdyn.kinematics", "gtdyn.orderings",
-         "gtdyn.analysis", "gtdyn.dynamics", "gtdyn.compiled", "gtdyn.simulation", "gtdyn.plot", "gtdyn.bench", "gtdyn", "gtdyn.cli", "gtdyn.__main__"]
+         "gtdyn.analysis", "gtdyn.dynamics", "gtdyn.compiled", "gtdyn.simulation", "gtdyn.estimation", "gtdyn.plot", "gtdyn.bench", "gtdyn", "gtdyn.cli", "gtdyn.__main__"]
 HEAVY = {"matplotlib": ("gtdyn.plot",), "networkx": ("gtdyn.analysis", "gtdyn.plot"), "pinocchio": ("gtdyn.bench",)}
 
 
