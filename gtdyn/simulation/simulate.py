@@ -73,7 +73,8 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     if robot.loop_joints:
         if method == "variational":
             raise ArgumentError(f"method: the variational integrator covers trees; '{robot.name}' has closed loops")
-        return _simulate_loops(robot, q, v, torque, dt, steps, method, gravity, forward, _Progress(steps, progress))
+        return _simulate_loops(robot, q, v, torque, dt, steps, method, gravity, forward, _Progress(steps, progress),
+                               callable(tau))
     n = robot.num_dofs
     Q, V, A, TAU = (np.empty((steps + 1, n)) for _ in range(4))
     t = dt * np.arange(steps + 1)
@@ -140,8 +141,8 @@ def _simulate_variational(robot: Robot, q, v, torque, dt: float, steps: int, gra
                       base_accel=accels)
 
 
-def _simulate_loops(robot: Robot, q, v, torque, dt: float, steps: int, method: str, gravity, forward, report
-                    ) -> Trajectory:
+def _simulate_loops(robot: Robot, q, v, torque, dt: float, steps: int, method: str, gravity, forward, report,
+                    controlled: bool) -> Trajectory:
     """Closed loops by coordinate partitioning: the integrator moves the independent joints' q and q̇; every
     evaluation first closes the loops around them (``project``: positions on the current assembly branch,
     then rates), so each stage's state is on the constraint manifold and the method keeps its order."""
@@ -162,9 +163,9 @@ def _simulate_loops(robot: Robot, q, v, torque, dt: float, steps: int, method: s
     t = dt * np.arange(steps + 1)
     held = [np.zeros(n)]
 
-    def accel(t_, qi, vi):
+    def accel(t_, qi, vi):  # a controller is asked at every stage, as on a tree
         q_all, v_all = closed(qi, vi)
-        return forward(q_all, v_all, held[0])[index]
+        return forward(q_all, v_all, torque(k, t_, q_all, v_all) if controlled else held[0])[index]
 
     qi, vi = q[index], v[index]
     warned = False
