@@ -63,6 +63,7 @@ assert drift["euler"] > 1e3 * drift["variational"] and drift["rk4"] < drift["var
 variational_error = np.abs(runs["variational"].energy - runs["variational"].energy[0])
 assert np.max(variational_error[-500:]) < 1.5 * np.max(variational_error[500:1000])  # bounded: no trend
 assert np.max(fall.closure) < 1e-12 and np.max(np.abs(fall.energy - fall.energy[0])) < 1e-5
+assert rmse < 0.6 * sigma and reading_rmse > 0.8 * sigma
 """,
     "07_legged_robot.ipynb": """
 assert abs(pin.computeTotalMass(model) * np.linalg.norm(GRAVITY) - weight) < 1e-12 * weight
