@@ -114,9 +114,23 @@ def contact_equation(iTc: gtsam.Pose3, dim: int, V_i: np.ndarray) -> LinearEquat
     return LinearEquation({"A": contact_selector(3).T @ Ad_cTi}, -np.cross(V_c[:3], V_c[3:]))
 
 
-def torque_equation(S: np.ndarray) -> LinearEquation:
-    """Eq. 7:  Sᵀ F − τ = 0."""
-    return LinearEquation({"F": _column(S).T, "tau": _MINUS_ONE}, np.zeros(1))
+def torque_equation(S: np.ndarray, transmission_shares: tuple[float, ...] = ()) -> LinearEquation:
+    """Eq. 7:  Sᵀ F − τ − Σ_k c_k λ_k = 0, where λ_k are the constraint forces of the transmissions the joint
+    takes part in ("L0", "L1", …) and c_k its share by virtual work: +1 for the driven joint, −ratio for a
+    driving one (``transmission_equation``)."""
+    coefficients = {"F": _column(S).T, "tau": _MINUS_ONE}
+    for k, share in enumerate(transmission_shares):
+        coefficients[f"L{k}"] = np.array([[-share]])
+    return LinearEquation(coefficients, np.zeros(1))
+
+
+def transmission_equation(ratios: tuple[float, ...]) -> LinearEquation:
+    """A transmission at the acceleration level:  q̈_dependent − Σ_k ratio_k q̈_k = 0 (roles "a", "a0", "a1", …);
+    the relation q = Σ ratio_k q_k + offset is linear, so q̇ and q̈ obey it with no velocity term."""
+    coefficients = {"a": np.ones((1, 1))}
+    for k, ratio in enumerate(ratios):
+        coefficients[f"a{k}"] = np.array([[-ratio]])
+    return LinearEquation(coefficients, np.zeros(1))
 
 
 def planar_directions(wTc: gtsam.Pose3, normal: np.ndarray) -> np.ndarray:

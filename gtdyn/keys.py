@@ -17,6 +17,7 @@ q_j        q        q3                    q3
 q̇_j        v        v3                    q̇3
 wT_i       T        T3                    T3
 contact k  c / C    c2 / C2               C2
+λ_k        L        L1                    λ1
 =========  =======  ====================  ==========
 """
 
@@ -27,10 +28,12 @@ from functools import lru_cache
 
 import gtsam
 
-_PRETTY = {"t": "τ", "F": "F", "A": "V̇", "a": "q̈", "V": "V", "q": "q", "v": "q̇", "T": "T", "C": "C", "c": "C"}
+_PRETTY = {"t": "τ", "F": "F", "A": "V̇", "a": "q̈", "V": "V", "q": "q", "v": "q̇", "T": "T", "C": "C", "c": "C",
+           "L": "λ"}
 KINDS = {"t": "torque", "F": "wrench", "A": "twist_accel", "a": "joint_accel", "V": "twist",
-         "q": "joint_angle", "v": "joint_vel", "T": "pose", "C": "contact_wrench", "c": "contact_force"}
-DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6, "C": 6, "c": 3}
+         "q": "joint_angle", "v": "joint_vel", "T": "pose", "C": "contact_wrench", "c": "contact_force",
+         "L": "transmission_force"}
+DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6, "C": 6, "c": 3, "L": 1}
 
 
 @lru_cache(maxsize=None)  # keys are built for every equation of every call: build each once
@@ -71,6 +74,12 @@ def joint_vel_key(j: int) -> int:
 @lru_cache(maxsize=None)
 def pose_key(i: int) -> int:
     return gtsam.symbol("T", i)
+
+
+@lru_cache(maxsize=None)
+def transmission_key(k: int) -> int:
+    """The constraint force λ_k of the robot's k-th transmission (1-based)."""
+    return gtsam.symbol("L", k)
 
 
 @lru_cache(maxsize=None)
@@ -123,6 +132,8 @@ def owner(robot, key: int) -> str:
         return f"link {robot.base.name if i == 0 else robot.links[i - 1].name}"
     if kind(key) in ("contact_wrench", "contact_force"):
         return f"contact {i}"
+    if kind(key) == "transmission_force":
+        return f"transmission {robot.transmissions[i - 1].name}"
     if i == 0:  # F0: the wrench a floating base's environment applies to it
         return f"floating base {robot.base.name}"
     return f"joint {robot.joints[i - 1].name}"
@@ -143,7 +154,7 @@ def pretty(key: int) -> str:
     return f"{_PRETTY[c]}{i}[{k}]" if k else f"{_PRETTY[c]}{i}"
 
 
-_LABEL = re.compile(r"^([tFAaVqvTCc])(\d+)(?:@(\d+))?$")
+_LABEL = re.compile(r"^([tFAaVqvTCcL])(\d+)(?:@(\d+))?$")
 
 
 def parse_label(text: str) -> int:

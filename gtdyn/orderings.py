@@ -96,10 +96,12 @@ def _base_accel(robot: Robot, problem: Problem) -> list[int]:
     return [keys.twist_accel_key(0)] if robot.floating_base and problem.base_accel is None else []
 
 
-def _contact_variables(problem: Problem) -> list[int]:
-    """The contacts' forces, eliminated last: the tree is eliminated with them as unknown external wrenches, as
-    constrained-dynamics methods solve for contact forces once the unconstrained dynamics are known."""
-    return [keys.contact_key(c.number, c.dim) for c in problem.contacts]
+def _contact_variables(problem: Problem, robot: Robot | None = None) -> list[int]:
+    """The contacts' forces, then the transmissions' constraint forces, eliminated last: the tree is eliminated
+    with them as unknown external forces, as constrained-dynamics (Lagrange-multiplier) methods solve for them
+    once the unconstrained dynamics are known."""
+    transmissions = [keys.transmission_key(k) for k in range(1, len(robot.transmissions) + 1)] if robot else []
+    return [keys.contact_key(c.number, c.dim) for c in problem.contacts] + transmissions
 
 
 def _loop_variables(robot: Robot, problem: Problem) -> list[int]:
@@ -121,7 +123,7 @@ def rnea(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gt
     return _ordering([keys.torque_key(j) for j in leaf_first if _unknown(problem, "tau", j)]
                      + _base_wrench(robot, problem) + [keys.wrench_key(j) for j in root_first]
                      + [keys.twist_accel_key(j) for j in leaf_first] + _base_accel(robot, problem)
-                     + _loop_variables(robot, problem) + _contact_variables(problem))
+                     + _loop_variables(robot, problem) + _contact_variables(problem, robot))
 
 
 @strategy("crba", problems=("forward",))
@@ -131,7 +133,7 @@ def crba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gt
     return _ordering([keys.wrench_key(j) for j in leaf_first] + _base_wrench(robot, problem)
                      + [keys.twist_accel_key(j) for j in leaf_first]
                      + [keys.joint_accel_key(j) for j in leaf_first if _unknown(problem, "qdd", j)]
-                     + _base_accel(robot, problem) + _loop_variables(robot, problem) + _contact_variables(problem))
+                     + _base_accel(robot, problem) + _loop_variables(robot, problem) + _contact_variables(problem, robot))
 
 
 @strategy("aba", problems=("forward", "hybrid"))
@@ -146,7 +148,7 @@ def aba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gts
         if _unknown(problem, "qdd", j):
             order.append(keys.joint_accel_key(j))
     return _ordering(order + _base_wrench(robot, problem) + _base_accel(robot, problem) + _loop_variables(robot, problem)
-                     + _contact_variables(problem))
+                     + _contact_variables(problem, robot))
 
 
 @strategy("colamd")

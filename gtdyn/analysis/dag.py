@@ -19,9 +19,10 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.orderings import adjacency
 
-KIND_ROWS = ("twist_accel", "wrench", "torque", "joint_accel", "contact_force", "contact_wrench")  # top to bottom
+KIND_ROWS = ("twist_accel", "wrench", "torque", "joint_accel", "contact_force", "contact_wrench",
+             "transmission_force")  # top to bottom in drawings
 KIND_COLOURS = {"twist_accel": "#4caf50", "wrench": "#2196f3", "torque": "#ff9800", "joint_accel": "#9c27b0",
-                "contact_force": "#e91e63", "contact_wrench": "#e91e63",
+                "contact_force": "#e91e63", "contact_wrench": "#e91e63", "transmission_force": "#795548",
                 "twist": "#9e9e9e", "joint_angle": "#9e9e9e", "joint_vel": "#9e9e9e", "pose": "#9e9e9e"}
 
 

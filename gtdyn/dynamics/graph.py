@@ -20,7 +20,8 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.equations import (LinearEquation, contact_equation, contact_wrench_map, gravity_wrench, minimum_norm_equation,
-                             planar_equation, torque_equation, twist_accel_equation, wrench_equation)
+                             planar_equation, torque_equation, transmission_equation, twist_accel_equation,
+                             wrench_equation)
 from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.system import Key, add_equation
 from gtdyn.model.robot import Robot
@@ -50,11 +51,12 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
             "A_p": base_accel if p == 0 else Key(keys.twist_accel_key(p)),
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
         }, False
-        # eq. 7
-        yield torque_equation(S), {
-            "F": Key(keys.wrench_key(j)),
-            "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j)),
-        }, False
+        # eq. 7, with the constraint forces of the transmissions the joint takes part in
+        shares = transmission_shares(robot, j)
+        roles = {"F": Key(keys.wrench_key(j)),
+                 "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j))}
+        roles.update({f"L{k}": Key(keys.transmission_key(number)) for k, (number, _) in enumerate(shares)})
+        yield torque_equation(S, tuple(share for _, share in shares)), roles, False
     # eq. 6 per moving link; a floating base is one more body, the wrench from its environment ("F0") taking the
     # place of a joint from its parent
     for link in (robot.base, *robot.links) if robot.floating_base else robot.links:
@@ -75,6 +77,10 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
         i = contact.body
         yield contact_equation(contact.iTc, contact.dim, kin.V[i]), {
             "A": base_accel if i == 0 else Key(keys.twist_accel_key(i))}, False
+    for transmission in coupled_transmissions(robot, problem):  # each transmission's q̈ relation
+        roles = {"a": _joint_accel_role(problem, transmission.dependent)}
+        roles.update({f"a{k}": _joint_accel_role(problem, j) for k, (j, _) in enumerate(transmission.terms)})
+        yield transmission_equation(tuple(ratio for _, ratio in transmission.terms)), roles, False
     for j, normal in problem.planar.items():
         child = robot.link(robot.joints[j - 1].child).index
         yield planar_equation(kin.wT[child], normal), {"F": Key(keys.wrench_key(j))}, False
@@ -83,6 +89,28 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
     for contact in problem.contacts:
         if contact.number in problem.minimum_contact:
             yield minimum_norm_equation(contact.dim), {"x": Key(keys.contact_key(contact.number, contact.dim))}, True
+
+
+def transmission_shares(robot: Robot, j: int) -> list[tuple[int, float]]:
+    """(transmission number, joint j's share of its constraint force) for each transmission joint j takes part in:
+    1 for the driven joint, −ratio for a driving one (virtual work of q_dependent − Σ ratio_k q_k)."""
+    out = []
+    for number, transmission in enumerate(robot.transmissions, start=1):
+        if transmission.dependent == j:
+            out.append((number, 1.0))
+        out += [(number, -ratio) for k, ratio in transmission.terms if k == j]
+    return out
+
+
+def coupled_transmissions(robot: Robot, problem: Problem) -> list:
+    """The transmissions whose q̈ relation is an equation of the graph: those with an unknown q̈ (where every
+    q̈ is given, the relation is a check on the data, made before the graph is built)."""
+    return [t for t in robot.transmissions
+            if any(j not in problem.known_qdd for j in (t.dependent, *(k for k, _ in t.terms)))]
+
+
+def _joint_accel_role(problem: Problem, j: int):
+    return problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j))
 
 
 def _base_accel_role(robot: Robot, problem: Problem):

@@ -120,6 +120,7 @@ def solve_problem(robot: Robot, q, v, problem: Problem, gravity=GRAVITY, externa
     with np.errstate(all="ignore"):  # overflow becomes non-finite numbers, caught by name below
         kin = forward_kinematics(robot, q, v, base_pose, base_twist)
     problem = with_loop_factors(robot, kin, problem, planar)
+    _check_transmissions(robot, q, v, problem)
     inputs = {"q": q, "v": v, "gravity": gravity, "base_twist": base_twist, "base_accel": problem.base_accel,
               **{f"external_wrenches[{(robot.base if i == 0 else robot.links[i - 1]).name}]": w
                  for i, w in wrenches_com.items()},
@@ -269,6 +270,27 @@ def _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error) ->
     return ArgumentError(f"qdd, tau: the given values are inconsistent with the dynamics equations (backward error "
                          f"{backward_error:.3g}); on closed loops q̈ must satisfy the loops' acceleration constraints "
                          "(see gtdyn.close_loops) and passive joints have τ = 0")
+
+
+# |q_dependent − Σ ratio·q − offset| (and the same for q̇, q̈) accepted, relative to the joints' magnitude
+TRANSMISSION_TOLERANCE = 1e-9
+
+
+def _check_transmissions(robot: Robot, q, v, problem: Problem) -> None:
+    """ArgumentError naming the joint if (q, q̇) — or the given q̈, where every q̈ of a transmission is given —
+    break a transmission: the dynamics are only defined on the coupled motions."""
+    for t in robot.transmissions:
+        joints = [t.dependent, *(k for k, _ in t.terms)]
+        ratios = np.array([ratio for _, ratio in t.terms])
+        checks = [("q", q, t.offset), ("v", v, 0.0)]
+        if all(j in problem.known_qdd for j in joints):
+            checks.append(("qdd", np.array([problem.known_qdd.get(j, 0.0) for j in range(1, robot.num_dofs + 1)]), 0.0))
+        for name, x, offset in checks:
+            expected = ratios @ x[[k - 1 for k, _ in t.terms]] + offset
+            if abs(x[t.dependent - 1] - expected) > TRANSMISSION_TOLERANCE * (1.0 + abs(expected)):
+                raise ArgumentError(
+                    f"{name}: joint '{robot.joints[t.dependent - 1].name}' is coupled ({t.name}) and must be "
+                    f"{expected:.9g}, got {x[t.dependent - 1]:.9g}")
 
 
 def _base_state(robot: Robot, base_pose, base_twist) -> tuple:

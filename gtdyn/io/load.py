@@ -83,14 +83,23 @@ def bundled_path(name: str) -> str:
 BASES = ("fixed", "floating")
 
 
-def load_robot(path_or_name: str | os.PathLike, base: str | None = None) -> Robot:
+TRANSMISSIONS = ("independent", "exact")
+
+
+def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmissions: str = "independent") -> Robot:
     """Load a robot from a ``.urdf`` or ``.sdf`` file or a bundled name.
 
     ``base``: "fixed" welds the root link to the world, "floating" gives it six free degrees of freedom, None
     follows the file: an SDF model with a joint to ``world`` is fixed and one without floats (SDFormat's
     meaning); a URDF is fixed (as in ROS and Pinocchio). ``robot.floating_base`` says which.
 
+    ``transmissions``: "exact" couples each URDF ``<mimic joint multiplier offset>`` joint to the joint it
+    mimics (``robot.transmissions``; the mimic joint becomes passive, driven through the coupling);
+    "independent" (for now the default) reads every joint as free, with a ModelWarning for each ``<mimic>``.
+
     ModelError for a bad or missing file, ArgumentError for an argument that is not a path or name."""
+    if transmissions not in TRANSMISSIONS:
+        raise ArgumentError(f"transmissions: expected one of {', '.join(TRANSMISSIONS)}, got {transmissions!r:.80}")
     if base not in (None, *BASES):
         raise ArgumentError(f"base: expected 'fixed', 'floating' or None (follow the file), got {base!r:.80}")
     if not isinstance(path_or_name, (str, bytes, os.PathLike)):
@@ -108,7 +117,8 @@ def load_robot(path_or_name: str | os.PathLike, base: str | None = None) -> Robo
     if suffix == ".urdf":
         from gtdyn.io.urdf import read_urdf
 
-        return build_robot(read_urdf(path), floating=base == "floating")
+        return build_robot(read_urdf(path, warn_mimic=transmissions == "independent"), floating=base == "floating",
+                           transmissions=transmissions)
     if suffix == ".sdf":
         from gtdyn.io.sdf import read_sdf
 

@@ -5,7 +5,8 @@ message; visuals, collisions, transmissions, Gazebo tags and the like are ignore
 element parser until it checked every value itself; importing yourdfpy pulled in trimesh and scipy, 0.6 s
 of every `gtdyn solve`.) The root link is taken
 as fixed to the world. ``floating`` and ``planar`` joints are reported as unsupported by ``build_robot``;
-``<mimic>`` joints are read as independent joints, with a ``ModelWarning``.
+``<mimic>`` joints are read with their coupling (``JointSpec.mimic``); ``load_robot(transmissions="exact")``
+enforces it, otherwise they are independent joints, with a ``ModelWarning``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ READ_ELEMENTS = {"robot": {"link", "joint"}, "link": {"inertial"}, "inertial": s
                  "joint": set(_JOINT_PARTS)}
 
 
-def read_urdf(path: str) -> RobotDescription:
+def read_urdf(path: str, warn_mimic: bool = True) -> RobotDescription:
+    """``warn_mimic``: warn that ``<mimic>`` joints will be independent (when the caller does not couple them)."""
     root = parse_xml(path, READ_ELEMENTS)
     if root.tag != "robot":
         raise ModelError(f"{path}: the root element is <{root.tag}>, expected <robot>")
@@ -39,7 +41,8 @@ def read_urdf(path: str) -> RobotDescription:
     if root.find("link") is None:
         raise ModelError(f"{path}: <robot name='{root.get('name')}'> has no <link>")
     _check_required_parts(root, path)
-    _warn_about_mimic_joints(root, path)
+    if warn_mimic:
+        _warn_about_mimic_joints(root, path)
     links = tuple(_link_spec(link, path) for link in root.iterchildren("link"))
     joints = tuple(_joint_spec(joint, path) for joint in root.iterchildren("joint"))
     return RobotDescription(root.get("name"), links, joints, source=path)
@@ -101,8 +104,9 @@ def _warn_about_mimic_joints(root, path: str) -> None:
         named = ", ".join(f"'{joint.get('name')}' (line {joint.sourceline}, mimics "
                           f"'{joint.find('mimic').get('joint')}')" for joint in mimics)
         which = f"joint {named} has" if len(mimics) == 1 else f"joints {named} have"
-        warnings.warn(f"{path}: {which} a <mimic>; gtdyn does not couple joints and treats "
-                      f"{'it as an independent joint' if len(mimics) == 1 else 'each as an independent joint'}",
+        warnings.warn(f"{path}: {which} a <mimic>; gtdyn treats "
+                      f"{'it as an independent joint' if len(mimics) == 1 else 'each as an independent joint'} unless "
+                      "loaded with transmissions='exact'",
                       ModelWarning, stacklevel=4)
 
 
@@ -140,4 +144,18 @@ def _joint_spec(joint, path: str) -> JointSpec:
     return JointSpec(joint.get("name"), kind, joint.find("parent").get("link"), joint.find("child").get("link"),
                      _origin(joint.find("origin"), path, owner), axis,
                      -np.inf if lower is None else lower, np.inf if upper is None else upper,
-                     np.inf if effort is None else effort, np.inf if velocity is None else velocity)
+                     np.inf if effort is None else effort, np.inf if velocity is None else velocity,
+                     mimic=_mimic(joint.find("mimic"), path, owner))
+
+
+def _mimic(element, path: str, owner: str) -> tuple[str, float, float] | None:
+    """``<mimic joint multiplier offset>`` (multiplier 1 and offset 0 by default, as in URDF)."""
+    if element is None:
+        return None
+    if not element.get("joint"):
+        raise ModelError(f"{at(path, element)}: {owner} <mimic> names no joint")
+    factor = 1.0 if element.get("multiplier") is None else numbers(
+        element.get("multiplier"), path, element, f"{owner} <mimic multiplier>", 1, "one number")[0]
+    offset = 0.0 if element.get("offset") is None else numbers(
+        element.get("offset"), path, element, f"{owner} <mimic offset>", 1, "one number")[0]
+    return element.get("joint"), float(factor), float(offset)

@@ -5,6 +5,7 @@ rest pose and screw axis between dynamics (CoM) frames.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable
 
@@ -14,7 +15,7 @@ import numpy as np
 from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
 from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS, check_magnitude
-from gtdyn.model.robot import Joint, Link, Robot
+from gtdyn.model.robot import Joint, Link, Robot, Transmission
 from gtdyn.spatial import Ad, pose
 
 # A moving subtree whose inertia seen along its joint's axis is below this is treated as massless:
@@ -28,9 +29,11 @@ def _frozen(a) -> np.ndarray:
     return a
 
 
-def build_robot(description: RobotDescription, floating: bool = False) -> Robot:
+def build_robot(description: RobotDescription, floating: bool = False, transmissions: str = "independent") -> Robot:
     """Check a description, merge fixed joints and build the Robot (spanning-tree joints, then loop joints).
-    ``floating``: the root link moves freely instead of being welded to the world."""
+    ``floating``: the root link moves freely instead of being welded to the world. ``transmissions``: "exact"
+    couples each ``<mimic>`` joint to the joint it mimics (it becomes passive: the transmission drives it);
+    "independent" leaves every joint free."""
     src = description.source
     link_specs = _unique(description.links, "link", src)
     joint_specs = _unique(description.joints, "joint", src)
@@ -64,11 +67,34 @@ def build_robot(description: RobotDescription, floating: bool = False) -> Robot:
     joints = [_make_joint(js, i + 1, links, root if not floating else None, closes_loop=i >= len(moving))
               for i, js in enumerate(moving + loop_moving)]
     frames = {name: (body, pose(bTl[:3, :3], bTl[:3, 3])) for name, (body, bTl) in body_of.items()}
+    coupled = _transmissions(moving + loop_moving, src) if transmissions == "exact" else ()
+    if coupled:
+        dependent = {t.dependent for t in coupled}
+        joints = [dataclasses.replace(j, actuated=False) if j.index in dependent else j for j in joints]
     robot = Robot(description.name, links[root], tuple(links[js.child] for js in moving), tuple(joints), frames, src,
-                  floating_base=floating)
+                  floating_base=floating, transmissions=coupled)
     if not closing:  # with loops, the closure constraints can determine what a subtree alone would not
         _check_determined(robot)
     return robot
+
+
+def _transmissions(specs: list[JointSpec], src: str) -> tuple[Transmission, ...]:
+    """A Transmission per ``<mimic>`` joint, by joint index (specs in joint order)."""
+    index = {js.name: k + 1 for k, js in enumerate(specs)}
+    out = []
+    for js in specs:
+        if js.mimic is None:
+            continue
+        driver, ratio, offset = js.mimic
+        if driver not in index:
+            raise ModelError(f"{src}: joint '{js.name}' mimics '{driver}', which is not a moving joint")
+        if specs[index[driver] - 1].mimic is not None:
+            raise ModelError(f"{src}: joint '{js.name}' mimics '{driver}', which mimics another joint itself; "
+                             "write both in terms of the driving joint")
+        if driver == js.name or not np.isfinite(ratio) or not np.isfinite(offset):
+            raise ModelError(f"{src}: joint '{js.name}' has a <mimic> of itself or with a non-finite multiplier/offset")
+        out.append(Transmission(f"{js.name} mimics {driver}", index[js.name], ((index[driver], ratio),), offset))
+    return tuple(out)
 
 
 def _unique(items: Iterable, kind: str, src: str) -> dict:
@@ -205,7 +231,7 @@ def _reattach(js: JointSpec, body_of: dict) -> JointSpec:
     child_body, bTc = body_of[js.child]
     return JointSpec(js.name, js.type, parent_body, child_body, bTp @ js.origin,
                      np.asarray(js.axis, float) / np.linalg.norm(js.axis), js.lower, js.upper, js.effort,
-                     js.velocity, js.child_pose @ np.linalg.inv(bTc), js.actuated)
+                     js.velocity, js.child_pose @ np.linalg.inv(bTc), js.actuated, js.mimic)
 
 
 def _composite_inertial(members: list[tuple[LinkSpec, np.ndarray]], src: str = "<memory>"

@@ -35,7 +35,8 @@ class JointSpec:
     child link frame in the joint frame at zero joint value (identity in URDF, where the child link frame *is*
     the joint frame; SDF places link and joint frames independently). The joint moves its child by
     exp([axis] q) in the joint frame: parent_T_child(q) = origin · exp([axis] q) · child_pose. ``axis`` is a
-    unit vector in the joint frame. ``actuated`` False marks a passive joint (τ = 0).
+    unit vector in the joint frame. ``actuated`` False marks a passive joint (τ = 0). ``mimic`` (URDF's
+    ``<mimic joint multiplier offset>``) couples the joint to another: q = multiplier · q_joint + offset.
     """
 
     name: str
@@ -50,6 +51,7 @@ class JointSpec:
     velocity: float = np.inf
     child_pose: np.ndarray = field(default_factory=lambda: np.eye(4))
     actuated: bool = True
+    mimic: tuple[str, float, float] | None = None  # (joint, multiplier, offset): q = multiplier · q_joint + offset
 
 
 @dataclass(frozen=True)

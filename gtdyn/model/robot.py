@@ -78,6 +78,19 @@ class Joint:
 
 
 @dataclass(frozen=True)
+class Transmission:
+    """A joint driven through a transmission: q_dependent = Σ ratio_k · q_k + offset over the ``terms``
+    (joint index, ratio), and so q̇ and q̈ likewise. Its constraint force, λ, acts on the dependent joint (−λ in
+    its torque balance) and, scaled by each ratio, on the driving joints (by virtual work). A URDF ``<mimic>``
+    is the one-term case."""
+
+    name: str
+    dependent: int
+    terms: tuple[tuple[int, float], ...]
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
 class _Topology:
     """Name → object maps, the parent array λ and the joints around each link: what look-ups need, computed
     once per Robot so that no query scans the joint list."""
@@ -129,6 +142,7 @@ class Robot:
     frames: dict  # every original link name -> (moving or base link name, Pose3 of that frame in the link)
     source: str = "<memory>"
     floating_base: bool = False
+    transmissions: tuple[Transmission, ...] = ()
     _topology: _Topology = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):

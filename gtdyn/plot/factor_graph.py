@@ -31,7 +31,7 @@ FULL_ROWS = ("twist_accel", "joint_accel", "joint_vel", "twist", "joint_angle", 
 KIND_NAMES = {"twist_accel": "twist acceleration", "wrench": "wrench", "torque": "torque",
               "joint_accel": "joint acceleration", "twist": "twist", "joint_angle": "joint angle",
               "joint_vel": "joint velocity", "pose": "pose", "contact_force": "contact force",
-              "contact_wrench": "contact wrench"}
+              "contact_wrench": "contact wrench", "transmission_force": "transmission force"}
 
 COLUMN_SPACING, ROW_SPACING = 1.6, 1.0  # data units between neighbouring variables
 NODE_RADIUS, DOT_RADIUS = 0.24, 0.06  # data units

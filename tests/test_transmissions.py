@@ -1,0 +1,170 @@
+"""Transmissions (issue 14, first part): a geared rotor written as a URDF ``<mimic>``, loaded with
+``transmissions="exact"``, against a reference written here — Pinocchio on the unconstrained model (every joint
+independent) projected onto the coupling, G = ∂q/∂q_independent:
+
+    forward:  q̈_ind = (Gᵀ M G)⁻¹ Gᵀ (τ − h),   q̈ = G q̈_ind
+    inverse:  τ_ind = Gᵀ (M q̈ + h)            (the driven joint is passive: its torque comes through the gear)
+
+at states that keep the coupling (q_rotor = N q_1 + offset, q̇_rotor = N q̇_1)."""
+
+import numpy as np
+import pytest
+from references import rel_err
+
+import gtdyn
+from gtdyn.orderings import applicable
+
+N, OFFSET = 9.0, 0.25  # gear ratio and offset of the rotor's <mimic>
+TOL = 1e-9
+
+GEARED = """<robot name="geared">
+  <link name="base"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
+  <link name="l1"><inertial><origin xyz="0.4 0 0"/><mass value="1.5"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.08" iyz="0" izz="0.08"/></inertial></link>
+  <joint name="rotor_joint" type="revolute"><parent link="base"/><child link="rotor"/>
+    <origin xyz="0 0 -0.1"/><axis xyz="0 0 1"/>
+    <limit lower="-30" upper="30" effort="5" velocity="90"/><mimic joint="j1" multiplier="{N}" offset="{OFFSET}"/></joint>
+  <link name="rotor"><inertial><mass value="0.3"/>
+    <inertia ixx="0.0002" ixy="0" ixz="0" iyy="0.0002" iyz="0" izz="0.0003"/></inertial></link>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.8 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
+  <link name="l2"><inertial><origin xyz="0.3 0 0"/><mass value="0.8"/>
+    <inertia ixx="0.005" ixy="0.001" ixz="0" iyy="0.03" iyz="0" izz="0.03"/></inertial></link>
+</robot>""".format(N=N, OFFSET=OFFSET)
+
+
+@pytest.fixture(scope="module")
+def geared(tmp_path_factory):
+    path = tmp_path_factory.mktemp("geared") / "geared.urdf"
+    path.write_text(GEARED)
+    robot = gtdyn.load_robot(str(path), transmissions="exact")
+    return str(path), robot
+
+
+class ProjectedReference:
+    """Pinocchio on the unconstrained model, projected onto q = G q_ind + offset (G constant: the coupling is
+    linear)."""
+
+    def __init__(self, path, robot):
+        from gtdyn.bench.pinocchio import PinocchioModel
+
+        self.pin = PinocchioModel(path, robot)
+        names = robot.joint_names
+        self.independent = [names.index("j1"), names.index("j2")]
+        self.G = np.zeros((len(names), 2))
+        self.G[names.index("j1"), 0] = 1.0
+        self.G[names.index("j2"), 1] = 1.0
+        self.G[names.index("rotor_joint"), 0] = N
+        self.offset = np.zeros(len(names))
+        self.offset[names.index("rotor_joint")] = OFFSET
+
+    def state(self, q_ind, v_ind):
+        return self.G @ q_ind + self.offset, self.G @ v_ind
+
+    def forward(self, q, v, tau):
+        M, h = self.pin.mass_matrix(q), self.pin.nonlinear_effects(q, v)
+        return self.G @ np.linalg.solve(self.G.T @ M @ self.G, self.G.T @ (tau - h))
+
+    def inverse(self, q, v, qdd):
+        M, h = self.pin.mass_matrix(q), self.pin.nonlinear_effects(q, v)
+        return self.G.T @ (M @ qdd + h)
+
+
+def test_the_mimic_joint_is_coupled_and_driven(geared):
+    _, robot = geared
+    (t,) = robot.transmissions
+    assert robot.joints[t.dependent - 1].name == "rotor_joint" and not robot.joint("rotor_joint").actuated
+    assert [(robot.joints[k - 1].name, ratio) for k, ratio in t.terms] == [("j1", N)] and t.offset == OFFSET
+
+
+@pytest.mark.parametrize("ordering", [None, *applicable("forward")])
+def test_forward_dynamics_matches_the_projected_reference(geared, ordering):
+    path, robot = geared
+    ref = ProjectedReference(path, robot)
+    rng = np.random.default_rng(41)
+    for _ in range(3):
+        q, v = ref.state(*rng.uniform(-1, 1, (2, 2)))
+        tau = np.zeros(robot.num_dofs)
+        tau[ref.independent] = rng.uniform(-2, 2, 2)
+        r = gtdyn.forward_dynamics(robot, q, v, tau, ordering=ordering)
+        assert rel_err(r.qdd, ref.forward(q, v, tau)) < TOL
+        assert abs(r.qdd[robot.joint_names.index("rotor_joint")] - N * r.qdd[robot.joint_names.index("j1")]) < 1e-9
+
+
+@pytest.mark.parametrize("ordering", [None, *applicable("inverse")])
+def test_inverse_dynamics_matches_the_projected_reference_and_round_trips(geared, ordering):
+    path, robot = geared
+    ref = ProjectedReference(path, robot)
+    rng = np.random.default_rng(42)
+    for _ in range(3):
+        q, v = ref.state(*rng.uniform(-1, 1, (2, 2)))
+        qdd = ref.G @ rng.uniform(-2, 2, 2)
+        r = gtdyn.inverse_dynamics(robot, q, v, qdd, ordering=ordering)
+        assert rel_err(r.tau[ref.independent], ref.inverse(q, v, qdd)) < TOL
+        assert r.tau[robot.joint_names.index("rotor_joint")] == 0.0
+        back = gtdyn.forward_dynamics(robot, q, v, r.tau)
+        assert rel_err(back.qdd, qdd) < TOL
+
+
+def test_pinocchios_own_mimic_agrees(geared):
+    """Pinocchio ≥ 3.4 reads <mimic> itself (``mimic=True``; its M and h from CRBA and nonLinearEffects): the
+    same accelerations of the driving joints."""
+    import pinocchio as pin
+
+    path, robot = geared
+    try:
+        model = pin.buildModelFromUrdf(path, mimic=True)
+    except (TypeError, RuntimeError, ValueError):
+        pytest.skip("this Pinocchio does not read <mimic>")
+    ref = ProjectedReference(path, robot)
+    data = model.createData()
+    q, v = ref.state(np.array([0.3, -0.7]), np.array([0.5, 1.1]))
+    tau = np.zeros(robot.num_dofs)
+    tau[ref.independent] = [1.0, -0.5]
+    pin_q = pin.neutral(model)
+    for name in ("j1", "j2", "rotor_joint"):
+        joint = model.joints[model.getJointId(name)]
+        if joint.nq == 1 and joint.idx_q >= 0 and name != "rotor_joint":
+            pin_q[joint.idx_q] = q[robot.joint_names.index(name)]
+    if model.nv != 2:
+        pytest.skip(f"Pinocchio's mimic model has {model.nv} velocities; the comparison below assumes 2")
+    pin_v, pin_tau = np.zeros(2), np.zeros(2)
+    for name in ("j1", "j2"):
+        k = model.joints[model.getJointId(name)].idx_v
+        pin_v[k], pin_tau[k] = v[robot.joint_names.index(name)], tau[robot.joint_names.index(name)]
+    M = pin.crba(model, data, pin_q)  # Pinocchio's aba refuses mimic joints; CRBA and RNEA take them
+    M = np.triu(M) + np.triu(M, 1).T
+    a = np.linalg.solve(M, pin_tau - pin.nonLinearEffects(model, data, pin_q, pin_v))
+    want = [a[model.joints[model.getJointId(name)].idx_v] for name in ("j1", "j2")]
+    got = gtdyn.forward_dynamics(robot, q, v, tau).qdd[ref.independent]
+    assert rel_err(got, want) < TOL
+
+
+def test_states_that_break_the_coupling_are_named(geared):
+    _, robot = geared
+    q = np.zeros(robot.num_dofs)  # rotor at 0, but it must sit at the offset
+    with pytest.raises(gtdyn.ArgumentError, match="q: joint 'rotor_joint' is coupled .* must be 0.25"):
+        gtdyn.forward_dynamics(robot, q, np.zeros(3), np.zeros(3))
+    with pytest.raises(gtdyn.ArgumentError, match="transmissions"):
+        gtdyn.load_robot(geared[0], transmissions="armature")
+    with pytest.raises(gtdyn.ArgumentError, match="transmissions"):
+        gtdyn.compile(robot, "forward")
+
+
+def test_the_transmission_force_is_a_variable_of_the_graph_and_the_drawings(geared, tmp_path):
+    """λ1 is eliminated last in ABA (with the multipliers of Lagrange's method) and drawn with its own colour."""
+    from gtdyn.plot.dag import draw_dag
+    from gtdyn.plot.factor_graph import draw_factor_graph
+
+    _, robot = geared
+    q = np.zeros(robot.num_dofs)
+    q[robot.joint_names.index("rotor_joint")] = OFFSET
+    r = gtdyn.forward_dynamics(robot, q, np.zeros(3), np.zeros(3), ordering="aba")
+    assert r.ordering[-1] == "L1"
+    labels = {d["label"]: d for _, d in r.dag().nodes(data=True)}
+    assert labels["L1"]["kind"] == "transmission_force" and labels["L1"]["pretty"] == "λ1"
+    draw_dag(r.dag(), str(tmp_path / "dag.png"))
+    draw_factor_graph(r.graph, path=str(tmp_path / "graph.png"))
+    assert (tmp_path / "dag.png").stat().st_size > 0 and (tmp_path / "graph.png").stat().st_size > 0
