@@ -168,3 +168,82 @@ def test_the_transmission_force_is_a_variable_of_the_graph_and_the_drawings(gear
     draw_dag(r.dag(), str(tmp_path / "dag.png"))
     draw_factor_graph(r.graph, path=str(tmp_path / "graph.png"))
     assert (tmp_path / "dag.png").stat().st_size > 0 and (tmp_path / "graph.png").stat().st_size > 0
+
+
+MULTI = """<robot name="{name}" xmlns:gtdyn="https://gtdyn.dev/urdf">
+  <link name="base"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
+  <link name="l1"><inertial><origin xyz="0.4 0 0"/><mass value="1.5"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.08" iyz="0" izz="0.08"/></inertial></link>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.8 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
+  <link name="l2"><inertial><origin xyz="0.3 0 0"/><mass value="0.8"/>
+    <inertia ixx="0.005" ixy="0.001" ixz="0" iyy="0.03" iyz="0" izz="0.03"/></inertial></link>
+  <joint name="r1" type="revolute"><parent link="base"/><child link="rotor1"/><origin xyz="0 0 -0.1"/>
+    <axis xyz="0 0 1"/><limit lower="-30" upper="30" effort="5" velocity="90"/></joint>
+  <link name="rotor1"><inertial><mass value="0.3"/>
+    <inertia ixx="0.0002" ixy="0" ixz="0" iyy="0.0002" iyz="0" izz="0.0003"/></inertial></link>
+  <joint name="r2" type="revolute"><parent link="base"/><child link="rotor2"/><origin xyz="0 0.1 -0.1"/>
+    <axis xyz="1 0 0"/><limit lower="-30" upper="30" effort="5" velocity="90"/></joint>
+  <link name="rotor2"><inertial><origin xyz="0 0 0.02"/><mass value="0.2"/>
+    <inertia ixx="0.0004" ixy="0" ixz="0" iyy="0.0002" iyz="0" izz="0.0002"/></inertial></link>
+  {blocks}
+</robot>"""
+BELT = [("r1", (("j1", 6.0), ("j2", -2.0)), 0.1)]  # one rotor driving both joints through a belt
+DIFFERENTIAL = [("r1", (("j1", 3.0), ("j2", 3.0)), 0.0), ("r2", (("j1", 3.0), ("j2", -3.0)), 0.2)]
+
+
+def multi_robot(tmp_path, name, transmissions):
+    blocks = "\n  ".join(
+        f'<gtdyn:transmission joint="{joint}" offset="{offset}">'
+        + "".join(f'<gtdyn:drive joint="{j}" ratio="{r}"/>' for j, r in drives) + "</gtdyn:transmission>"
+        for joint, drives, offset in transmissions)
+    path = tmp_path / f"{name}.urdf"
+    path.write_text(MULTI.format(name=name, blocks=blocks))
+    return str(path), gtdyn.load_robot(str(path), transmissions="exact")
+
+
+@pytest.mark.parametrize("case", ["belt", "differential"])
+def test_belts_and_differentials_match_the_projected_reference(tmp_path, case):
+    """<gtdyn:transmission> blocks: a rotor driven by two joints through a belt, and a differential (two rotors,
+    each the sum or difference of the two joints). The free rotors of the belt case are r2 (uncoupled)."""
+    from gtdyn.bench.pinocchio import PinocchioModel
+
+    transmissions = BELT if case == "belt" else DIFFERENTIAL
+    path, robot = multi_robot(tmp_path, case, transmissions)
+    names = robot.joint_names
+    assert len(robot.transmissions) == len(transmissions)
+    free = [n for n in names if n not in {t[0] for t in transmissions}]
+    G, offset = np.zeros((len(names), len(free))), np.zeros(len(names))
+    for c, n in enumerate(free):
+        G[names.index(n), c] = 1.0
+    for joint, drives, off in transmissions:
+        for j, ratio in drives:
+            G[names.index(joint), free.index(j)] = ratio
+        offset[names.index(joint)] = off
+    pin = PinocchioModel(path, robot)
+    rng = np.random.default_rng(43)
+    for ordering in [None, "aba", "crba", "colamd"]:
+        x, dx = rng.uniform(-1, 1, (2, len(free)))
+        q, v = G @ x + offset, G @ dx
+        tau = np.zeros(len(names))
+        tau[[names.index(n) for n in free]] = rng.uniform(-1, 1, len(free))
+        M, h = pin.mass_matrix(q), pin.nonlinear_effects(q, v)
+        want = G @ np.linalg.solve(G.T @ M @ G, G.T @ (tau - h))
+        assert rel_err(gtdyn.forward_dynamics(robot, q, v, tau, ordering=ordering).qdd, want) < TOL
+        r = gtdyn.inverse_dynamics(robot, q, v, want, ordering="rnea" if ordering in ("aba", "crba") else ordering)
+        assert rel_err(r.tau[[names.index(n) for n in free]], G.T @ (M @ want + h)) < TOL
+
+
+def test_transmission_blocks_are_checked(tmp_path):
+    cases = {"unknown": ([("r1", (("j9", 1.0),), 0.0)], "names 'j9', which is not a moving joint"),
+             "chained": ([("r1", (("j1", 1.0),), 0.0), ("r2", (("r1", 1.0),), 0.0)], "driven by r1, which is driven"),
+             "twice": ([("r1", (("j1", 1.0),), 0.0), ("r1", (("j2", 1.0),), 0.0)], "driven by more than one")}
+    for name, (transmissions, message) in cases.items():
+        with pytest.raises(gtdyn.ModelError, match=message):
+            multi_robot(tmp_path, name, transmissions)
+    path = tmp_path / "ros.urdf"  # ROS's own <transmission> (for ros_control) is not gtdyn's, and is not read
+    path.write_text(MULTI.format(name="ros", blocks='<transmission name="t"><type>SimpleTransmission</type>'
+                                                   '<joint name="j1"/></transmission>'))
+    assert gtdyn.load_robot(str(path), transmissions="exact").transmissions == ()

@@ -17,6 +17,7 @@ from lxml import etree
 
 from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError
+from gtdyn.io.transmissions import read_transmissions
 from gtdyn.io.xml import at, element_text, numbers, only_child, parse_xml, unit_vector
 from gtdyn.io.sdf_frames import FRAME_SEMANTICS_VERSION, MODEL_FRAME, WORLD, ModelFrames, boolean, describe, rigid_inverse
 from gtdyn.model.limits import MAX_INERTIA, MAX_MASS
@@ -46,7 +47,7 @@ def read_sdf(path: str) -> RobotDescription:
     if base is not None:
         links.insert(0, LinkSpec(WORLD, 0.0, np.zeros((3, 3)), np.eye(4)))
     return RobotDescription(model.get("name"), tuple(links), tuple(joints), source=path, allow_loops=True,
-                            base=base)
+                            base=base, transmissions=read_transmissions(model, path))
 
 
 # -- the document ----------------------------------------------------------------------------------------

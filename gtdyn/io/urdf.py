@@ -17,6 +17,7 @@ import numpy as np
 
 from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
+from gtdyn.io.transmissions import read_transmissions
 from gtdyn.io.xml import at, numbers, only_child, parse_xml, unit_vector
 from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS
 from gtdyn.spatial import rpy_matrix
@@ -45,7 +46,8 @@ def read_urdf(path: str, warn_mimic: bool = True) -> RobotDescription:
         _warn_about_mimic_joints(root, path)
     links = tuple(_link_spec(link, path) for link in root.iterchildren("link"))
     joints = tuple(_joint_spec(joint, path) for joint in root.iterchildren("joint"))
-    return RobotDescription(root.get("name"), links, joints, source=path)
+    return RobotDescription(root.get("name"), links, joints, source=path,
+                            transmissions=read_transmissions(root, path))
 
 
 def _check_required_parts(root, path: str) -> None:

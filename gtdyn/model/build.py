@@ -67,7 +67,7 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
     joints = [_make_joint(js, i + 1, links, root if not floating else None, closes_loop=i >= len(moving))
               for i, js in enumerate(moving + loop_moving)]
     frames = {name: (body, pose(bTl[:3, :3], bTl[:3, 3])) for name, (body, bTl) in body_of.items()}
-    coupled = _transmissions(moving + loop_moving, src) if transmissions == "exact" else ()
+    coupled = _transmissions(moving + loop_moving, description.transmissions, src) if transmissions == "exact" else ()
     if coupled:
         dependent = {t.dependent for t in coupled}
         joints = [dataclasses.replace(j, actuated=False) if j.index in dependent else j for j in joints]
@@ -78,22 +78,30 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
     return robot
 
 
-def _transmissions(specs: list[JointSpec], src: str) -> tuple[Transmission, ...]:
-    """A Transmission per ``<mimic>`` joint, by joint index (specs in joint order)."""
+def _transmissions(specs: list[JointSpec], blocks, src: str) -> tuple[Transmission, ...]:
+    """A Transmission per ``<mimic>`` joint and per ``<gtdyn:transmission>`` block, by joint index (specs in
+    joint order)."""
     index = {js.name: k + 1 for k, js in enumerate(specs)}
+    wanted = [(js.name, ((js.mimic[0], js.mimic[1]),), js.mimic[2], f"{js.name} mimics {js.mimic[0]}")
+              for js in specs if js.mimic is not None]
+    wanted += [(b.joint, b.drives, b.offset, f"{b.joint} driven by {', '.join(j for j, _ in b.drives)}") for b in blocks]
+    driven = [name for name, *_ in wanted]
     out = []
-    for js in specs:
-        if js.mimic is None:
-            continue
-        driver, ratio, offset = js.mimic
-        if driver not in index:
-            raise ModelError(f"{src}: joint '{js.name}' mimics '{driver}', which is not a moving joint")
-        if specs[index[driver] - 1].mimic is not None:
-            raise ModelError(f"{src}: joint '{js.name}' mimics '{driver}', which mimics another joint itself; "
-                             "write both in terms of the driving joint")
-        if driver == js.name or not np.isfinite(ratio) or not np.isfinite(offset):
-            raise ModelError(f"{src}: joint '{js.name}' has a <mimic> of itself or with a non-finite multiplier/offset")
-        out.append(Transmission(f"{js.name} mimics {driver}", index[js.name], ((index[driver], ratio),), offset))
+    for name, drives, offset, label in wanted:
+        for joint in (name, *(j for j, _ in drives)):
+            if joint not in index:
+                raise ModelError(f"{src}: transmission '{label}' names '{joint}', which is not a moving joint")
+        if driven.count(name) > 1:
+            raise ModelError(f"{src}: joint '{name}' is driven by more than one transmission (<mimic> or "
+                             "<gtdyn:transmission>)")
+        chained = [j for j, _ in drives if j in driven or j == name]
+        if chained:
+            raise ModelError(f"{src}: transmission '{label}' is driven by {', '.join(chained)}, which is driven "
+                             "itself; write every transmission in terms of independent joints")
+        ratios = [ratio for _, ratio in drives]
+        if not all(np.isfinite([*ratios, offset])):
+            raise ModelError(f"{src}: transmission '{label}' has a non-finite ratio or offset")
+        out.append(Transmission(label, index[name], tuple((index[j], float(r)) for j, r in drives), float(offset)))
     return tuple(out)
 
 

@@ -55,6 +55,16 @@ class JointSpec:
 
 
 @dataclass(frozen=True)
+class TransmissionSpec:
+    """A ``<gtdyn:transmission>`` block: ``joint`` driven as q = Σ ratio · q_drive + offset over ``drives``
+    ((joint name, ratio), …)."""
+
+    joint: str
+    drives: tuple[tuple[str, float], ...]
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
 class RobotDescription:
     """Everything a parser read: the robot's name, its links and joints in file order, and the source.
 
@@ -69,3 +79,4 @@ class RobotDescription:
     source: str = "<memory>"
     allow_loops: bool = False
     base: str | None = None
+    transmissions: tuple[TransmissionSpec, ...] = ()  # <gtdyn:transmission> blocks (a <mimic> is on its joint)
