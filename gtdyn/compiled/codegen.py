@@ -29,6 +29,7 @@ from gtdyn import keys
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
+from gtdyn.dynamics.solve import TRANSMISSION_TOLERANCE
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
 from gtdyn.model.robot import Robot
@@ -132,6 +133,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
                           for k in range(6)], dtype=object)  # the acceleration (inverse) or the wrench (forward, hybrid)
         traced_problem = dataclasses.replace(traced_problem, **{"base_accel" if problem.kind == "inverse" else
                                                                 "base_wrench": given})
+    coupled = _coupling_ok(robot, q, v, traced_problem)
     factor.comment("forward kinematics: poses and twists, root → leaves")
     kin, closure = traced_kinematics(robot, q, v, base_rotation, base_twist)
     factor.comment("the rows of eq. 5–7 at this state")
@@ -149,8 +151,8 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions["solve"] = _solve(plan, column, layout, slots)
     functions["solve_t"] = _solve_transposed(plan, column, layout, slots)
     functions["residual"] = _residual(plan, column, layout, slots)
-    functions["main"] = _main(functions, plan, column, layout, slots, closure, outputs)
-    functions["fast"] = _fast(functions, plan, column, layout, slots, outputs)
+    functions["main"] = _main(functions, plan, column, layout, slots, closure, outputs, coupled)
+    functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     slots.write_back(functions)
     return Program(functions, layout, plan, outputs)
 
@@ -276,9 +278,26 @@ def _residual(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.
     return fn
 
 
-def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, outputs) -> trace.Function:
+def _coupling_ok(robot: Robot, q: list, v: list, problem: Problem):
+    """1.0 if the inputs keep every transmission (q, q̇, and q̈ where all of a transmission's are given) to the
+    reference path's ``TRANSMISSION_TOLERANCE``, else 0.0: a state that breaks one goes to the reference path,
+    which names the joint."""
+    ok = 1.0
+    for t in robot.transmissions:
+        series = [(lambda j: q[j - 1], t.offset), (lambda j: v[j - 1], 0.0)]
+        if all(j in problem.known_qdd for j in (t.dependent, *(k for k, _ in t.terms))):
+            series.append((lambda j: problem.known_qdd[j], 0.0))
+        for value, offset in series:
+            expected = sum((ratio * value(k) for k, ratio in t.terms), 0.0) + offset
+            gap = value(t.dependent) - expected
+            bound = TRANSMISSION_TOLERANCE * (1.0 + trace.fabs(expected))
+            ok = ok * trace.le(gap * gap, bound * bound)
+    return ok
+
+
+def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, outputs, coupled=1.0) -> trace.Function:
     """``checks=False``: factor and solve only — Pinocchio's contract, an answer without a verdict. A non-finite
-    answer still gets status 0 (and so the reference path's error)."""
+    answer, or inputs that break a transmission, still get status 0 (and so the reference path's error)."""
     fn = trace.Function("fast")
     start = layout.start
     fn.call(functions["factor"])
@@ -287,7 +306,7 @@ def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, ou
     fn.call(functions["solve"])
     x = [fn.load(start["sol"] + k) for k in range(len(column))]
     _store_outputs(fn, layout, outputs, x)
-    fn.store(layout.status, _finite(x) * _valid_inputs(fn, layout))
+    fn.store(layout.status, _finite(x) * _valid_inputs(fn, layout) * slots.use(fn, coupled))
     return fn
 
 
@@ -332,7 +351,8 @@ def _squared_norm(values) -> object:
     return trace.dot(values, values)
 
 
-def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, closure: dict, outputs) -> trace.Function:
+def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, closure: dict, outputs,
+          coupled=1.0) -> trace.Function:
     fn = trace.Function("main")
     start, M = layout.start, len(plan.rows)
     fn.call(functions["factor"])
@@ -380,7 +400,8 @@ def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, cl
         y = [trace.div(value, growth) for value in u]
     condition = trace.sqrt(growth)
     fn.comment("certificate: well conditioned, accurate, and every loop closed")
-    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) * _valid_inputs(fn, layout)
+    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) * _valid_inputs(fn, layout) \
+        * slots.use(fn, coupled)
     for pose_gap, twist_gap in closure.values():
         gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
         ok = ok * trace.le(_squared_norm(gaps), CLOSURE_LIMIT ** 2)

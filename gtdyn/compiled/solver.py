@@ -62,9 +62,6 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         raise ArgumentError(f"problem: '{problem}' is not one of {', '.join(PROBLEM_KINDS)}")
     gravity = finite_vector("gravity", gravity, 3)
     qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
-    if robot.transmissions:  # the generated code would not check that a state keeps them
-        raise ArgumentError(f"robot: '{robot.name}' has transmissions ({', '.join(t.name for t in robot.transmissions)}), "
-                            "which compiled solvers do not cover yet; use gtdyn.forward_dynamics etc.")
     if robot.floating_base and robot.loop_joints:  # a planar loop's plane would turn with the base
         raise ArgumentError(f"robot: '{robot.name}' has a floating base and closed loops, which compiled solvers do "
                             "not cover; use the reference path (gtdyn.forward_dynamics etc.)")
