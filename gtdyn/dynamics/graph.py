@@ -56,7 +56,9 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
         roles = {"F": Key(keys.wrench_key(j)),
                  "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j))}
         roles.update({f"L{k}": Key(keys.transmission_key(number)) for k, (number, _) in enumerate(shares)})
-        yield torque_equation(S, tuple(share for _, share in shares)), roles, False
+        if joint.armature:
+            roles["a"] = _joint_accel_role(problem, j)
+        yield torque_equation(S, tuple(share for _, share in shares), joint.armature), roles, False
     # eq. 6 per moving link; a floating base is one more body, the wrench from its environment ("F0") taking the
     # place of a joint from its parent
     for link in (robot.base, *robot.links) if robot.floating_base else robot.links:

@@ -83,7 +83,7 @@ def bundled_path(name: str) -> str:
 BASES = ("fixed", "floating")
 
 
-TRANSMISSIONS = ("independent", "exact")
+TRANSMISSIONS = ("independent", "exact", "approximate")
 
 
 def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmissions: str = "independent") -> Robot:
@@ -95,7 +95,9 @@ def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmi
 
     ``transmissions``: "exact" couples each URDF ``<mimic joint multiplier offset>`` joint to the joint it
     mimics (``robot.transmissions``; the mimic joint becomes passive, driven through the coupling);
-    "independent" (for now the default) reads every joint as free, with a ModelWarning for each ``<mimic>``.
+    "approximate" welds each driven joint and adds its rotor's reflected inertia to the driving joints (the
+    armature approximation, to see its error); "independent" (for now the default) reads every joint as free,
+    with a ModelWarning for each ``<mimic>``.
 
     ModelError for a bad or missing file, ArgumentError for an argument that is not a path or name."""
     if transmissions not in TRANSMISSIONS:
@@ -127,6 +129,7 @@ def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmi
             world_joints = [j.name for j in description.joints if j.parent == description.base]
             raise ArgumentError(f"base: {path} attaches its model to the world (joints {', '.join(world_joints)}), "
                                 "so it has no free base to float; remove those joints from the file to float it")
-        return build_robot(description, floating=base == "floating" or (base is None and description.base is None))
+        return build_robot(description, floating=base == "floating" or (base is None and description.base is None),
+                           transmissions=transmissions)
     raise ModelError(f"{path}: unsupported robot file type '{suffix or '(none)'}'; expected .urdf, .sdf "
                      f"or a bundled name ({', '.join(BUNDLED)})")

@@ -33,12 +33,16 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
     """Check a description, merge fixed joints and build the Robot (spanning-tree joints, then loop joints).
     ``floating``: the root link moves freely instead of being welded to the world. ``transmissions``: "exact"
     couples each ``<mimic>`` joint to the joint it mimics (it becomes passive: the transmission drives it);
-    "independent" leaves every joint free."""
+    "approximate" welds each driven joint (a rotor) and adds its reflected inertia to its drives' diagonal
+    (``_armature_approximation``); "independent" leaves every joint free."""
     src = description.source
     link_specs = _unique(description.links, "link", src)
     joint_specs = _unique(description.joints, "joint", src)
     for js in joint_specs.values():
         _check_joint_spec(js, link_specs, src)
+    armature: dict[str, float] = {}
+    if transmissions == "approximate":
+        joint_specs, armature = _armature_approximation(joint_specs, link_specs, description.transmissions, src)
     for ls in link_specs.values():
         _check_inertial(ls, src)
     root = _find_root(description, link_specs, joint_specs, src)
@@ -68,6 +72,7 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
               for i, js in enumerate(moving + loop_moving)]
     frames = {name: (body, pose(bTl[:3, :3], bTl[:3, 3])) for name, (body, bTl) in body_of.items()}
     coupled = _transmissions(moving + loop_moving, description.transmissions, src) if transmissions == "exact" else ()
+    joints = [dataclasses.replace(j, armature=armature[j.name]) if j.name in armature else j for j in joints]
     if coupled:
         dependent = {t.dependent for t in coupled}
         joints = [dataclasses.replace(j, actuated=False) if j.index in dependent else j for j in joints]
@@ -76,6 +81,41 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
     if not closing:  # with loops, the closure constraints can determine what a subtree alone would not
         _check_determined(robot)
     return robot
+
+
+def _armature_approximation(joint_specs: dict, link_specs: dict, blocks, src: str) -> tuple[dict, dict[str, float]]:
+    """The armature approximation of a transmission (what MuJoCo and most simulators do): the driven joint (a
+    rotor) is welded at its offset and drops out; each driving joint k gains the rotor's inertia about its own
+    axis times ratio_k² on the diagonal of the mass matrix — its "reflected inertia". Exact for a rotor whose
+    only motion is its spin and whose spin axis stays fixed in the parent; the gyroscopic and cross terms
+    (ratio_i ratio_j between drives of one belt) are what it leaves out."""
+    wanted = [(js.name, ((js.mimic[0], js.mimic[1]),), js.mimic[2]) for js in joint_specs.values() if js.mimic]
+    wanted += [(b.joint, b.drives, b.offset) for b in blocks]
+    specs, armature = dict(joint_specs), {}
+    for name, drives, offset in wanted:
+        for joint in (name, *(j for j, _ in drives)):
+            if joint not in specs or specs[joint].type == "fixed":
+                raise ModelError(f"{src}: transmission of '{name}' names '{joint}', which is not a moving joint")
+        js = specs[name]
+        spin = _inertia_about_axis(link_specs[js.child], js.child_pose, js.axis) if js.type != "prismatic" else \
+            link_specs[js.child].mass
+        for joint, ratio in drives:
+            armature[joint] = armature.get(joint, 0.0) + ratio * ratio * spin
+        moved = np.eye(4)
+        if js.type == "prismatic":
+            moved[:3, 3] = np.asarray(js.axis, float) * offset
+        else:
+            moved[:3, :3] = gtsam.Rot3.Rodrigues(np.asarray(js.axis, float) * offset).matrix()
+        specs[name] = dataclasses.replace(js, type="fixed", origin=js.origin @ moved, mimic=None)
+    return specs, armature
+
+
+def _inertia_about_axis(link: LinkSpec, child_pose: np.ndarray, axis: np.ndarray) -> float:
+    """A link's moment of inertia about a joint axis through the joint frame's origin (parallel-axis theorem)."""
+    T = child_pose @ link.inertial_origin  # CoM frame in the joint frame
+    R, p = T[:3, :3], T[:3, 3]
+    a = np.asarray(axis, float) / np.linalg.norm(axis)
+    return float(a @ R @ np.asarray(link.inertia, float) @ R.T @ a + link.mass * (p @ p - (a @ p) ** 2))
 
 
 def _transmissions(specs: list[JointSpec], blocks, src: str) -> tuple[Transmission, ...]:

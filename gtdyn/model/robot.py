@@ -67,6 +67,7 @@ class Joint:
     velocity: float = np.inf
     actuated: bool = True  # False: a passive joint, τ = 0
     closes_loop: bool = False  # not in the spanning tree
+    armature: float = 0.0  # reflected rotor inertia on the mass matrix's diagonal (transmissions="approximate")
 
     def parent_T_child(self, q: float) -> gtsam.Pose3:
         """pTc(q) = rest_pose · exp([S] q), between the parent's and child's dynamics frames."""
