@@ -358,3 +358,46 @@ def test_the_armature_approximation_misses_a_rotor_riding_on_a_moving_link(tmp_p
         want = gtdyn.forward_dynamics(exact, q_full, v_full, tau_full).qdd[drives]
         errors.append(rel_err(gtdyn.forward_dynamics(approx, q, v, tau).qdd, want))
     assert 0.01 < np.median(errors) < 0.1
+
+
+ROTOR = """
+    <link name="rotor"><pose>0 -0.05 0 0 0 0</pose>
+      <inertial><mass>0.1</mass><inertia><ixx>0.00002</ixx><iyy>0.00004</iyy><izz>0.00002</izz>
+        <ixy>0</ixy><ixz>0</ixz><iyz>0</iyz></inertia></inertial></link>
+    <joint name="motor" type="revolute"><parent>base</parent><child>rotor</child><axis><xyz>0 1 0</xyz></axis>
+      <gtdyn:actuated>false</gtdyn:actuated></joint>
+    <gtdyn:transmission joint="motor"><gtdyn:drive joint="j1" ratio="12"/></gtdyn:transmission>
+  </model>"""
+
+
+def test_a_four_bar_driven_through_a_geared_rotor_matches_lagrange_multipliers(tmp_path):
+    """Loops and transmissions in one mechanism: the bundled four-bar with a rotor on the base geared 12:1 to its
+    crank. Reference written here: Pinocchio on the spanning tree (tests/loop_references.py) with the loop's
+    point-coincidence rows and the transmission's row q̈_motor − 12 q̈_j1 = 0 in one dense KKT system."""
+    from loop_references import LagrangeReference
+
+    from gtdyn.io.sdf import read_sdf
+    from gtdyn.model.build import build_robot
+
+    path = tmp_path / "geared_four_bar.sdf"
+    path.write_text(open(gtdyn.bundled_path("four_bar")).read().replace("  </model>", ROTOR))
+    description = read_sdf(str(path))
+    robot = build_robot(description, transmissions="exact")
+    reference = LagrangeReference(description, robot)
+    names = robot.joint_names
+    start = gtdyn.close_loops(robot, {"j1": 0.4, "motor": 12 * 0.4}, {"j1": 0.7, "motor": 12 * 0.7})
+    tau = np.zeros(len(names))
+    tau[names.index("j1")] = 0.3
+    got = gtdyn.forward_dynamics(robot, start.q, start.v, tau, ordering="aba").qdd
+
+    tree = reference.tree_index
+    qt, vt = start.q[tree], start.v[tree]
+    M, h = reference._mass_and_bias(qt, vt)
+    J, drift = reference._constraint(qt, vt)
+    row = np.zeros(len(tree))
+    row[tree.index(names.index("motor"))], row[tree.index(names.index("j1"))] = 1.0, -12.0
+    J, drift = np.vstack([J, row]), np.concatenate([drift, [0.0]])
+    K = np.block([[M, -J.T], [J, np.zeros((len(J), len(J)))]])
+    solution = np.linalg.lstsq(K, np.concatenate([tau[tree] - h, -drift]), rcond=None)[0]
+    want = solution[:len(tree)]
+    assert rel_err(got[tree], want) < TOL
