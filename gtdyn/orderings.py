@@ -24,6 +24,9 @@ pass; ``crba`` eliminates A0 last, with the q̈, so the dense system left is the
 Contact forces go last of all, after the loop variables, like the loops' constraint wrenches.
 * ``colamd`` (GTSAM's COLAMD), ``nd`` (GTSAM's METIS nested dissection), ``md`` (plain minimum degree on
   the variable graph, as the paper's Table III), ``natural`` (by key).
+* ``cluster_aba``, ``cluster_rnea`` (paper 003's C-ABA and C-RNEA: each cluster of joints coupled by a
+  transmission or a loop eliminated together), and its two baselines ``lagrange`` (constraint forces last) and
+  ``projection`` (constraints first).
 
 On closed loops RNEA, CRBA and ABA run on the spanning tree, and the variables of the loop-closing joints
 (their wrench, and q̈ or τ where unknown) are eliminated last: the tree is eliminated with the loop wrenches as
@@ -149,6 +152,96 @@ def aba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gts
             order.append(keys.joint_accel_key(j))
     return _ordering(order + _base_wrench(robot, problem) + _base_accel(robot, problem) + _loop_variables(robot, problem)
                      + _contact_variables(problem, robot))
+
+
+def clusters(robot: Robot) -> list[list[int]]:
+    """Joints coupled by a transmission or a closed loop, grouped (paper 003's clusters; each other joint is a
+    cluster of its own), in ``robot.joints`` order within and across groups."""
+    parent = {j.index: j.index for j in robot.joints}
+
+    def root(j: int) -> int:
+        while parent[j] != j:
+            parent[j] = parent[parent[j]]
+            j = parent[j]
+        return j
+
+    groups = [[t.dependent, *(k for k, _ in t.terms)] for t in robot.transmissions]
+    groups += [[robot.joint(name).index for name in loop] for loop in robot.loops]
+    for group in groups:
+        for j in group[1:]:
+            parent[root(j)] = root(group[0])
+    out: dict[int, list[int]] = {}
+    for joint in robot.joints:
+        out.setdefault(root(joint.index), []).append(joint.index)
+    return list(out.values())
+
+
+def _cluster_transmissions(robot: Robot, members: set[int]) -> list[int]:
+    return [keys.transmission_key(k) for k, t in enumerate(robot.transmissions, start=1) if t.dependent in members]
+
+
+@strategy("cluster_aba", problems=("forward", "hybrid"))
+def cluster_aba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """Paper 003's C-ABA (constraint embedding, Algorithm 1) as an ordering: clusters leaf→root, each cluster's
+    variables together — its joints' τ (if unknown), F and V̇, then its transmissions' constraint forces, then its
+    q̈ — once its root-most joint is reached. A cluster of one joint is ABA's step for that joint."""
+    cluster_of = {j: tuple(c) for c in clusters(robot) for j in c}
+    tree_rank = {joint.index: k for k, joint in enumerate(robot.tree_joints)}
+    order, pending = [], {c: set(c) for c in cluster_of.values()}
+    for joint in reversed(robot.tree_joints):
+        c = cluster_of[joint.index]
+        pending[c].discard(joint.index)
+        if any(j in tree_rank for j in pending[c]):
+            continue  # a tree joint of the cluster nearer the root is still to come
+        members = sorted(c, key=lambda j: -tree_rank.get(j, -1))  # leaf→root, loop-closing joints first
+        for j in members:
+            order += [keys.torque_key(j)] if _unknown(problem, "tau", j) else []
+            order.append(keys.wrench_key(j))
+            order += [keys.twist_accel_key(j)] if j in tree_rank else []
+        order += _cluster_transmissions(robot, set(c))
+        order += [keys.joint_accel_key(j) for j in members if _unknown(problem, "qdd", j)]
+    return _ordering(order + _base_wrench(robot, problem) + _base_accel(robot, problem)
+                     + [keys.contact_key(c.number, c.dim) for c in problem.contacts])
+
+
+@strategy("cluster_rnea", problems=("inverse",))
+def cluster_rnea(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """Paper 003's C-RNEA as an ordering: each cluster's unknown torques with its transmissions' constraint
+    forces (clusters leaf→root), then wrenches root→leaf and V̇ leaf→root, as RNEA; loop-closing joints' wrenches
+    with their cluster."""
+    root_first = [j.index for j in robot.tree_joints]
+    rank = {j: k for k, j in enumerate(root_first)}
+    groups = sorted(clusters(robot), key=lambda c: -min(rank[j] for j in c if j in rank))  # by root-most member
+    order = []
+    for c in groups:
+        order += [keys.torque_key(j) for j in sorted(c, key=lambda j: -rank.get(j, len(rank))) if _unknown(problem, "tau", j)]
+        order += _cluster_transmissions(robot, set(c))
+    loop_wrenches = [keys.wrench_key(j.index) for j in robot.loop_joints]
+    loop_accels = [keys.joint_accel_key(j.index) for j in robot.loop_joints if _unknown(problem, "qdd", j.index)]
+    return _ordering(order + _base_wrench(robot, problem) + [keys.wrench_key(j) for j in root_first]
+                     + [keys.twist_accel_key(j) for j in reversed(root_first)] + _base_accel(robot, problem)
+                     + loop_wrenches + loop_accels + [keys.contact_key(c.number, c.dim) for c in problem.contacts])
+
+
+@strategy("lagrange")
+def lagrange(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """Paper 003's Lagrange-multiplier baseline: the spanning tree's recursive algorithm (ABA; RNEA for inverse
+    dynamics) with every constraint force — loop wrenches, transmissions' λ, contacts — eliminated last."""
+    return (rnea if problem.kind == "inverse" else aba)(robot, problem, graph)
+
+
+@strategy("projection", problems=("forward", "hybrid"))
+def projection(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """Paper 003's projection baseline: the constraints first — each transmission's constraint force and driven
+    q̈, each loop-closing joint's variables — so that what remains is the tree's dynamics projected onto the
+    independent coordinates, then ABA on it."""
+    first = []
+    for k, t in enumerate(robot.transmissions, start=1):
+        first.append(keys.transmission_key(k))
+        first += [keys.joint_accel_key(t.dependent)] if _unknown(problem, "qdd", t.dependent) else []
+    first += _loop_variables(robot, problem)
+    tree, skip = aba(robot, problem, graph), set(first)
+    return _ordering(first + [k for k in (tree.at(i) for i in range(tree.size())) if k not in skip])
 
 
 @strategy("colamd")

@@ -143,7 +143,8 @@ def test_applicability_is_checked_and_named(rrr):
         gtdyn.inverse_dynamics(rrr, z, z, z, ordering="crba")
     with pytest.raises(ValueError, match="not hybrid"):
         gtdyn.hybrid_dynamics(rrr, z, z, qdd={"j1": 0}, tau={"j2": 0, "j3": 0}, ordering="rnea")
-    assert set(STRATEGIES) == {"rnea", "crba", "aba", "colamd", "nd", "md", "natural"}
+    assert set(STRATEGIES) == {"rnea", "crba", "aba", "colamd", "nd", "md", "natural", "cluster_aba", "cluster_rnea",
+                               "lagrange", "projection"}
 
 
 def test_tree_meaning_of_classical_orderings():

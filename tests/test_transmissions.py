@@ -388,7 +388,6 @@ def test_a_four_bar_driven_through_a_geared_rotor_matches_lagrange_multipliers(t
     start = gtdyn.close_loops(robot, {"j1": 0.4, "motor": 12 * 0.4}, {"j1": 0.7, "motor": 12 * 0.7})
     tau = np.zeros(len(names))
     tau[names.index("j1")] = 0.3
-    got = gtdyn.forward_dynamics(robot, start.q, start.v, tau, ordering="aba").qdd
 
     tree = reference.tree_index
     qt, vt = start.q[tree], start.v[tree]
@@ -400,4 +399,26 @@ def test_a_four_bar_driven_through_a_geared_rotor_matches_lagrange_multipliers(t
     K = np.block([[M, -J.T], [J, np.zeros((len(J), len(J)))]])
     solution = np.linalg.lstsq(K, np.concatenate([tau[tree] - h, -drift]), rcond=None)[0]
     want = solution[:len(tree)]
-    assert rel_err(got[tree], want) < TOL
+    for ordering in applicable("forward"):  # the cluster orderings and paper 003's two baselines among them
+        got = gtdyn.forward_dynamics(robot, start.q, start.v, tau, ordering=ordering).qdd
+        assert rel_err(got[tree], want) < TOL, ordering
+    (cluster,) = [c for c in gtdyn.orderings.clusters(robot) if len(c) > 1]
+    assert sorted(robot.joint_names[j - 1] for j in cluster) == ["j1", "j2", "j3", "j4", "motor"]
+
+
+def test_cluster_orderings_eliminate_each_cluster_together(geared):
+    """C-ABA on the geared arm: j2 (a cluster of its own) first, then the cluster {j1, rotor}: its wrenches and
+    V̇, its transmission's λ, then its q̈ — contiguous, as one articulated body of paper 003's Algorithm 1. The
+    projection baseline eliminates the constraint first; Lagrange's last."""
+    _, robot = geared
+    q = np.zeros(robot.num_dofs)
+    q[robot.joint_names.index("rotor_joint")] = OFFSET
+    zeros = np.zeros(robot.num_dofs)
+    order = {o: gtdyn.forward_dynamics(robot, q, zeros, zeros, ordering=o).ordering
+             for o in ("cluster_aba", "projection", "lagrange")}
+    j1, j2, rotor = (robot.joint_names.index(name) + 1 for name in ("j1", "j2", "rotor_joint"))
+    assert order["cluster_aba"] == [f"F{j2}", f"A{j2}", f"a{j2}", f"F{rotor}", f"A{rotor}", f"F{j1}", f"A{j1}", "L1",
+                                    f"a{rotor}", f"a{j1}"]
+    assert order["projection"][:2] == ["L1", f"a{rotor}"] and order["lagrange"][-1] == "L1"
+    inverse = gtdyn.inverse_dynamics(robot, q, zeros, zeros, ordering="cluster_rnea").ordering
+    assert inverse[:3] == [f"t{j2}", f"t{j1}", "L1"]
