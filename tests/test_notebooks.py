@@ -76,6 +76,16 @@ scale = np.max(np.abs(lifted.qdd))
 assert all(np.max(np.abs(feet_accel[f])) < 1e-9 * scale for f in FEET[1:]) and np.linalg.norm(feet_accel["FL_foot"]) > 1
 assert all(np.max(np.abs(feet_accel[f] - feet_accel_pinocchio[f])) < 1e-9 * scale for f in FEET)
 """,
+    "09_transmissions_and_clusters.ipynb": """
+assert [names_of(robot, c) for c in clusters(robot)] == [["j1", "m1"], ["j2", "m2"], ["j3", "m3"]]
+assert sorted(names_of(four_bar, *clusters(four_bar))) == ["j1", "j2", "j3", "j4", "motor"]
+assert len(results) >= 7 and agree < 1e-9 and reference_error < 1e-9 and agree_four_bar < 1e-9
+assert all(connected for _, connected in cluster_subtrees(robot, results["cluster_aba"].bayes_tree()).values())
+assert set(timings) == set(systems) and all(t.median_us > 0 for s in timings.values() for t in s.values())
+assert compiled_error < 1e-9 and all(n > 0 for s in operations.values() for n in s.values())
+assert len(base_errors) == len(knee_errors) == 50 and np.max(base_errors) < 1e-9 and 0.01 < np.median(knee_errors) < 0.1
+assert np.max(np.abs(delta_M - 9 * 0.00006 * np.array([[0.0, 1.0], [1.0, 0.0]]))) < 1e-12
+""",
 }
 # Text a cell must print (a caught error the notebook demonstrates).
 PRINTED = {"04_closed_loops.ipynb": ["IndeterminateSystemError:", "free variables:"]}
