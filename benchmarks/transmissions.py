@@ -9,6 +9,8 @@ Systems (written here, parameters in ``chain``):
   gear (ratio 6; the rotor geared to the joint it drives: a URDF ``<mimic>``);
 * the same chains with parallel belt transmissions: every rotor on the base, rotor i driving joint i through
   belts over joints 1..i (q_rotor_i = 6 Σ_{k≤i} q_k, a ``<gtdyn:transmission>``), as in the MIT Humanoid;
+* a Mini-Cheetah-like leg (``LEG``: three joints, each driven by a geared rotor, the knee's through a belt
+  over the hip — a two-joint transmission; parameters documented there);
 * the bundled closed loops (four-bar, five-bar, six-bar).
 
 Unchecked compiled solvers (``checks=False``: the elimination's arithmetic, as the paper times its
@@ -63,6 +65,41 @@ def chain(n: int, kind: str) -> str:
     return "\n".join(parts)
 
 
+LEG = """<robot name="leg" xmlns:gtdyn="https://gtdyn.dev/urdf">  <!-- Mini-Cheetah-like: abduction (x), hip (y),
+  knee (y). The abduction rotor sits on the body, the hip's and the knee's on the abduction link, all geared 6:1;
+  the knee's drives the knee through a 1.55:1 belt along the thigh, so it turns with the hip as well:
+  q_knee_rotor = 6 (q_hip + q_knee / 1.55). Rotor spin inertia 6.3e-5 kg m²; link lengths and masses our own
+  choice of the robot's order of magnitude — not its published model. -->
+  <link name="body"/>
+  <joint name="abad" type="revolute"><parent link="body"/><child link="abad_link"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="18" velocity="40"/></joint>
+  <link name="abad_link"><inertial><origin xyz="0 0.04 0"/><mass value="0.54"/>
+    <inertia ixx="0.0004" ixy="0" ixz="0" iyy="0.0004" iyz="0" izz="0.0004"/></inertial></link>
+  <joint name="hip" type="revolute"><parent link="abad_link"/><child link="thigh"/><origin xyz="0 0.06 0"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="18" velocity="40"/></joint>
+  <link name="thigh"><inertial><origin xyz="0 0.016 -0.02"/><mass value="0.63"/>
+    <inertia ixx="0.0011" ixy="0" ixz="0" iyy="0.0011" iyz="0" izz="0.0001"/></inertial></link>
+  <joint name="knee" type="revolute"><parent link="thigh"/><child link="shank"/><origin xyz="0 0 -0.209"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="26" velocity="26"/></joint>
+  <link name="shank"><inertial><origin xyz="0 0 -0.1"/><mass value="0.064"/>
+    <inertia ixx="0.00025" ixy="0" ixz="0" iyy="0.00025" iyz="0" izz="0.00001"/></inertial></link>
+  <joint name="abad_rotor" type="revolute"><parent link="body"/><child link="abad_r"/><axis xyz="1 0 0"/>
+    <limit lower="-30" upper="30" effort="3" velocity="240"/><mimic joint="abad" multiplier="6"/></joint>
+  <link name="abad_r"><inertial><mass value="0.055"/>
+    <inertia ixx="0.000063" ixy="0" ixz="0" iyy="0.000033" iyz="0" izz="0.000033"/></inertial></link>
+  <joint name="hip_rotor" type="revolute"><parent link="abad_link"/><child link="hip_r"/><origin xyz="0 0.03 0"/>
+    <axis xyz="0 1 0"/><limit lower="-30" upper="30" effort="3" velocity="240"/><mimic joint="hip" multiplier="6"/></joint>
+  <link name="hip_r"><inertial><mass value="0.055"/>
+    <inertia ixx="0.000033" ixy="0" ixz="0" iyy="0.000063" iyz="0" izz="0.000033"/></inertial></link>
+  <joint name="knee_rotor" type="revolute"><parent link="abad_link"/><child link="knee_r"/><origin xyz="0 0.09 0"/>
+    <axis xyz="0 1 0"/><limit lower="-30" upper="30" effort="3" velocity="240"/></joint>
+  <gtdyn:transmission joint="knee_rotor"><gtdyn:drive joint="hip" ratio="6"/>
+    <gtdyn:drive joint="knee" ratio="3.870967741935484"/></gtdyn:transmission>
+  <link name="knee_r"><inertial><mass value="0.055"/>
+    <inertia ixx="0.000033" ixy="0" ixz="0" iyy="0.000063" iyz="0" izz="0.000033"/></inertial></link>
+</robot>"""
+
+
 def time_orderings(robot) -> dict[str, tuple[float, int]]:
     """(µs per call, operations) per ordering, interleaved, at one consistent sample state."""
     solvers = {o: gtdyn.compile(robot, "forward", ordering=o, checks=False) for o in ORDERINGS}
@@ -76,7 +113,8 @@ def armature_error(path: str, n: int) -> float:
     """Median relative q̈ error of transmissions="approximate" against "exact" over 20 states."""
     exact = gtdyn.load_robot(path, transmissions="exact")
     approx = gtdyn.load_robot(path, transmissions="approximate")
-    drives = [exact.joint_names.index(f"j{i}") for i in range(1, n + 1)]
+    drives = [exact.joint_names.index(name) for name in
+              (approx.joint_names if n is None else [f"j{i}" for i in range(1, n + 1)])]
     state = sample_states(exact, "forward", count=20, seed=6)
     errors = []
     for k in range(20):
@@ -95,12 +133,13 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
         warnings.simplefilter("ignore", gtdyn.ModelWarning)
         systems = [(f"{kind} chain", kind, n) for kind in ("geared", "belt") for n in sizes]
+        systems.append(("Mini-Cheetah-like leg", "leg", None))
         systems += [(name, None, None) for name in ("four_bar", "five_bar", "six_bar")]
         for label, kind, n in systems:
             if kind:
                 path = os.path.join(folder, f"{kind}{n}.urdf")
                 with open(path, "w") as f:
-                    f.write(chain(n, kind))
+                    f.write(LEG if kind == "leg" else chain(n, kind))
                 robot = gtdyn.load_robot(path, transmissions="exact")
                 error = f"{armature_error(path, n):.2%}"
             else:
@@ -111,7 +150,7 @@ def main(argv: list[str]) -> None:
             rows.append(f"| {label} | {robot.num_dofs} | " + " | ".join(
                 f"{timed[o][0]:.2f} ({timed[o][0] / base:.2f}×)" for o in ORDERINGS) + f" | {error} |")
             print(rows[-1], file=sys.stderr, flush=True)
-            if kind:
+            if kind in ("geared", "belt"):
                 scaling.setdefault(kind, []).append((n, {o: timed[o][0] for o in ORDERINGS}))
     text = "\n".join(["# Transmissions and clusters on compiled plans (paper 003 §IX)", "",
                       f"`python -m benchmarks.transmissions{' --quick' if '--quick' in argv else ''}` on "
