@@ -37,7 +37,7 @@ def robot_rows(name: str) -> list[str]:
     path = str(distribution("example-robot-data").locate_file(f"cmeel.prefix/share/example-robot-data/robots/{relative}"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gtdyn.ModelWarning)
-        robot = gtdyn.load_robot(path, base="floating")
+        robot = gtdyn.load_robot(path, base="floating", transmissions="independent")  # as Pinocchio
     ref = FreeFlyerPinocchio(path, robot)
     contacts = [gtdyn.Contact(f, kind=kind) for f in feet]
     print(f"{name}: compiling 6 solvers …", file=sys.stderr, flush=True)

@@ -51,7 +51,7 @@ def real_robots() -> dict[str, str]:
 def _load(path: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gtdyn.ModelWarning)
-        return gtdyn.load_robot(path)
+        return gtdyn.load_robot(path, transmissions="independent")  # as Pinocchio reads <mimic>
 
 
 def parse_args(argv):

@@ -69,7 +69,7 @@ def main(steps: int = 2000) -> None:
     for name, path in robots.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gtdyn.ModelWarning)
-            robot = gtdyn.load_robot(path)
+            robot = gtdyn.load_robot(path, transmissions="independent")  # as Pinocchio reads <mimic>
         ref = PinocchioModel(path, robot, gravity=np.zeros(3))
         q0, v0 = np.random.default_rng(0).uniform(-0.5, 0.5, (2, robot.num_dofs))
         print(f"{name}: compiling and warming up …", file=sys.stderr, flush=True)

@@ -71,7 +71,7 @@ imported = time.perf_counter()
 args = json.loads(sys.argv[1])
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    robot = gtdyn.load_robot(args["robot"])
+    robot = gtdyn.load_robot(args["robot"], transmissions="independent")
 loaded = time.perf_counter()
 solver = gtdyn.compile(robot, args["kind"], ordering=args["ordering"], qdd_joints=args["qdd_joints"])
 done = time.perf_counter()
@@ -109,7 +109,7 @@ def robot_source(name: str) -> str:
 def load(source) -> gtdyn.Robot:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gtdyn.ModelWarning)
-        return gtdyn.load_robot(source)
+        return gtdyn.load_robot(source, transmissions="independent")  # as Pinocchio reads <mimic>
 
 
 def hybrid_joints(robot: gtdyn.Robot) -> list[str]:

@@ -115,7 +115,7 @@ def main(states: int = 20) -> int:
         path = erd(relative)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gtdyn.ModelWarning)  # grippers' <mimic> joints
-            robot = gtdyn.load_robot(path, base="floating")
+            robot = gtdyn.load_robot(path, base="floating", transmissions="independent")  # as Pinocchio
         pin = FreeFlyerPinocchio(path, robot)
         rng = np.random.default_rng(2026)
         worst = {"inverse": 0.0, "forward": 0.0}

@@ -33,12 +33,13 @@ def rel_err(x, ref) -> float:
 
 
 def load_quietly(path: str):
-    """gtdyn.load_robot without the ModelWarning that example-robot-data's grippers (``<mimic>`` joints, which
-    gtdyn treats as independent) raise; tests/test_urdf.py checks that warning itself."""
+    """gtdyn.load_robot with every joint independent, as Pinocchio reads the file by default (its grippers'
+    ``<mimic>`` joints free), without the ModelWarning that says so; tests/test_urdf.py checks that warning, and
+    tests/test_transmissions.py the coupled reading."""
     import warnings
 
     import gtdyn
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*<mimic>", category=gtdyn.ModelWarning)
-        return gtdyn.load_robot(path)
+        return gtdyn.load_robot(path, transmissions="independent")

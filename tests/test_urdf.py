@@ -121,7 +121,8 @@ def test_fixed_joints_merge_inertia(tmp_path):
 def test_tree_topology_queries():
     path = os.path.join(erd_root(), "panda_description/urdf/panda.urdf")
     with pytest.warns(ModelWarning, match="joint 'panda_finger_joint2' .*<mimic>.* independent joint"):
-        robot = gtdyn.load_robot(path)
+        robot = gtdyn.load_robot(path, transmissions="independent")
+    assert [t.name for t in gtdyn.load_robot(path).transmissions] == ["panda_finger_joint2 mimics panda_finger_joint1"]
     fingers = robot.child_joints(robot.joint("panda_finger_joint1").parent)
     assert {j.name for j in fingers} == {"panda_finger_joint1", "panda_finger_joint2"}
     assert all(j.type == "prismatic" for j in fingers)
@@ -324,9 +325,13 @@ def test_the_checked_values_still_read_as_before(tmp_path):
 
 
 def test_mimic_joints_warn_that_they_are_independent(tmp_path):
+    """Loaded with transmissions="independent" a <mimic> joint is free, and says so; by default the coupling is
+    exact, and a <mimic> of a joint the file does not have is a ModelError."""
     path = write(tmp_path, two_links(extra='<mimic joint="j0" multiplier="2" offset="0.1"/>'))
+    with pytest.raises(gtdyn.ModelError, match="names 'j0', which is not a moving joint"):
+        gtdyn.load_robot(path)
     with pytest.warns(ModelWarning) as record:
-        robot = gtdyn.load_robot(path)
+        robot = gtdyn.load_robot(path, transmissions="independent")
     messages = [str(w.message) for w in record if "mimic" in str(w.message)]
     assert len(messages) == 1 and messages[0].startswith(path)
     assert f"joint 'j' (line {line_of(path, '<joint')}, mimics 'j0') has a <mimic>" in messages[0]
@@ -447,10 +452,17 @@ def test_every_example_robot_data_urdf_loads():
     assert {"ur5_robot.urdf", "panda.urdf", "kinova.urdf", "z1.urdf", "talos_reduced.urdf", "tiago.urdf"} <= names
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ModelWarning)  # some ship indefinite inertias or massless fingers
+        coupled = broken = 0
         for path in paths:
-            robot = gtdyn.load_robot(path)
+            robot = gtdyn.load_robot(path, transmissions="independent")
             ref = PinocchioModel(path, robot)  # same joints as Pinocchio's reading of the file
             assert robot.num_dofs == ref.model.nv
+            try:  # the default couples <mimic> joints; a file whose <mimic> names no joint says so
+                coupled += bool(gtdyn.load_robot(path).transmissions)
+            except gtdyn.ModelError as e:
+                assert "transmission" in str(e) and "which is not a moving joint" in str(e), str(e)
+                broken += 1
+        assert coupled >= 5 and broken <= 2  # Panda, Talos, PR2, Baxter, Romeo …; Alex's hands name a missing joint
 
 
 def test_bundled_models_load_after_non_editable_install(tmp_path):

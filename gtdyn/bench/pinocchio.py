@@ -216,12 +216,13 @@ class PinocchioContacts:
 def bench_pinocchio(robot: Robot, path: str, kind: str, state: State, repeat: int = 30, inner: int = 50,
                     warmup: int = 20) -> list[Row]:
     """Pinocchio on the same URDF and state; empty if Pinocchio is not installed, or for other files (closed
-    loops need constraint dynamics, which this comparison does not cover).
+    loops need constraint dynamics, which this comparison does not cover; transmissions: Pinocchio reads
+    <mimic> joints as free).
 
     Timed: Pinocchio's own calls on vectors already in its order (the conversion from gtdyn's order is not
     part of the algorithm); each row's ``max_error`` is against the state's reference solution."""
-    if not path.lower().endswith(".urdf") or robot.loop_joints:
-        return []
+    if not path.lower().endswith(".urdf") or robot.loop_joints or robot.transmissions:
+        return []  # Pinocchio's aba reads <mimic> joints as free
     try:
         ref = PinocchioModel(path, robot)
     except ImportError:

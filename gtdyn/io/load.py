@@ -86,18 +86,18 @@ BASES = ("fixed", "floating")
 TRANSMISSIONS = ("independent", "exact", "approximate")
 
 
-def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmissions: str = "independent") -> Robot:
+def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmissions: str = "exact") -> Robot:
     """Load a robot from a ``.urdf`` or ``.sdf`` file or a bundled name.
 
     ``base``: "fixed" welds the root link to the world, "floating" gives it six free degrees of freedom, None
     follows the file: an SDF model with a joint to ``world`` is fixed and one without floats (SDFormat's
     meaning); a URDF is fixed (as in ROS and Pinocchio). ``robot.floating_base`` says which.
 
-    ``transmissions``: "exact" couples each URDF ``<mimic joint multiplier offset>`` joint to the joint it
-    mimics (``robot.transmissions``; the mimic joint becomes passive, driven through the coupling);
-    "approximate" welds each driven joint and adds its rotor's reflected inertia to the driving joints (the
-    armature approximation, to see its error); "independent" (for now the default) reads every joint as free,
-    with a ModelWarning for each ``<mimic>``.
+    ``transmissions``: "exact" (the default) couples each URDF ``<mimic joint multiplier offset>`` joint, and each
+    joint a ``<gtdyn:transmission>`` block drives, to its drives (``robot.transmissions``; the driven joint
+    becomes passive); "approximate" welds each driven joint and adds its rotor's reflected inertia to the
+    driving joints (the armature approximation, to see its error); "independent" reads every joint as free,
+    as Pinocchio does by default, with a ModelWarning for each ``<mimic>``.
 
     ModelError for a bad or missing file, ArgumentError for an argument that is not a path or name."""
     if transmissions not in TRANSMISSIONS:

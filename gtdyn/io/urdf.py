@@ -5,8 +5,8 @@ message; visuals, collisions, transmissions, Gazebo tags and the like are ignore
 element parser until it checked every value itself; importing yourdfpy pulled in trimesh and scipy, 0.6 s
 of every `gtdyn solve`.) The root link is taken
 as fixed to the world. ``floating`` and ``planar`` joints are reported as unsupported by ``build_robot``;
-``<mimic>`` joints are read with their coupling (``JointSpec.mimic``); ``load_robot(transmissions="exact")``
-enforces it, otherwise they are independent joints, with a ``ModelWarning``.
+``<mimic>`` joints are read with their coupling (``JointSpec.mimic``), which ``load_robot`` enforces unless
+asked for ``transmissions="independent"``: then they are independent joints, with a ``ModelWarning``.
 """
 
 from __future__ import annotations
@@ -106,10 +106,9 @@ def _warn_about_mimic_joints(root, path: str) -> None:
         named = ", ".join(f"'{joint.get('name')}' (line {joint.sourceline}, mimics "
                           f"'{joint.find('mimic').get('joint')}')" for joint in mimics)
         which = f"joint {named} has" if len(mimics) == 1 else f"joints {named} have"
-        warnings.warn(f"{path}: {which} a <mimic>; gtdyn treats "
-                      f"{'it as an independent joint' if len(mimics) == 1 else 'each as an independent joint'} unless "
-                      "loaded with transmissions='exact'",
-                      ModelWarning, stacklevel=4)
+        warnings.warn(f"{path}: {which} a <mimic>; with transmissions='independent' gtdyn treats "
+                      f"{'it as an independent joint' if len(mimics) == 1 else 'each as an independent joint'} "
+                      "(the default, 'exact', couples it)", ModelWarning, stacklevel=4)
 
 
 def _link_spec(link, path: str) -> LinkSpec:
