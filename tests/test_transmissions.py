@@ -164,6 +164,12 @@ def test_the_transmission_force_is_a_variable_of_the_graph_and_the_drawings(gear
     labels = {d["label"]: d for _, d in r.dag().nodes(data=True)}
     assert labels["L1"]["kind"] == "transmission_force" and labels["L1"]["pretty"] == "λ1"
     draw_dag(r.dag(), str(tmp_path / "dag.png"))
+    from matplotlib.patches import FancyBboxPatch
+
+    figure = draw_dag(r.dag(), robot=robot)  # with the robot: the cluster {j1, rotor} outlined and named
+    axes = figure.axes[0]
+    assert sum(isinstance(p, FancyBboxPatch) for p in axes.patches) == 1
+    assert [t.get_text() for t in axes.texts if t.get_text().startswith("cluster")] == ["cluster 1: j1, rotor_joint"]
     draw_factor_graph(r.graph, path=str(tmp_path / "graph.png"))
     assert (tmp_path / "dag.png").stat().st_size > 0 and (tmp_path / "graph.png").stat().st_size > 0
 

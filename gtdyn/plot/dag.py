@@ -202,6 +202,8 @@ def draw_dag(dag: nx.DiGraph, path: str | None = None, title: str | None = None,
         _draw_arrows(dag, pos, ax, node_size, "#444444", **_edge_style(dag.number_of_edges()))
     else:
         nx.draw_networkx_edges(dag, pos, ax=ax, edge_color="#888888", width=1.0, style="dashed")
+    if robot is not None:
+        _outline_clusters(dag, pos, ax, robot)
     colours = [KIND_COLOURS.get(dag.nodes[n]["kind"], "#9e9e9e") for n in dag.nodes]
     nx.draw_networkx_nodes(dag, pos, ax=ax, node_color=colours, node_size=node_size, edgecolors="black", linewidths=0.8)
     nx.draw_networkx_labels(dag, pos, ax=ax, labels={n: dag.nodes[n]["pretty"] for n in dag}, font_size=9,
@@ -214,6 +216,41 @@ def draw_dag(dag: nx.DiGraph, path: str | None = None, title: str | None = None,
         tight_layout(fig)
         fig.savefig(path, dpi=_dpi(fig, 130))
     return fig
+
+
+CLUSTER_COLOURS = ("#ffb300", "#26a69a", "#ab47bc", "#8d6e63", "#5c6bc0", "#ec407a")
+
+
+def _outline_clusters(dag: nx.DiGraph, pos: dict, ax, robot) -> None:
+    """A translucent rounded box around the variables of each cluster of joints a transmission or a loop
+    couples (``gtdyn.orderings.clusters``): their torques, wrenches, q̈, their links' V̇ and the λ of the
+    transmissions among them; labelled "cluster k" (its joints in the legend-like caption)."""
+    from matplotlib.patches import FancyBboxPatch
+
+    from gtdyn.orderings import clusters
+
+    for number, cluster in enumerate(c for c in clusters(robot) if len(c) > 1):
+        members = set(cluster)
+        points = np.array([pos[n] for n, d in dag.nodes(data=True) if _joint_of(d, robot) in members], float)
+        if len(points) < 2:
+            continue
+        (x0, y0), (x1, y1) = points.min(axis=0) - 0.42, points.max(axis=0) + 0.42
+        colour = CLUSTER_COLOURS[number % len(CLUSTER_COLOURS)]
+        ax.add_patch(FancyBboxPatch((x0, y0), x1 - x0, y1 - y0, boxstyle="round,pad=0.02,rounding_size=0.3",
+                                    facecolor=colour, edgecolor=colour, alpha=0.2, linewidth=2, zorder=0))
+        names = ", ".join(robot.joints[j - 1].name for j in cluster)
+        ax.annotate(f"cluster {number + 1}: {names}", (x0, y1), xytext=(2, 3), textcoords="offset points",
+                    fontsize=7, color=colour, va="bottom")
+
+
+def _joint_of(node: dict, robot) -> int | None:
+    """The joint a DAG node's variable belongs to (a link's V̇: its tree joint; λ_k: the joint it drives)."""
+    kind, index = node["kind"], node["index"]
+    if kind == "transmission_force":
+        return robot.transmissions[index - 1].dependent
+    if kind in ("torque", "wrench", "joint_accel", "twist_accel") and index >= 1:
+        return index  # in a tree, joint i's child is link i
+    return None
 
 
 def _step_title(eliminated: list[str]) -> str:
