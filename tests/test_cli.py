@@ -231,12 +231,12 @@ def test_every_documented_state_fits_its_robot(capsys):
 def test_warnings_are_one_readable_line_each(capsys, monkeypatch):
     real = gtdyn.load_robot
 
-    def noisy(path, base=None):
+    def noisy(path, base=None, transmissions="exact"):
         warnings.warn("first line\n   and a long second line " + "x" * 300, ModelWarning)
         warnings.warn("conditioned badly", IllConditionedWarning)
         warnings.warn("conditioned badly", IllConditionedWarning)  # the same text: shown once
         warnings.warn("something else", UserWarning)
-        return real(path, base)
+        return real(path, base, transmissions)
 
     monkeypatch.setattr(gtdyn, "load_robot", noisy)
     code, out, err = run(capsys, "solve", "rr", "--problem", "inverse")
@@ -546,3 +546,15 @@ def test_solve_on_a_loop_whose_every_joint_is_actuated(capsys, tmp_path):
     code, out, err = run(capsys, "solve", str(path))
     assert code == 0, err
     assert [line.split()[0] for line in out.splitlines() if " dynamics of " in line] == ["inverse", "forward", "hybrid"]
+
+
+def test_transmissions_option_reads_mimic_joints_three_ways(capsys):
+    """--transmissions: exact (default) couples the Panda's second finger to the first (passive, driven), independent
+    frees it with a one-line warning, approximate welds it (8 joints)."""
+    panda = erd_path("panda_description/urdf/panda.urdf")
+    code, out, err = run(capsys, "solve", panda, "--problem", "forward")
+    assert code == 0 and err == "" and "0 at passive panda_finger_joint2" in out
+    code, out, err = run(capsys, "info", panda, "--transmissions", "independent")
+    assert code == 0 and "with transmissions='independent'" in err and ": 9 joints" in out.splitlines()[0]
+    code, out, err = run(capsys, "info", panda, "--transmissions", "approximate")
+    assert code == 0 and ": 8 joints" in out.splitlines()[0]

@@ -23,6 +23,8 @@ an SDF model floats unless a joint attaches it to the world). A floating base's 
 --base-pose x,y,z,qx,qy,qz,qw (m; a unit quaternion) or x,y,z,roll,pitch,yaw (m; rad, as a URDF origin), in the
 world; --base-twist ωx,ωy,ωz,vx,vy,vz (rad/s, m/s) and --base-accel ω̇x,ω̇y,ω̇z,v̇x,v̇y,v̇z (rad/s², m/s²) in its
 own frame. Benchmarks cover fixed bases only; simulate covers fixed bases (trees and closed loops) so far.
+--transmissions exact|approximate|independent (every command; default exact) reads URDF <mimic> joints and
+<gtdyn:transmission> blocks coupled, as the armature approximation, or as free joints.
 
 Bad input gives one line on stderr (``gtdyn: error: …``) and exit status 1; each warning is one line
 (``gtdyn: warning: …``). Any other exception is a bug in gtdyn: its traceback is shown, exit status 2.
@@ -48,7 +50,7 @@ from gtdyn.cli.simulate import DEFAULT_DT, DEFAULT_OUT, DEFAULT_STEPS, cmd_simul
 from gtdyn.cli.solve import cmd_solve
 from gtdyn.cli.state import DEFAULT_STATE_DOC, default_state
 from gtdyn.errors import GTDYN_ERRORS
-from gtdyn.io.load import BASES, BUNDLED
+from gtdyn.io.load import BASES, BUNDLED, TRANSMISSIONS
 from gtdyn.orderings import STRATEGIES
 from gtdyn.simulation import METHODS
 
@@ -77,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--base", choices=BASES, help="fixed welds the root link to the world, floating gives it six "
                        "free degrees of freedom (default: as the file says: a URDF is fixed, an SDF model floats "
                        "unless a joint attaches it to the world)")
+        p.add_argument("--transmissions", choices=TRANSMISSIONS, default="exact",
+                       help="exact (default) couples <mimic> joints and <gtdyn:transmission> blocks; approximate "
+                       "welds the driven joints and adds their rotors' reflected inertia (armature); independent "
+                       "reads every joint as free, as Pinocchio does by default")
 
     def problem_args(p, allow_all: bool, default: str):
         choices = ["inverse", "forward", "hybrid"] + (["all"] if allow_all else [])

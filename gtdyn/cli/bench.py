@@ -38,7 +38,7 @@ def cmd_bench(args) -> None:
     if args.batch < 0:
         raise CLIError("--batch: expected a number of states, 0 or more")
     threads = _threads(args.threads)
-    robot = load(args.robot, args.base)
+    robot = load(args.robot, args.base, args.transmissions)
     if robot.floating_base:
         raise CLIError(f"{robot.name} has a floating base, which the benchmarks do not cover yet (gtdyn.compile "
                        "and the Pinocchio comparison take fixed bases); give --base fixed to time it welded to the world")

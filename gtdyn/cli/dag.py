@@ -19,7 +19,7 @@ def cmd_dag(args) -> None:
     from gtdyn.analysis.metrics import metrics_of
     from gtdyn.plot.dag import MAX_STEP_VARIABLES, draw_dag, draw_elimination_steps
 
-    robot = load(args.robot, args.base)
+    robot = load(args.robot, args.base, args.transmissions)
     name = ordering_name(args.ordering).split(" ")[0]
     prefix = args.out or f"{robot.name}_{args.problem}_{name}"
     writable_directory(os.path.dirname(os.path.abspath(prefix)), "--out")

@@ -10,7 +10,7 @@ from gtdyn.cli.table import UNITS, base_text
 
 
 def cmd_info(args) -> None:
-    robot = load(args.robot, args.base)
+    robot = load(args.robot, args.base, args.transmissions)
     loops = f", {len(robot.loops)} closed loops" if robot.loop_joints else ""
     print(f"{robot.name} from {robot.source}: {robot.num_dofs} joints{loops}, {base_text(robot)}")
     for j in robot.joints:

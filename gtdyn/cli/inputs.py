@@ -122,11 +122,12 @@ def ordering_name(text: str | None) -> str:
     return text if text in STRATEGIES else "custom"
 
 
-def load(path: str, base: str | None = None) -> gtdyn.Robot:
-    """The robot the command names, its base fixed or floating as --base says (None: as the file says); an
-    unreadable file or a base the file cannot have is a one-line error."""
+def load(path: str, base: str | None = None, transmissions: str = "exact") -> gtdyn.Robot:
+    """The robot the command names, its base fixed or floating as --base says (None: as the file says) and its
+    transmissions read as --transmissions says; an unreadable file or a base the file cannot have is a one-line
+    error."""
     try:
-        return gtdyn.load_robot(path, base=base)
+        return gtdyn.load_robot(path, base=base, transmissions=transmissions)
     except OSError as e:
         raise CLIError(f"{path}: cannot read: {e.strerror or e}") from None
     except gtdyn.ArgumentError as e:  # the library names its argument base=; the command's option is --base

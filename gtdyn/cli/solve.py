@@ -154,7 +154,7 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
 
 
 def cmd_solve(args) -> None:
-    robot = load(args.robot, args.base)
+    robot = load(args.robot, args.base, args.transmissions)
     check_base_options(robot, args)
     if args.problem == "all" and (args.qdd or args.tau):
         raise CLIError("--qdd/--tau: choose one --problem (inverse, forward or hybrid) to give them")
