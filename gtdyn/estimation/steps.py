@@ -22,6 +22,10 @@ def check_robot(robot) -> Robot:
         raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
     if robot.floating_base:
         raise ArgumentError(f"robot: estimation covers fixed bases so far; '{robot.name}' has a floating base")
+    if robot.transmissions:  # the full nonlinear graph has no transmission factors yet
+        raise ArgumentError(f"robot: estimation does not cover transmissions yet; '{robot.name}' has "
+                            f"{', '.join(t.name for t in robot.transmissions)} (load it with "
+                            "transmissions='approximate' or 'independent')")
     return robot
 
 

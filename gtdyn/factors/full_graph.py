@@ -27,6 +27,9 @@ def full_dynamics_graph(robot: Robot, gravity=GRAVITY,
     (j → plane normal). ``external_wrenches[i]``: on link i, in its CoM frame. No priors. ``step``: the time
     step k of every variable (``keys.at_step``; 0, the default, is the single-instant keys), so that graphs
     at successive steps can be joined by integration factors into a trajectory."""
+    if robot.transmissions:
+        raise ArgumentError(f"robot: the full nonlinear graph has no transmission factors yet; '{robot.name}' has "
+                            f"{', '.join(t.name for t in robot.transmissions)}")
     external_wrenches, planar = external_wrenches or {}, planar or {}
     at = _stepper(step)
     graph = gtsam.NonlinearFactorGraph()

@@ -54,8 +54,9 @@ class VariationalIntegrator:
     left on the base (no joint from the world takes any). ``gravity`` in the world frame."""
 
     def __init__(self, robot: Robot, gravity, mass_inverse):
-        if robot.loop_joints:
-            raise ArgumentError(f"method: the variational integrator covers trees; '{robot.name}' has closed loops")
+        if robot.loop_joints or robot.transmissions:  # its DRNEA has no constraint forces
+            raise ArgumentError(f"method: the variational integrator covers trees without transmissions; "
+                                f"'{robot.name}' has {'closed loops' if robot.loop_joints else 'transmissions'}")
         self.robot, self.gravity, self.mass_inverse = robot, np.asarray(gravity, float), mass_inverse
         self.floating = robot.floating_base
         self.bodies = (robot.base, *robot.links) if self.floating else robot.links
