@@ -596,3 +596,24 @@ def test_single_calls_from_several_threads_do_not_share_a_workspace():
     for t in threads:
         t.join()
     assert wrong == []
+
+
+def test_code_cut_into_blocks_computes_the_same_bits(monkeypatch):
+    """Big functions are cut into basic blocks before code generation (compile time). The cuts only move
+    block boundaries: cut every 40 instructions, the PUMA's forward dynamics gives the same bits as whole."""
+    from gtdyn.compiled import native
+
+    puma = robot("puma560")
+    whole = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
+    cut_texts = []
+    split_blocks = native.split_blocks
+    monkeypatch.setattr(native, "SPLIT_ABOVE", 0)
+    monkeypatch.setattr(native, "BLOCK", 40)
+    monkeypatch.setattr(native, "split_blocks", lambda ir, every: cut_texts.append(split_blocks(ir, every)) or cut_texts[-1])
+    cut = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
+    assert cut_texts and cut_texts[0].count("never") > 100  # the cuts were made
+    s = sample_states(puma, "forward", (), count=5, seed=7)
+    for k in range(5):
+        q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
+        assert np.array_equal(cut(q, v, x), whole(q, v, x))
+        assert cut.condition == whole.condition and cut.backward_error == whole.backward_error

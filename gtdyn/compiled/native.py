@@ -11,6 +11,7 @@ on-disk cache keeps.
 from __future__ import annotations
 
 import ctypes
+import re
 import struct
 import threading
 
@@ -141,14 +142,63 @@ done:
 
 
 def compile_object(ir: str) -> bytes:
-    """LLVM IR text → relocatable object code for this machine (-O2, IEEE arithmetic)."""
+    """LLVM IR text → relocatable object code for this machine (-O2, IEEE arithmetic).
+
+    Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
+    generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
+    and a whole robot is one block. Talos 'natural' forward dynamics: 16 s of code generation whole, 6 s in
+    blocks of 1,000 (8 s in blocks of 2,000, 12 s of 4,000); its code is 3–10 % slower (blocks of 300: 15 %)."""
     binding = llvm()
     module = binding.parse_assembly(ir)
     module.verify()
     machine = _target_machine()
     builder = binding.create_pass_builder(machine, binding.create_pipeline_tuning_options(speed_level=2))
     builder.getModulePassManager().run(module, builder)
+    module = binding.parse_assembly(split_blocks(str(module), BLOCK))
+    module.verify()
     return machine.emit_object(module)
+
+
+BLOCK = 1000
+SPLIT_ABOVE = 20_000  # smaller functions compile fast whole, and whole their code is a few per cent faster
+_STRAIGHT_LINE = re.compile(r"^define void @\S+\((ptr|double\*) .*%ws\)")
+_LABEL = re.compile(r"^[\w.$-]+:")
+
+
+def split_blocks(ir: str, every: int) -> str:
+    """``ir`` with each straight-line function (one block, one argument ``%ws``) cut every ``every``
+    instructions by a branch the code generator cannot merge away: ``%ws`` is never null, so the early
+    return is never taken, but only the caller knows that."""
+    out: list[str] = []
+    body: list[str] | None = None
+    pointer = ""
+    for line in ir.split("\n"):
+        if body is None:
+            match = _STRAIGHT_LINE.match(line)
+            if match:
+                body, pointer = [], match.group(1)
+            out.append(line)
+            continue
+        if line != "}":
+            body.append(line)
+            continue
+        straight = sum(bool(_LABEL.match(b)) for b in body) <= 1 and not any(b.lstrip().startswith("br ") for b in body)
+        if not straight or len(body) <= SPLIT_ABOVE:
+            out += body  # left whole: a loop, or small enough to schedule as one block
+        else:
+            count = 0
+            for b in body:
+                is_instruction = b.startswith("  ") and not b.lstrip().startswith(";")
+                if is_instruction and count and count % every == 0:
+                    cut = count // every
+                    out += [f"  %cut{cut} = icmp eq {pointer} %ws, null",
+                            f"  br i1 %cut{cut}, label %never{cut}, label %block{cut}",
+                            f"never{cut}:", "  ret void", f"block{cut}:"]
+                count += is_instruction
+                out.append(b)
+        out.append(line)
+        body = None
+    return "\n".join(out)
 
 
 def _target_machine():
