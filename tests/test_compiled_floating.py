@@ -124,3 +124,23 @@ def test_a_wrench_on_the_free_base_is_an_input(solo):
     assert rel_err(got, np.concatenate([r.base_accel, r.qdd])) < TOL and forward.fallbacks == 0
     with pytest.raises(gtdyn.ArgumentError, match="base_wrench: inverse dynamics solves for the base wrench"):
         gtdyn.compile(robot, "inverse", ordering="rnea")(q, v, tau, base_wrench=wrench)
+
+
+def test_a_moved_contact_frame_is_a_different_compiled_solver(tmp_path, monkeypatch):
+    """A contact is cached by where it is on its body, not by its frame's name: moving the massless foot frame
+    (only the fixed joint's origin changes; every moving link and joint stays the same) must compile anew."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
+    text = open(gtdyn.bundled_path("quadruped")).read()
+    old = '<child link="FL_foot"/>\n    <origin xyz="0 0 -0.2" rpy="0 0 0"/>'
+    assert old in text
+    contacts = [gtdyn.Contact("FL_foot")]
+    rng = np.random.default_rng(5)
+    for depth in ("0.2", "0.25"):
+        path = tmp_path / f"quadruped_{depth}.urdf"
+        path.write_text(text.replace(old, old.replace("-0.2", f"-{depth}")))
+        robot = gtdyn.load_robot(str(path), base="floating")
+        solver = gtdyn.compile(robot, "forward", ordering="aba", contacts=contacts)
+        q, v, tau = rng.uniform(-1, 1, (3, robot.num_dofs))
+        r = gtdyn.forward_dynamics(robot, q, v, tau, contacts=contacts, ordering="aba")
+        assert not solver.from_cache, depth
+        assert rel_err(np.concatenate(solver(q, v, tau)), np.concatenate([r.base_accel, r.qdd, r.contact_wrenches[0].local[3:]])) < TOL

@@ -494,3 +494,30 @@ def test_what_does_not_cover_transmissions_yet_says_so(geared):
     run = gtdyn.simulate(robot, q, np.zeros(3), tau=[0.5, 0.2, 0.0], dt=1e-3, steps=200, method="rk4")
     rotor, j1 = robot.joint_names.index("rotor_joint"), robot.joint_names.index("j1")
     assert np.max(np.abs(run.q[:, rotor] - (N * run.q[:, j1] + OFFSET))) < 1e-12
+
+
+def test_a_changed_gear_ratio_or_armature_is_a_different_compiled_solver(tmp_path, monkeypatch):
+    """The on-disk cache is keyed by everything that decides the code: editing only a <mimic> multiplier (same
+    links, same joints) must compile anew, not load the old ratio's code — which would answer for the old
+    coupling wherever a state happens to satisfy both. Likewise the armature of the approximate reading."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
+    solvers = {}
+    for ratio in (N, 2 * N):
+        path = tmp_path / f"geared_{ratio:g}.urdf"
+        path.write_text(GEARED.replace(f'multiplier="{N}"', f'multiplier="{ratio}"'))
+        for reading in ("exact", "approximate"):
+            robot = gtdyn.load_robot(str(path), transmissions=reading)
+            solvers[ratio, reading] = robot, gtdyn.compile(robot, "forward", ordering="aba")
+    for reading in ("exact", "approximate"):
+        assert not solvers[2 * N, reading][1].from_cache, reading
+        # a state that keeps both couplings (q1 = 0, q̇1 = 0, rotor at its offset): the answers must differ
+        robot, solver = solvers[2 * N, reading]
+        names = robot.joint_names
+        q, v, tau = np.zeros(len(names)), np.zeros(len(names)), np.zeros(len(names))
+        if "rotor_joint" in names:
+            q[names.index("rotor_joint")] = OFFSET
+        tau[names.index("j1")], tau[names.index("j2")] = 1.0, 0.3
+        expected = gtdyn.forward_dynamics(robot, q, v, tau).qdd
+        assert rel_err(solver(q, v, tau), expected) < TOL, reading
+        old = solvers[N, reading][1](q, v, tau)
+        assert rel_err(old, expected) > 1e-3, reading  # the two ratios really give different answers here

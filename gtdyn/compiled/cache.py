@@ -33,9 +33,13 @@ def robot_fingerprint(robot: Robot) -> bytes:
     for link in (robot.base, *robot.links):
         parts += [link.name.encode(), np.float64(link.mass).tobytes(), np.asarray(link.inertia, float).tobytes(),
                   link.lTcom.matrix().tobytes()]
-    for joint in robot.joints:
+    for joint in robot.joints:  # the limits bound the sample states that choose the pivots
         parts += [f"{joint.name}|{joint.type}|{joint.parent}|{joint.child}|{joint.actuated}|{joint.closes_loop}".encode(),
-                  np.asarray(joint.screw_axis, float).tobytes(), joint.rest_pose.matrix().tobytes()]
+                  np.asarray(joint.screw_axis, float).tobytes(), joint.rest_pose.matrix().tobytes(),
+                  np.array([joint.armature, joint.lower, joint.upper], float).tobytes()]
+    for t in robot.transmissions:
+        parts += [f"{t.name}|{t.dependent}|{[j for j, _ in t.terms]}".encode(),
+                  np.array([r for _, r in t.terms] + [t.offset], float).tobytes()]
     return b"\0".join(parts)
 
 

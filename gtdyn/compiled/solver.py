@@ -78,8 +78,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
     name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot), problem,
                      sorted(qdd_joints), sorted((j, tuple(np.round(n, 12))) for j, n in template.planar.items()),
-                     order, tuple(gravity), [(c.contact.link, c.contact.kind, tuple(np.round(c.contact.point, 15)))
-                                             for c in placed])
+                     order, tuple(gravity), [(c.body, c.contact.kind, c.iTc.matrix().tobytes()) for c in placed])
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
