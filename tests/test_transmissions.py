@@ -192,20 +192,22 @@ MULTI = """<robot name="{name}" xmlns:gtdyn="https://gtdyn.dev/urdf">
     <axis xyz="1 0 0"/><limit lower="-30" upper="30" effort="5" velocity="90"/></joint>
   <link name="rotor2"><inertial><origin xyz="0 0 0.02"/><mass value="0.2"/>
     <inertia ixx="0.0004" ixy="0" ixz="0" iyy="0.0002" iyz="0" izz="0.0002"/></inertial></link>
+  <joint name="tip_fixed" type="fixed"><parent link="l2"/><child link="tip"/><origin xyz="0.6 0 0"/></joint>
+  <link name="tip"/>
   {blocks}
 </robot>"""
 BELT = [("r1", (("j1", 6.0), ("j2", -2.0)), 0.1)]  # one rotor driving both joints through a belt
 DIFFERENTIAL = [("r1", (("j1", 3.0), ("j2", 3.0)), 0.0), ("r2", (("j1", 3.0), ("j2", -3.0)), 0.2)]
 
 
-def multi_robot(tmp_path, name, transmissions):
+def multi_robot(tmp_path, name, transmissions, reading="exact"):
     blocks = "\n  ".join(
         f'<gtdyn:transmission joint="{joint}" offset="{offset}">'
         + "".join(f'<gtdyn:drive joint="{j}" ratio="{r}"/>' for j, r in drives) + "</gtdyn:transmission>"
         for joint, drives, offset in transmissions)
     path = tmp_path / f"{name}.urdf"
     path.write_text(MULTI.format(name=name, blocks=blocks))
-    return str(path), gtdyn.load_robot(str(path), transmissions="exact")
+    return str(path), gtdyn.load_robot(str(path), transmissions=reading)
 
 
 @pytest.mark.parametrize("case", ["belt", "differential"])
@@ -240,13 +242,48 @@ def test_belts_and_differentials_match_the_projected_reference(tmp_path, case):
         assert rel_err(r.tau[[names.index(n) for n in free]], G.T @ (M @ want + h)) < TOL
 
 
-def test_transmission_blocks_are_checked(tmp_path):
-    cases = {"unknown": ([("r1", (("j9", 1.0),), 0.0)], "names 'j9', which is not a moving joint"),
+@pytest.mark.parametrize("reading", ["exact", "approximate"])
+def test_mimic_elements_are_checked(tmp_path, reading):
+    """A <mimic> that mimics itself, or mimics a fixed joint, is refused in both coupled readings (the approximate
+    reading used to weld the joint silently); a fixed joint's own <mimic> (Talos's grippers have them) has nothing
+    to couple, and is dropped with a warning rather than silently."""
+    mimic = f'<mimic joint="j1" multiplier="{N}" offset="{OFFSET}"/>'
+    tip = '<joint name="tip_fixed" type="fixed"><parent link="l2"/><child link="tip"/><origin xyz="0.3 0 0"/>{}</joint>'
+    fixed = GEARED.replace("</robot>", tip.format("") + '<link name="tip"/></robot>')
+    cases = {"self": (GEARED.replace(mimic, '<mimic joint="rotor_joint"/>'), "driven by rotor_joint, which is driven"),
+             "mimics a fixed joint": (fixed.replace(mimic, '<mimic joint="tip_fixed"/>'), "names 'tip_fixed', a fixed joint")}
+    for name, (text, message) in cases.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.urdf"
+        path.write_text(text)
+        with pytest.raises(gtdyn.ModelError, match=message):
+            gtdyn.load_robot(str(path), transmissions=reading)
+    path = tmp_path / "fixed_mimics.urdf"
+    path.write_text(GEARED.replace("</robot>", tip.format('<mimic joint="j1"/>') + '<link name="tip"/></robot>'))
+    with pytest.warns(gtdyn.ModelWarning, match="fixed joint.* with a transmission, ignored: tip_fixed mimics j1"):
+        robot = gtdyn.load_robot(str(path), transmissions=reading)
+    assert "tip_fixed" not in [t.name.split()[0] for t in robot.transmissions]
+
+
+@pytest.mark.parametrize("reading", ["exact", "approximate", "independent"])
+def test_transmission_blocks_are_checked(tmp_path, reading):
+    """Both coupled readings check the blocks the same way; the independent reading ignores them (as it ignores
+    <mimic>, like Pinocchio's default reading) and says so."""
+    cases = {"unknown": ([("r1", (("j9", 1.0),), 0.0)], "names 'j9', which is not a joint"),
+             "fixed": ([("r1", (("tip_fixed", 1.0),), 0.0)], "names 'tip_fixed', a fixed joint"),
+             "self": ([("r1", (("r1", 1.0),), 0.0)], "driven by r1, which is driven itself"),
              "chained": ([("r1", (("j1", 1.0),), 0.0), ("r2", (("r1", 1.0),), 0.0)], "driven by r1, which is driven"),
-             "twice": ([("r1", (("j1", 1.0),), 0.0), ("r1", (("j2", 1.0),), 0.0)], "driven by more than one")}
+             "twice": ([("r1", (("j1", 1.0),), 0.0), ("r1", (("j2", 1.0),), 0.0)], "driven by more than one"),
+             "repeated drive": ([("r1", (("j1", 1.0), ("j1", 2.0)), 0.0)], "names drive joint j1 more than once"),
+             "huge ratio": ([("r1", (("j1", 1e300),), 0.0)], "ratio 1e\\+300, beyond")}
+    if reading == "independent":
+        for name, (transmissions, _) in cases.items():
+            with pytest.warns(gtdyn.ModelWarning, match=f"{len(transmissions)} <gtdyn:transmission> block.* ignored"):
+                _, robot = multi_robot(tmp_path, name.replace(" ", "_"), transmissions, reading)
+            assert robot.transmissions == () and all(j.actuated for j in robot.joints)
+        return
     for name, (transmissions, message) in cases.items():
         with pytest.raises(gtdyn.ModelError, match=message):
-            multi_robot(tmp_path, name, transmissions)
+            multi_robot(tmp_path, name.replace(" ", "_"), transmissions, reading)
     path = tmp_path / "ros.urdf"  # ROS's own <transmission> (for ros_control) is not gtdyn's, and is not read
     path.write_text(MULTI.format(name="ros", blocks='<transmission name="t"><type>SimpleTransmission</type>'
                                                    '<joint name="j1"/></transmission>'))

@@ -14,7 +14,7 @@ import numpy as np
 
 from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
-from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS, check_magnitude
+from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS, MAX_RATIO, check_magnitude
 from gtdyn.model.robot import Joint, Link, Robot, Transmission
 from gtdyn.spatial import Ad, pose
 
@@ -40,9 +40,16 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
     joint_specs = _unique(description.joints, "joint", src)
     for js in joint_specs.values():
         _check_joint_spec(js, link_specs, src)
+    if transmissions == "independent":  # couplings ignored, as Pinocchio reads a file by default; so unchecked
+        requested = []
+        if description.transmissions:
+            warnings.warn(f"{src}: {len(description.transmissions)} <gtdyn:transmission> block(s) ignored: with "
+                          "transmissions='independent' every joint is free", ModelWarning, stacklevel=3)
+    else:
+        requested = _requested_transmissions(joint_specs, description.transmissions, src)
     armature: dict[str, float] = {}
     if transmissions == "approximate":
-        joint_specs, armature = _armature_approximation(joint_specs, link_specs, description.transmissions, src)
+        joint_specs, armature = _armature_approximation(joint_specs, link_specs, requested)
     for ls in link_specs.values():
         _check_inertial(ls, src)
     root = _find_root(description, link_specs, joint_specs, src)
@@ -71,7 +78,7 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
     joints = [_make_joint(js, i + 1, links, root if not floating else None, closes_loop=i >= len(moving))
               for i, js in enumerate(moving + loop_moving)]
     frames = {name: (body, pose(bTl[:3, :3], bTl[:3, 3])) for name, (body, bTl) in body_of.items()}
-    coupled = _transmissions(moving + loop_moving, description.transmissions, src) if transmissions == "exact" else ()
+    coupled = _transmissions(moving + loop_moving, requested) if transmissions == "exact" else ()
     joints = [dataclasses.replace(j, armature=armature[j.name]) if j.name in armature else j for j in joints]
     if coupled:
         dependent = {t.dependent for t in coupled}
@@ -83,19 +90,15 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
     return robot
 
 
-def _armature_approximation(joint_specs: dict, link_specs: dict, blocks, src: str) -> tuple[dict, dict[str, float]]:
+def _armature_approximation(joint_specs: dict, link_specs: dict, requested) -> tuple[dict, dict[str, float]]:
     """The armature approximation of a transmission (what MuJoCo and most simulators do): the driven joint (a
     rotor) is welded at its offset and drops out; each driving joint k gains the rotor's inertia about its own
     axis times ratio_k² on the diagonal of the mass matrix — its "reflected inertia". Exact for a rotor whose
     only motion is its spin and whose spin axis stays fixed in the parent; the gyroscopic and cross terms
-    (ratio_i ratio_j between drives of one belt) are what it leaves out."""
-    wanted = [(js.name, ((js.mimic[0], js.mimic[1]),), js.mimic[2]) for js in joint_specs.values() if js.mimic]
-    wanted += [(b.joint, b.drives, b.offset) for b in blocks]
+    (ratio_i ratio_j between drives of one belt) are what it leaves out. ``requested``: checked transmissions
+    (``_requested_transmissions``)."""
     specs, armature = dict(joint_specs), {}
-    for name, drives, offset in wanted:
-        for joint in (name, *(j for j, _ in drives)):
-            if joint not in specs or specs[joint].type == "fixed":
-                raise ModelError(f"{src}: transmission of '{name}' names '{joint}', which is not a moving joint")
+    for name, drives, offset, _ in requested:
         js = specs[name]
         spin = _inertia_about_axis(link_specs[js.child], js.child_pose, js.axis) if js.type != "prismatic" else \
             link_specs[js.child].mass
@@ -118,31 +121,53 @@ def _inertia_about_axis(link: LinkSpec, child_pose: np.ndarray, axis: np.ndarray
     return float(a @ R @ np.asarray(link.inertia, float) @ R.T @ a + link.mass * (p @ p - (a @ p) ** 2))
 
 
-def _transmissions(specs: list[JointSpec], blocks, src: str) -> tuple[Transmission, ...]:
-    """A Transmission per ``<mimic>`` joint and per ``<gtdyn:transmission>`` block, by joint index (specs in
-    joint order)."""
-    index = {js.name: k + 1 for k, js in enumerate(specs)}
+def _requested_transmissions(joint_specs: dict, blocks, src: str) -> list[tuple[str, tuple, float, str]]:
+    """Every ``<mimic>`` and ``<gtdyn:transmission>`` of a description as (driven joint, ((drive, ratio), …),
+    offset, label), checked once for every reading of them: each names moving joints, drives a joint no other
+    transmission drives, names each drive once, is driven only by independent joints, and has finite ratios
+    within ±MAX_RATIO. A fixed joint's own transmission is dropped with a warning (it has no coordinate)."""
     wanted = [(js.name, ((js.mimic[0], js.mimic[1]),), js.mimic[2], f"{js.name} mimics {js.mimic[0]}")
-              for js in specs if js.mimic is not None]
+              for js in joint_specs.values() if js.mimic is not None]
     wanted += [(b.joint, b.drives, b.offset, f"{b.joint} driven by {', '.join(j for j, _ in b.drives)}") for b in blocks]
+    unused = [label for name, _, _, label in wanted if joint_specs.get(name) and joint_specs[name].type == "fixed"]
+    if unused:  # as in Talos's grippers: a fixed joint has no coordinate to couple, so there is nothing to drive
+        warnings.warn(f"{src}: fixed joint(s) with a transmission, ignored: {'; '.join(unused)}", ModelWarning,
+                      stacklevel=4)
+        wanted = [w for w in wanted if w[3] not in unused]
     driven = [name for name, *_ in wanted]
-    out = []
     for name, drives, offset, label in wanted:
         for joint in (name, *(j for j, _ in drives)):
-            if joint not in index:
-                raise ModelError(f"{src}: transmission '{label}' names '{joint}', which is not a moving joint")
+            if joint not in joint_specs:
+                raise ModelError(f"{src}: transmission '{label}' names '{joint}', which is not a joint")
+            if joint_specs[joint].type == "fixed":
+                raise ModelError(f"{src}: transmission '{label}' names '{joint}', a fixed joint, which has no "
+                                 "coordinate to couple")
         if driven.count(name) > 1:
             raise ModelError(f"{src}: joint '{name}' is driven by more than one transmission (<mimic> or "
                              "<gtdyn:transmission>)")
-        chained = [j for j, _ in drives if j in driven or j == name]
+        named = [j for j, _ in drives]
+        repeated = sorted({j for j in named if named.count(j) > 1})
+        if repeated:
+            raise ModelError(f"{src}: transmission '{label}' names drive joint {', '.join(repeated)} more than once; "
+                             "give each drive once, with the sum of its ratios")
+        chained = [j for j in named if j in driven or j == name]
         if chained:
             raise ModelError(f"{src}: transmission '{label}' is driven by {', '.join(chained)}, which is driven "
                              "itself; write every transmission in terms of independent joints")
         ratios = [ratio for _, ratio in drives]
         if not all(np.isfinite([*ratios, offset])):
             raise ModelError(f"{src}: transmission '{label}' has a non-finite ratio or offset")
-        out.append(Transmission(label, index[name], tuple((index[j], float(r)) for j, r in drives), float(offset)))
-    return tuple(out)
+        check_magnitude(ratios, MAX_RATIO, "ratio", src, f"transmission '{label}'")
+        check_magnitude([offset], MAX_LENGTH, "offset", src, f"transmission '{label}'")
+    return wanted
+
+
+def _transmissions(specs: list[JointSpec], requested) -> tuple[Transmission, ...]:
+    """A Transmission per checked request (``_requested_transmissions``), by joint index (specs in joint
+    order: every moving joint, loop-closing ones included)."""
+    index = {js.name: k + 1 for k, js in enumerate(specs)}
+    return tuple(Transmission(label, index[name], tuple((index[j], float(r)) for j, r in drives), float(offset))
+                 for name, drives, offset, label in requested)
 
 
 def _unique(items: Iterable, kind: str, src: str) -> dict:

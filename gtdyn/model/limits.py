@@ -16,6 +16,7 @@ from gtdyn.errors import ModelError
 MAX_LENGTH = 1e5  # m: any translation (origins, poses, centres of mass)
 MAX_MASS = 1e12  # kg
 MAX_INERTIA = 1e15  # kg·m²: any entry of an inertia matrix
+MAX_RATIO = 1e6  # a transmission's ratio (harmonic drives reach ~1e2, multi-stage gearboxes ~1e4)
 
 
 def check_magnitude(values, bound: float, quantity: str, where: str, what: str) -> None:
