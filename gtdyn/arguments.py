@@ -11,18 +11,30 @@ from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 
 
-def finite_vector(name: str, x, n: int) -> np.ndarray:
-    """``x`` as a float vector of length n, or ArgumentError: wrong shape, complex, non-numeric or non-finite."""
+def real_array(name: str, x, what: str = "numbers") -> np.ndarray:
+    """``x`` as a float array of any shape, or ArgumentError naming ``what`` it should hold: ragged, complex (numpy
+    would drop the imaginary part with only a warning) or non-numeric."""
     try:
         raw = np.asarray(x)
     except (TypeError, ValueError):  # ragged nested sequences
-        raise ArgumentError(f"{name}: expected {n} numbers, got {x!r}") from None
+        raise ArgumentError(f"{name}: expected {what}, got {_shown(x)}") from None
     if np.iscomplexobj(raw):
-        raise ArgumentError(f"{name}: expected real numbers, got complex values {raw.tolist()}")
+        raise ArgumentError(f"{name}: expected real numbers, got complex values {_shown(raw.tolist())}")
     try:
-        a = raw.astype(float)
+        return raw.astype(float)
     except (TypeError, ValueError):
-        raise ArgumentError(f"{name}: expected {n} numbers, got {x!r}") from None
+        raise ArgumentError(f"{name}: expected {what}, got {_shown(x)}") from None
+
+
+def _shown(x, limit: int = 200) -> str:
+    """``repr(x)``, cut short: a batch of states must not make a message of megabytes."""
+    text = repr(x)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def finite_vector(name: str, x, n: int) -> np.ndarray:
+    """``x`` as a float vector of length n, or ArgumentError: wrong shape, complex, non-numeric or non-finite."""
+    a = real_array(name, x, f"{n} numbers")
     if a.shape != (n,):
         raise ArgumentError(f"{name}: expected a vector of length {n}, got shape {a.shape}")
     if not np.all(np.isfinite(a)):

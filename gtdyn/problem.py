@@ -60,6 +60,11 @@ def place_contacts(robot: Robot, contacts) -> tuple[PlacedContact, ...]:
         where = f"contacts[{k - 1}]"
         if not isinstance(contact, Contact):
             raise ArgumentError(f"{where}: expected a gtdyn.Contact, got {type(contact).__name__}")
+        # names first: a list would fail the look-ups below as unhashable
+        if not isinstance(contact.link, str):
+            raise ArgumentError(f"{where}.link: expected a link or frame name (a string), got {contact.link!r}")
+        if not isinstance(contact.kind, str):
+            raise ArgumentError(f"{where}.kind: expected one of {', '.join(CONTACT_KINDS)}, got {contact.kind!r}")
         if contact.kind not in CONTACT_KINDS:
             raise ArgumentError(f"{where}: kind '{contact.kind}' is not one of {', '.join(CONTACT_KINDS)}")
         if contact.link not in robot.frames:
@@ -118,10 +123,15 @@ def inverse_problem(robot: Robot, qdd) -> Problem:
 def forward_problem(robot: Robot, tau) -> Problem:
     """Every τ given (0 at passive joints); every q̈ unknown."""
     tau = joint_vector(robot, "tau", tau)
+    check_passive_torques(robot, "tau", tau)
+    return Problem("forward", known_tau={j: tau[j - 1] for j in range(1, robot.num_dofs + 1)})
+
+
+def check_passive_torques(robot: Robot, name: str, tau: np.ndarray) -> None:
+    """ArgumentError naming ``name`` if ``tau`` (one per joint) is not zero at a passive joint."""
     passive = [j.name for j in robot.joints if not j.actuated and tau[j.index - 1] != 0.0]
     if passive:
-        raise ArgumentError(f"tau: joints {', '.join(passive)} are passive, so their torque is 0")
-    return Problem("forward", known_tau={j: tau[j - 1] for j in range(1, robot.num_dofs + 1)})
+        raise ArgumentError(f"{name}: joints {', '.join(passive)} are passive, so their torque is 0")
 
 
 def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, float]) -> Problem:

@@ -425,6 +425,21 @@ def test_simulate_refuses_an_unknown_method_and_an_unwritable_out(capsys, tmp_pa
     assert err.startswith(f"gtdyn: error: --out: cannot write to '{blocker}'")
 
 
+def test_simulate_out_as_a_directory_writes_files_named_after_the_robot_inside(capsys, tmp_path):
+    """A directory given as --out used to get the hidden files '.csv' and '.png.png' (printed as '.csv, .png')."""
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    for out in (str(existing), str(tmp_path / "new") + os.sep):
+        code, printed, err = run(capsys, "simulate", "rr", "--steps", "5", "--out", out)
+        folder = out.rstrip(os.sep)
+        assert code == 0 and err == ""
+        assert printed.splitlines()[-1] == f"wrote {os.path.join(folder, 'rr.csv')}, {os.path.join(folder, 'rr.png')}"
+        assert sorted(os.listdir(folder)) == ["rr.csv", "rr.png"]
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    assert "a directory" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["solve", "missing.urdf"], "missing.urdf: no such file"),
     (["solve", "--q", "1,2"], "--q: expected 6 values"),
@@ -470,6 +485,10 @@ def test_simulate_refuses_an_unknown_method_and_an_unwritable_out(capsys, tmp_pa
     (["simulate", "rr", "--base", "floating"], "do not determine A0 (link base_link)"),  # a massless floating base
     (["simulate", "rr", "--dt", "0.5", "--steps", "10", "--method", "rk4", "--v0", "1e200,1e200"],
      "overflow double precision at this state"),
+    (["simulate", "rr", "--dt", "1e308", "--steps", "3"], "--dt: 3 steps of 1e+308 s end at t = inf"),
+    (["simulate", "rr", "--steps", "99999999999999"], "--steps: 99999999999999 steps of 'rr' need"),
+    (["simulate", "four_bar", "--tau", "1,1,1,1"], "--tau: joints j2, j3, j4 are passive"),
+    (["simulate", "rr", "--out", ""], "--out: expected a path prefix (such as 'simulation') or a directory, got ''"),
 ])
 def test_bad_input_is_one_line_and_nonzero(capsys, argv, message):
     code, out, err = run(capsys, *argv)

@@ -342,6 +342,31 @@ def test_wrong_shapes_raise_argument_error():
             solver.batch(*args)
 
 
+def test_complex_and_non_numeric_input_raise_argument_error_naming_it():
+    """numpy casts complex numbers to float with only a ComplexWarning: a single call and a batch refuse them,
+    as the reference path does; ragged or non-numeric batches and bad thread counts are named too."""
+    puma, solver = robot("puma560"), compiled("puma560", "forward", "aba")
+    q, v, tau = np.full(6, 0.1), np.zeros(6), np.ones(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning either
+        for args, name in (((q + 1j, v, tau), "q"), (([np.complex128(0.1 + 1j)] + [0.1] * 5, v, tau), "q"),
+                           ((q, v, tau.astype(complex)), "x")):
+            with pytest.raises(gtdyn.ArgumentError, match=f"^{name}: expected real numbers, got complex values"):
+                solver(*args)
+        with pytest.raises(gtdyn.ArgumentError, match="^q: expected real numbers"):
+            gtdyn.forward_dynamics(puma, q + 1j, v, tau)
+        Q, V, X = np.tile(q, (2, 1)), np.tile(v, (2, 1)), np.tile(tau, (2, 1))
+        for args, match in (((Q + 1j, V, X), "^Q: expected real numbers"), ((Q, V * 1j, X), "^V: expected real numbers"),
+                            (([[0.0] * 6, [0.0] * 5], V, X), r"^Q: expected an array of shape \(N, 6\)"),
+                            ((Q, V, [["a"] * 6, ["b"] * 6]), r"^X: expected an array of shape \(N, 6\)")):
+            with pytest.raises(gtdyn.ArgumentError, match=match):
+                solver.batch(*args)
+        for threads in (None, "x", 0, -1, 2.0, True):
+            with pytest.raises(gtdyn.ArgumentError, match="^threads: expected a whole number"):
+                solver.batch(Q, V, X, threads=threads)
+        assert np.array_equal(solver.batch(Q, V, X, threads=np.int64(2))[1], solver(q, v, tau))
+
+
 def test_torque_at_a_passive_loop_joint_raises_argument_error():
     """four_bar: only j1 is actuated; τ ≠ 0 at the passive j2 is an error for the reference path, a single
     compiled call and a batch alike."""
@@ -530,10 +555,11 @@ def test_traced_screw_exponential_matches_gtsam():
     ({"problem": "inverse", "qdd_joints": ["j1"]}, "qdd_joints"),
     ({"problem": "hybrid", "qdd_joints": ["j9"]}, "qdd_joints.*j9"),
     ({"problem": "hybrid"}, "qdd_joints"),
+    ({"problem": "hybrid", "qdd_joints": 5}, "^qdd_joints: expected a list of joint names, got int"),
     ({"problem": "inverse", "ordering": "fastest"}, "ordering"),
     ({"problem": "forward", "ordering": "rnea"}, "ordering"),
 ], ids=["unknown problem", "qdd_joints on forward", "qdd_joints on inverse", "unknown joint", "hybrid without joints",
-        "unknown ordering", "ordering for another problem"])
+        "qdd_joints not a list", "unknown ordering", "ordering for another problem"])
 def test_bad_compile_arguments_raise_argument_error(kwargs, match):
     kwargs = dict(kwargs)
     problem = kwargs.pop("problem")

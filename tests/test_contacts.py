@@ -177,3 +177,26 @@ def test_contact_arguments_are_checked(solo):
         fixed = gtdyn.load_robot("puma560")
     with pytest.raises(gtdyn.ArgumentError, match="welded to the world"):
         gtdyn.forward_dynamics(fixed, np.zeros(6), np.zeros(6), np.zeros(6), contacts=[gtdyn.Contact("base_link")])
+
+
+def test_contact_names_that_are_not_strings_are_named():
+    """A list as a link or kind used to escape as 'unhashable type: list' from the look-ups."""
+    robot = gtdyn.load_robot("quadruped", base="floating")
+    zeros = np.zeros(robot.num_dofs)
+    for contact, message in ((gtdyn.Contact(["FL_foot"]), r"^contacts\[0\]\.link: expected a link or frame name"),
+                             (gtdyn.Contact("FL_foot", kind=["point"]), r"^contacts\[0\]\.kind: expected one of point")):
+        with pytest.raises(gtdyn.ArgumentError, match=message):
+            gtdyn.forward_dynamics(robot, zeros, zeros, zeros, contacts=[contact])
+        with pytest.raises(gtdyn.ArgumentError, match=message):
+            gtdyn.compile(robot, "forward", contacts=[contact])
+
+
+def test_contacts_that_cannot_carry_the_base_are_named():
+    """Inverse dynamics of a floating quadruped on one foot: no contact force at one point can hold the base
+    still against gravity, so the data are inconsistent — and the error says it is the contacts and the base,
+    not loops or passive joints (which this robot does not have)."""
+    robot = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
+    zeros = np.zeros(robot.num_dofs)
+    with pytest.raises(gtdyn.ArgumentError, match=r"contacts \(point on 'FL_foot'\) cannot produce that motion") as e:
+        gtdyn.inverse_dynamics(robot, zeros, zeros, zeros, contacts=[gtdyn.Contact("FL_foot")])
+    assert "closed loops" not in str(e.value) and "passive" not in str(e.value)

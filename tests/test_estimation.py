@@ -141,6 +141,17 @@ def test_trajectory_inverse_dynamics_rejects_bad_arguments(puma):
         trajectory_inverse_dynamics("puma560", t, q, sigma_q=1e-4)
 
 
+def test_trajectory_inverse_dynamics_names_time_steps_too_small_to_invert():
+    """1e-302 s steps overflowed the default smoothness σ (2π / 16 Δt)⁴ as a bare OverflowError; subnormal steps
+    make 1/Δt itself infinite."""
+    robot = gtdyn.load_robot("rr")
+    q = np.zeros((5, 2))
+    with pytest.raises(ArgumentError, match="^t: time steps of 1e-302 s .* too small"):
+        trajectory_inverse_dynamics(robot, np.arange(5) * 1e-302, q, sigma_q=1e-3)
+    with pytest.raises(ArgumentError, match="^t: time steps down to .* too small to invert"):
+        trajectory_inverse_dynamics(robot, np.arange(5) * 1e-320, q, sigma_q=1e-3, smoothness=1.0)
+
+
 def test_trajectory_inverse_dynamics_on_a_closed_loop():
     """The four-bar under a constant crank torque (constant, so that the torque held over each step by the
     simulator is also the torque at each sample): the loop's factors close every sample, only the crank is

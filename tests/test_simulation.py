@@ -2,6 +2,8 @@
 (tests/test_analytic_2r.py) integrated by scipy's solve_ivp — each method's order of convergence, the
 variational integrator's bounded energy, and the energies against Pinocchio."""
 
+import warnings
+
 import numpy as np
 import pytest
 from references import rel_err
@@ -116,6 +118,64 @@ def test_bad_arguments_are_named(rr):
         simulate(gtdyn.load_robot("four_bar"), np.full(4, 0.1), np.zeros(4), dt=1e-3, steps=10)
 
 
+def test_torques_that_are_not_real_numbers_are_named(rr):
+    """Strings, ragged lists and dicts used to escape as numpy's ValueError or TypeError, complex torques were cut
+    to their real parts with only a ComplexWarning; from a controller they are named as its answer."""
+    bad = (["a", "b"], [1, "x"], [[1, 2], [3]], {"j1": 1.0}, np.array([1 + 5j, 0]), [1 + 5j, 0],
+           np.tile([1 + 5j, 0], (10, 1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for tau in bad:
+            with pytest.raises(gtdyn.ArgumentError, match="^tau: expected"):
+                simulate(rr, Q0, V0, tau=tau, dt=1e-3, steps=10)
+            with pytest.raises(gtdyn.ArgumentError, match="^tau: the controller returned a bad torque at t = 0 s: tau: "):
+                simulate(rr, Q0, V0, tau=lambda t, q, v, tau=tau: tau, dt=1e-3, steps=10)
+        for name, q0, v0 in (("q0", Q0 + 1j, V0), ("v0", Q0, [0.4 + 1j, 0.0])):
+            with pytest.raises(gtdyn.ArgumentError, match=f"^{name}: expected real numbers"):
+                simulate(rr, q0, v0, dt=1e-3, steps=10)
+
+
+GEARED = """<robot name="geared"><link name="base"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
+  <link name="l1"><inertial><origin xyz="0.4 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.05"/></inertial></link>
+  <joint name="rotor_joint" type="revolute"><parent link="base"/><child link="rotor"/><axis xyz="0 0 1"/>
+    <limit lower="-30" upper="30" effort="5" velocity="90"/><mimic joint="j1" multiplier="3" offset="0.1"/></joint>
+  <link name="rotor"><inertial><mass value="0.3"/>
+    <inertia ixx="0.0002" ixy="0" ixz="0" iyy="0.0002" iyz="0" izz="0.0003"/></inertial></link>
+</robot>"""
+
+
+def test_passive_torques_and_broken_couplings_are_named_as_simulate_takes_them(tmp_path):
+    """The compiled solver calls its torque argument x, the reference path its state q and v: from simulate they
+    are tau, q0 and v0. A <mimic> joint is driven, so passive; so are the four-bar's loop joints."""
+    path = tmp_path / "geared.urdf"
+    path.write_text(GEARED)
+    geared = gtdyn.load_robot(str(path))
+    coupled = dict(q0=[0.2, 0.7], v0=[0.5, 1.5], dt=1e-3, steps=3)  # rotor_joint = 3 j1 + 0.1
+    cases = [(dict(tau=[1.0, 1.0]), "^tau: joints rotor_joint are passive"),
+             (dict(tau=np.ones((3, 2))), "^tau: joints rotor_joint are passive"),
+             (dict(tau=lambda t, q, v: np.ones(2)),
+              "^tau: the controller returned a bad torque at t = 0 s: tau: joints rotor_joint are passive"),
+             (dict(q0=[0.2, 0.0]), "^q0: joint 'rotor_joint' is coupled"),
+             (dict(v0=[0.5, 0.0]), "^v0: joint 'rotor_joint' is coupled")]
+    for change, message in cases:
+        with pytest.raises(gtdyn.ArgumentError, match=message):
+            simulate(geared, **(coupled | change))
+    four_bar = gtdyn.load_robot("four_bar")
+    with pytest.raises(gtdyn.ArgumentError, match="^tau: joints j2, j3, j4 are passive"):
+        simulate(four_bar, np.zeros(4), np.zeros(4), tau=np.ones(4), dt=1e-3, steps=3)
+
+
+def test_runs_too_long_to_hold_or_to_time_are_named(rr):
+    """numpy's _ArrayMemoryError and a time axis that overflows to inf (which the CLI's plot choked on)."""
+    with pytest.raises(gtdyn.ArgumentError, match=r"^steps: 99999999999999 steps of 'rr' need .* GiB"):
+        simulate(rr, Q0, V0, dt=1e-3, steps=99999999999999)
+    with pytest.raises(gtdyn.ArgumentError, match=r"^dt: 3 steps of 1e\+308 s end at t = inf"):
+        simulate(rr, Q0, V0, dt=1e308, steps=3)
+
+
 def test_the_four_bar_falls_closed_as_the_lagrange_multiplier_ode_says():
     """The bundled four-bar under gravity from rest, away from its flat (singular) configurations: RK4 at 10 ms
     keeps every loop closed to round-off and its crank angle after 1 s matches the dense Lagrange-multiplier
@@ -177,6 +237,29 @@ def test_a_floating_base_moves_on_se3_at_each_methods_order(tmp_path):
         truth = final_pose(method, dt / 8)
         errors = [np.max(np.abs(final_pose(method, h) - truth)) for h in (dt, dt / 2)]
         assert abs(np.log2(errors[0] / errors[1]) - ORDER[method]) < 0.35, (method, errors)
+
+
+def test_a_controller_on_a_floating_base_keeps_rk4_fourth_order():
+    """A controller is asked at every stage of a step on a floating base too (it was asked once per step, which
+    held its torque over the step and cut RK4 to first order): the floating quadruped under a PD controller,
+    without gravity, converges at order 4 in the joints and the base pose (against a run at Δt/8)."""
+    robot = gtdyn.load_robot("quadruped", base="floating")
+    rng = np.random.default_rng(3)
+    q0, v0 = rng.uniform(-0.3, 0.3, (2, robot.num_dofs))
+    target = rng.uniform(-0.5, 0.5, robot.num_dofs)
+
+    def pd(t, q, v):
+        return 0.2 * (target - q) - 0.01 * v + 0.03 * np.sin(3 * t)
+
+    def final(dt):
+        run = simulate(robot, q0, v0, tau=pd, dt=dt, steps=round(0.4 / dt), method="rk4",
+                       base_twist=[0.2, -0.1, 0.3, 0.1, 0.0, 0.0], gravity=np.zeros(3))
+        return np.concatenate([run.q[-1], run.base_pose[-1].ravel()])
+
+    dt = 0.02
+    truth = final(dt / 8)
+    errors = [np.max(np.abs(final(h) - truth)) for h in (dt, dt / 2)]
+    assert abs(np.log2(errors[0] / errors[1]) - 4) < 0.35, errors
 
 
 def test_the_variational_integrator_conserves_a_free_robots_momentum():

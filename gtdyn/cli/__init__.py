@@ -174,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
                    help=f"gravity in the world frame, m/s² (default {' '.join(f'{g:g}' for g in gtdyn.GRAVITY)})")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="PREFIX",
-                   help=f"output path prefix: writes PREFIX.csv and the plot (default {DEFAULT_OUT})")
+                   help=f"output path prefix: writes PREFIX.csv and the plot PREFIX.FORMAT (default {DEFAULT_OUT}); "
+                        "a directory (an existing one, or a path ending in /) gets ROBOT.csv and ROBOT.FORMAT inside "
+                        "it, ROBOT the robot's name")
     p.add_argument("--format", choices=["png", "svg", "pdf"], default="png", help="plot format (default png)")
     p.set_defaults(run=cmd_simulate)
 

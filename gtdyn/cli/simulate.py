@@ -5,6 +5,7 @@ summary."""
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import numpy as np
@@ -18,6 +19,7 @@ from gtdyn.cli.table import UNITS, base_text, gravity_text
 DEFAULT_DT = 0.001  # s
 DEFAULT_STEPS = 1000
 DEFAULT_OUT = "simulation"
+OPTIONS = ("dt", "steps", "method", "q0", "v0", "tau", "gravity")  # gtdyn.simulate's arguments that are options
 
 
 def csv_header(robot: gtdyn.Robot) -> list[str]:
@@ -44,6 +46,16 @@ def _checked(args) -> None:
         raise CLIError(f"--gravity: expected three finite numbers, got {' '.join(map(str, args.gravity))}")
 
 
+def output_prefix(out: str, robot: gtdyn.Robot) -> str:
+    """--out as a path prefix. A directory (an existing one, or a path ending in a separator) gets ROBOT inside
+    it; an empty --out would write the hidden files '.csv' and '.png.png'."""
+    if not out.strip():
+        raise CLIError("--out: expected a path prefix (such as 'simulation') or a directory, got ''")
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        return os.path.join(out, re.sub(r"[^\w.-]+", "_", robot.name).lstrip(".") or DEFAULT_OUT)
+    return out
+
+
 def _final_q(robot: gtdyn.Robot, q: np.ndarray) -> str:
     """q as ``(0.1, -0.2) rad``, units per value when revolute and prismatic joints mix."""
     units = [UNITS.get(j.type, ("",))[0] for j in robot.joints]
@@ -61,18 +73,26 @@ def cmd_simulate(args) -> None:
     q0 = vector(args.q0, "q0", robot, default_state(robot)[0] if tree else np.zeros(robot.num_dofs))
     v0 = vector(args.v0, "v0", robot, np.zeros(robot.num_dofs))
     tau = vector(args.tau, "tau", robot, None)
-    prefix = args.out
+    prefix = output_prefix(args.out, robot)
     writable_directory(os.path.dirname(os.path.abspath(prefix)), "--out")
     start = time.perf_counter()
-    trajectory = gtdyn.simulate(robot, q0, v0, tau=tau, dt=args.dt, steps=args.steps, method=args.method,
-                                gravity=args.gravity)
+    try:
+        trajectory = gtdyn.simulate(robot, q0, v0, tau=tau, dt=args.dt, steps=args.steps, method=args.method,
+                                    gravity=args.gravity)
+    except gtdyn.ArgumentError as e:  # the library names its argument dt=; the command's option is --dt
+        if str(e).split(":", 1)[0] not in OPTIONS:
+            raise
+        error = CLIError(f"--{e}")
+        for note in getattr(e, "__notes__", ()):
+            error.add_note(note)
+        raise error from None
     wall = time.perf_counter() - start
     written = [f"{prefix}.csv", f"{prefix}.{args.format}"]
     with writing(written[0]):
         write_csv(trajectory, written[0])
     title = f"{robot.name}: {args.method}, dt = {args.dt:g} s, {args.steps} steps"
     with writing(written[1]):
-        draw_trajectory(trajectory, written[1], title)
+        draw_trajectory(trajectory, written[1], title, format=args.format)  # no extension appended: the path printed
     energy = trajectory.energy
     drift = float(np.max(np.abs(energy - energy[0])))
     print(f"simulated {robot.name} ({base_text(robot)}), method {args.method}, dt {args.dt:g} s, {args.steps} steps, "

@@ -12,6 +12,7 @@ otherwise — a singular or ill-conditioned system, an open loop, non-finite inp
 
 from __future__ import annotations
 
+import numbers
 import threading
 from threading import get_ident
 import time
@@ -22,7 +23,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import finite_vector
+from gtdyn.arguments import finite_vector, real_array
 from gtdyn.compiled import base_inputs, cache, native
 from gtdyn.compiled.base_inputs import base_state, base_states, write_base
 from gtdyn.compiled.codegen import generate
@@ -36,6 +37,9 @@ from gtdyn.errors import GTDYN_ERRORS, ArgumentError
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering
 from gtdyn.problem import PROBLEM_KINDS, Problem, place_contacts
+
+_ARRAY, _FLOAT = np.ndarray, np.dtype(float)
+
 
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
             contacts=None, checks: bool = True, use_cache: bool = True) -> CompiledSolver:
@@ -188,9 +192,14 @@ class CompiledSolver:
         try:  # len() first: a scalar or a wrong length would broadcast silently
             if len(q) != n or len(v) != n or len(x) != n:
                 raise ValueError
-            ws[:n] = q
-            ws[n:2 * n] = v
-            ws[2 * n:3 * n] = x
+            if type(q) is type(v) is type(x) is _ARRAY and q.dtype is v.dtype is x.dtype is _FLOAT:
+                ws[:n] = q
+                ws[n:2 * n] = v
+                ws[2 * n:3 * n] = x
+            else:  # numpy would cast complex numbers into the workspace with only a warning: look at them first
+                ws[:n], ws[n:2 * n], ws[2 * n:3 * n] = _real("q", q), _real("v", v), _real("x", x)
+        except ArgumentError:
+            raise
         except (TypeError, ValueError):
             self._shape_error(q, v, x, (n,))
             raise
@@ -216,7 +225,9 @@ class CompiledSolver:
     def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None):
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
         n = self._n
-        Q, V, X = (np.asarray(a, dtype=float) for a in (Q, V, X))
+        if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
+            raise ArgumentError(f"threads: expected a whole number ≥ 1, got {threads!r}")
+        Q, V, X = (real_array(name, a, f"an array of shape (N, {n})") for name, a in (("Q", Q), ("V", V), ("X", X)))
         if Q.ndim != 2 or Q.shape[1] != n or V.shape != Q.shape or X.shape != Q.shape:
             raise ArgumentError(f"Q, V, X: expected three arrays of shape (N, {n}), got {Q.shape}, {V.shape}, {X.shape}")
         if self._passive.size and np.any(X[:, self._passive] != 0.0):
@@ -374,3 +385,9 @@ class CompiledSolver:
         raise ArgumentError(f"x: joints {', '.join(names)} are passive, so their torque is 0")
 
 
+def _real(name: str, a) -> np.ndarray:
+    """``a`` as an array that is not complex (a single call's slow path: anything but a float64 array)."""
+    a = np.asarray(a)
+    if a.dtype.kind == "c":
+        raise ArgumentError(f"{name}: expected real numbers, got complex values {a.tolist()}")
+    return a

@@ -24,7 +24,10 @@ def qdd_joint_names(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
         return ()
     if qdd_joints is None or isinstance(qdd_joints, str):
         raise ArgumentError("qdd_joints: hybrid dynamics needs the names of the joints whose q̈ is given (a list)")
-    names = tuple(qdd_joints)
+    try:
+        names = tuple(qdd_joints)
+    except TypeError:  # as hybrid_dynamics names a qdd that is not a dict
+        raise ArgumentError(f"qdd_joints: expected a list of joint names, got {type(qdd_joints).__name__}") from None
     unknown = [n for n in names if n not in robot.joint_names]
     if unknown:
         raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")

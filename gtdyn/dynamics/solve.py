@@ -120,7 +120,7 @@ def solve_problem(robot: Robot, q, v, problem: Problem, gravity=GRAVITY, externa
     with np.errstate(all="ignore"):  # overflow becomes non-finite numbers, caught by name below
         kin = forward_kinematics(robot, q, v, base_pose, base_twist)
     problem = with_loop_factors(robot, kin, problem, planar)
-    _check_transmissions(robot, q, v, problem)
+    check_transmissions(robot, q, v, problem.known_qdd)
     inputs = {"q": q, "v": v, "gravity": gravity, "base_twist": base_twist, "base_accel": problem.base_accel,
               **{f"external_wrenches[{(robot.base if i == 0 else robot.links[i - 1]).name}]": w
                  for i, w in wrenches_com.items()},
@@ -267,24 +267,36 @@ def _inconsistent(robot, kin, problem, gravity, wrenches_com, backward_error) ->
                 return ArgumentError(f"qdd: the actuated joints cannot produce the requested q̈ of passive joints {detail}, "
                                      "given the other joints' q̈; prescribe passive joints' q̈ only as the dynamics give it, "
                                      "or use hybrid_dynamics to solve for it")
+    reasons = []  # what can make given values inconsistent, for this robot and problem
+    if robot.floating_base and problem.contacts and problem.base_accel is not None:
+        names = ", ".join(f"{c.contact.kind} on '{c.contact.link}'" for c in problem.contacts)
+        reasons.append("the base has no joint to the world, so with its acceleration prescribed (base_accel, zero by "
+                       f"default) the contact forces alone must move it, and these contacts ({names}) cannot produce "
+                       "that motion (add contacts, or find a motion they support with forward dynamics)")
+    if robot.loop_joints:
+        reasons.append("on closed loops q̈ must satisfy the loops' acceleration constraints (see gtdyn.close_loops)")
+    if robot.transmissions:
+        reasons.append("q̈ must keep each transmission's coupling")
+    if any(not j.actuated for j in robot.joints):
+        reasons.append("passive joints have τ = 0")
     return ArgumentError(f"qdd, tau: the given values are inconsistent with the dynamics equations (backward error "
-                         f"{backward_error:.3g}); on closed loops q̈ must satisfy the loops' acceleration constraints "
-                         "(see gtdyn.close_loops) and passive joints have τ = 0")
+                         f"{backward_error:.3g}); {'; '.join(reasons) or 'no exact solution exists'}")
 
 
 # |q_dependent − Σ ratio·q − offset| (and the same for q̇, q̈) accepted, relative to the joints' magnitude
 TRANSMISSION_TOLERANCE = 1e-9
 
 
-def _check_transmissions(robot: Robot, q, v, problem: Problem) -> None:
-    """ArgumentError naming the joint if (q, q̇) — or the given q̈, where every q̈ of a transmission is given —
-    break a transmission: the dynamics are only defined on the coupled motions."""
+def check_transmissions(robot: Robot, q, v, known_qdd: Mapping[int, float] | None = None, names=("q", "v")) -> None:
+    """ArgumentError naming the joint if (q, q̇) — or the given q̈ (by joint index), where every q̈ of a
+    transmission is given — break a transmission: the dynamics are only defined on the coupled motions.
+    ``names``: the arguments q and q̇ came as (``gtdyn.simulate``'s q0 and v0)."""
     for t in robot.transmissions:
         joints = [t.dependent, *(k for k, _ in t.terms)]
         ratios = np.array([ratio for _, ratio in t.terms])
-        checks = [("q", q, t.offset), ("v", v, 0.0)]
-        if all(j in problem.known_qdd for j in joints):
-            checks.append(("qdd", np.array([problem.known_qdd.get(j, 0.0) for j in range(1, robot.num_dofs + 1)]), 0.0))
+        checks = [(names[0], q, t.offset), (names[1], v, 0.0)]
+        if known_qdd and all(j in known_qdd for j in joints):
+            checks.append(("qdd", np.array([known_qdd.get(j, 0.0) for j in range(1, robot.num_dofs + 1)]), 0.0))
         for name, x, offset in checks:
             expected = ratios @ x[[k - 1 for k, _ in t.terms]] + offset
             if abs(x[t.dependent - 1] - expected) > TRANSMISSION_TOLERANCE * (1.0 + abs(expected)):

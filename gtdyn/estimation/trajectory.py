@@ -118,7 +118,15 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
         raise ArgumentError(f"rule: {rule!r} is not one of {', '.join(RULES)}")
     gravity = finite_vector("gravity", gravity, 3)
     if smoothness is None:
-        smoothness = sigma * (2 * math.pi * CUTOFF_FRACTION / float(np.mean(np.diff(t)))) ** 4
+        step = float(np.mean(np.diff(t)))
+        try:
+            with np.errstate(over="ignore"):
+                smoothness = sigma * (2 * math.pi * CUTOFF_FRACTION / step) ** 4
+        except OverflowError:  # Python's float power raises where numpy's gives inf
+            smoothness = np.inf
+        if not np.all(np.isfinite(smoothness)):
+            raise ArgumentError(f"t: time steps of {step:g} s (on average) are too small: the default smoothness "
+                                "σ (2π / 16 Δt)⁴ overflows; are the times in seconds?")
     s = _positive(robot, "smoothness", smoothness)
     if isinstance(max_iterations, bool) or not isinstance(max_iterations, numbers.Integral) or max_iterations < 1:
         raise ArgumentError(f"max_iterations: expected a whole number ≥ 1, got {max_iterations!r}")
@@ -209,6 +217,10 @@ def _times(t) -> np.ndarray:
         k = int(np.argmax(~(np.diff(a) > 0)))
         raise ArgumentError(f"t: expected strictly increasing times, got t[{k}] = {a[k]:g} "
                             f"then t[{k + 1}] = {a[k + 1]:g}")
+    with np.errstate(divide="ignore", over="ignore"):
+        finite_rates = np.all(np.isfinite(1.0 / np.diff(a)))  # the integration and snap factors divide by Δt
+    if not finite_rates:
+        raise ArgumentError(f"t: time steps down to {np.min(np.diff(a)):g} s are too small to invert (1/Δt overflows)")
     return a
 
 

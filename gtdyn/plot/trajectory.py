@@ -14,9 +14,10 @@ LEGEND_ROWS = 14  # joints per legend column
 LINE_STYLES = ("-", "--", ":", "-.")  # one per ten joints: matplotlib's ten colours repeat after that
 
 
-def draw_trajectory(trajectory, path: str | None = None, title: str | None = None):
+def draw_trajectory(trajectory, path: str | None = None, title: str | None = None, format: str | None = None):
     """Two panels over time: q(t) of every joint (legend: joint names with their units) and the total energy's
-    change E(t) − E(0) in J. Saved to ``path`` (its extension picks the format) if given; returns the Figure."""
+    change E(t) − E(0) in J. Saved to ``path`` (``format``, or its extension picks the format; given, the file is
+    written at exactly ``path``) if given; returns the Figure."""
     from matplotlib.figure import Figure  # not pyplot: no global figure registry, no display needed
 
     robot, t = trajectory.robot, trajectory.t
@@ -47,5 +48,5 @@ def draw_trajectory(trajectory, path: str | None = None, title: str | None = Non
         fig.suptitle(textwrap.fill(title, 110), fontsize=10)
     tight_layout(fig)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        fig.savefig(path, dpi=120, format=format)
     return fig

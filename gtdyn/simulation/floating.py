@@ -14,19 +14,23 @@ from gtdyn.simulation.variational import dlog
 
 
 def simulate_floating(robot, q, v, base_pose: gtsam.Pose3, base_twist, torque, dt: float, steps: int, method: str,
-                      gravity, forward, report, step_with_note) -> Trajectory:
+                      gravity, forward, report, step_with_note, controller: bool = False) -> Trajectory:
     """``forward(q, v, tau, base_pose=, base_twist=) -> (base_accel, qdd)`` is the compiled solver;
-    ``step_with_note`` runs one integrator step and notes the time of an error."""
+    ``step_with_note`` runs one integrator step and notes the time of an error. ``controller``: ``torque`` is a
+    controller, asked at every stage of a step (as on a fixed base; holding its first answer over an RK4 step
+    would cut the method to first order); otherwise the torque is held over each step."""
     n = robot.num_dofs
     Q, V, A, TAU = (np.empty((steps + 1, n)) for _ in range(4))
     poses, twists, accels = np.empty((steps + 1, 4, 4)), np.empty((steps + 1, 6)), np.empty((steps + 1, 6))
     t = dt * np.arange(steps + 1)
     held = [np.zeros(n)]
+    step = [0]  # the current step, for a controller asked at the stages inside it
     start = [base_pose]  # the pose the local coordinates of the current step are about
 
     def accel(t_, x, y):
         pose = start[0].compose(gtsam.Pose3.Expmap(x[:6]))
-        base_accel, qdd = forward(x[6:], y[6:], held[0], base_pose=pose.matrix(), base_twist=y[:6])
+        tau = torque(step[0], t_, x[6:], y[6:]) if controller else held[0]
+        base_accel, qdd = forward(x[6:], y[6:], tau, base_pose=pose.matrix(), base_twist=y[:6])
         return np.concatenate([base_accel, qdd])
 
     def rate(x, y):
@@ -37,7 +41,8 @@ def simulate_floating(robot, q, v, base_pose: gtsam.Pose3, base_twist, torque, d
         pose = start[0].compose(gtsam.Pose3.Expmap(x[:6]))
         start[0], x = pose, np.concatenate([np.zeros(6), x[6:]])  # re-centre the local coordinates
         Q[k], V[k], poses[k], twists[k] = x[6:], y[6:], pose.matrix(), y[:6]
-        TAU[k] = held[0] = torque(k, t[k], x[6:], y[6:])
+        step[0], TAU[k] = k, torque(k, t[k], x[6:], y[6:])
+        held[0] = TAU[k]
         if k < steps:
             x, y, a = step_with_note(STEPS[method], accel, t[k], x, y, dt, method, rate)
             A[k], accels[k] = a[6:], a[:6]

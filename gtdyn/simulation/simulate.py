@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 import time
 import warnings
@@ -10,14 +12,16 @@ from collections.abc import Callable
 import gtsam
 import numpy as np
 
-from gtdyn.arguments import finite_vector, joint_vector, pose_argument
+from gtdyn.arguments import finite_vector, joint_vector, pose_argument, real_array
 from gtdyn.compiled import compile as compile_solver
+from gtdyn.dynamics.solve import check_transmissions
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import GTDYN_ERRORS, ArgumentError, IllConditionedWarning
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.kinematics.loop_closure import independent_joints, project
 from gtdyn.kinematics.loops import check_closed
 from gtdyn.model.robot import Robot
+from gtdyn.problem import check_passive_torques
 from gtdyn.simulation.floating import simulate_floating
 from gtdyn.simulation.integrators import STEPS
 from gtdyn.simulation.trajectory import Trajectory
@@ -55,8 +59,12 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
         raise ArgumentError(f"dt: expected a positive time step, got {dt}")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ArgumentError(f"steps: expected a positive whole number, got {steps!r}")
+    _check_memory(robot, steps)
+    if not math.isfinite(dt * int(steps)):  # Python floats: inf, no numpy warning
+        raise ArgumentError(f"dt: {steps} steps of {dt:g} s end at t = inf; dt × steps must be a finite time")
     q = joint_vector(robot, "q0", q0)
     v = joint_vector(robot, "v0", v0)
+    check_transmissions(robot, q, v, names=("q0", "v0"))  # here, or the first step would name the solver's q
     gravity = finite_vector("gravity", gravity, 3)
     torque = _torque_source(robot, tau, steps)
     forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks)
@@ -66,7 +74,7 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
             raise ArgumentError(f"robot: simulate covers closed loops on a fixed base; '{robot.name}' floats")
         if method != "variational":
             return simulate_floating(robot, q, v, base_pose, base_twist, torque, dt, steps, method, gravity, forward,
-                                     _Progress(steps, progress), _step)
+                                     _Progress(steps, progress), _step, controller=callable(tau))
         return _simulate_variational(robot, q, v, torque, dt, steps, gravity, forward, _Progress(steps, progress),
                                      base_pose, base_twist)
 
@@ -224,28 +232,58 @@ def _base_state(robot: Robot, base_pose, base_twist):
 
 
 def _torque_source(robot: Robot, tau, steps: int) -> Callable[[int, float, np.ndarray, np.ndarray], np.ndarray]:
-    """``torque(k, t, q, v)``: the torque during step k (at time t, state (q, v)), checked once up front."""
+    """``torque(k, t, q, v)``: the torque during step k (at time t, state (q, v)), checked once up front (a
+    controller's at every call). Passive joints' torques are checked here, where they are still called tau: the
+    compiled solver would name them its x."""
     n = robot.num_dofs
+    passive = any(not j.actuated for j in robot.joints)
     if tau is None:
         zero = np.zeros(n)
         return lambda k, t, q, v: zero
     if callable(tau):
         def controller(k, t, q, v):
             try:
-                return joint_vector(robot, "tau", tau(t, q, v))
+                torque = joint_vector(robot, "tau", tau(t, q, v))
+                if passive:
+                    check_passive_torques(robot, "tau", torque)
+                return torque
             except ArgumentError as e:
                 raise ArgumentError(f"tau: the controller returned a bad torque at t = {t:g} s: {e}") from None
         return controller
-    array = np.asarray(tau, dtype=float) if not isinstance(tau, str) else None
-    if array is not None and array.shape == (n,):
+    expected = f"None, a vector of {n}, an array of shape ({steps}, {n}) or a callable (t, q, v) -> tau"
+    array = real_array("tau", tau, expected)
+    if array.shape == (n,):
         constant = joint_vector(robot, "tau", array)
+        check_passive_torques(robot, "tau", constant)
         return lambda k, t, q, v: constant
-    if array is None or array.shape != (steps, n):
-        raise ArgumentError(f"tau: expected None, a vector of {n}, an array of shape ({steps}, {n}) or a callable "
-                            f"(t, q, v) -> tau; got {type(tau).__name__} of shape {np.shape(tau)}")
+    if array.shape != (steps, n):
+        raise ArgumentError(f"tau: expected {expected}; got {type(tau).__name__} of shape {array.shape}")
     if not np.all(np.isfinite(array)):
         raise ArgumentError("tau: non-finite values")
+    check_passive_torques(robot, "tau", np.max(np.abs(array), axis=0))  # nonzero where any step's torque is
     return lambda k, t, q, v: array[min(k, steps - 1)]
+
+
+def _check_memory(robot: Robot, steps: int) -> None:
+    """ArgumentError naming ``steps`` when the trajectory's arrays cannot be held: more bytes than the machine's
+    memory, or than numpy can allocate (it would fail with its own MemoryError, or the run would swap)."""
+    n = robot.num_dofs
+    # per sample: q, v, q̈, τ; t and the three energies; a floating base's pose, twist and acceleration; closure
+    per_sample = 4 * n + 4 + (16 + 6 + 6 if robot.floating_base else 0) + (1 if robot.loop_joints else 0)
+    need = (steps + 1) * per_sample * 8
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):  # not every system says
+        memory = None
+    try:
+        if memory is not None and need > memory:
+            raise MemoryError
+        np.empty(need, dtype=np.uint8)  # freed at once, its pages never touched: can numpy allocate this much?
+    except (MemoryError, ValueError, OverflowError):
+        size = f"{need / 2**30:.3g} GiB" if need < 2**1000 else "more bytes than exist"
+        raise ArgumentError(f"steps: {steps} steps of '{robot.name}' need {size} for the trajectory's arrays, more "
+                            "than this machine can allocate; simulate fewer steps (or several runs, each starting "
+                            "where the last ended)") from None
 
 
 class _Progress:
