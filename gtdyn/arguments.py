@@ -32,6 +32,22 @@ def _shown(x, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+# m/s²: a thousand times the Earth's. Beyond any robot's world, and far enough from float range that gravity's
+# share of the dynamics cannot swamp the rest: at 1e30 along a planar arm's joint axes (where it should do
+# nothing) its cancelling terms left q̈ wrong by 13 without any warning.
+MAX_GRAVITY = 1e4
+
+
+def gravity_vector(gravity) -> np.ndarray:
+    """``gravity`` (world frame, m/s²) as a float 3-vector, or ArgumentError: not 3 finite numbers, or beyond
+    ±MAX_GRAVITY."""
+    g = finite_vector("gravity", gravity, 3)
+    if np.max(np.abs(g)) > MAX_GRAVITY:
+        raise ArgumentError(f"gravity: {np.max(np.abs(g)):g} m/s² is beyond the ±{MAX_GRAVITY:g} m/s² gtdyn accepts "
+                            "(a thousand times the Earth's)")
+    return g
+
+
 def finite_vector(name: str, x, n: int) -> np.ndarray:
     """``x`` as a float vector of length n, or ArgumentError: wrong shape, complex, non-numeric or non-finite."""
     a = real_array(name, x, f"{n} numbers")

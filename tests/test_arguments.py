@@ -36,6 +36,19 @@ def test_bad_tau_and_gravity(rrr):
         gtdyn.inverse_dynamics(rrr, Z, Z, Z, gravity=(0, -9.81))
 
 
+@pytest.mark.parametrize("entry", ["inverse_dynamics", "compile", "simulate"])
+def test_gravity_beyond_any_robots_world_is_refused(rrr, entry):
+    """Gravity of 1e30 m/s² along the 3R arm's joint axes should do nothing, but its cancelling terms left q̈
+    wrong by 13 with no warning: every entry point refuses gravity beyond ±1e4 m/s²."""
+    g = (0.0, 0.0, 1e30)
+    call = {"inverse_dynamics": lambda: gtdyn.inverse_dynamics(rrr, Z, Z, Z, gravity=g),
+            "compile": lambda: gtdyn.compile(rrr, "forward", gravity=g),
+            "simulate": lambda: gtdyn.simulate(rrr, Z, Z, dt=1e-3, steps=2, gravity=g)}[entry]
+    with pytest.raises(gtdyn.ArgumentError, match="^gravity: 1e\\+30 m/s² is beyond the ±10000 m/s²"):
+        call()
+    assert np.allclose(gtdyn.forward_dynamics(rrr, Z, Z, Z, gravity=(0, 0, -1e4)).qdd, 0)  # the bound itself is fine
+
+
 def test_hybrid_dict_errors(rrr):
     with pytest.raises(ValueError, match=r"^qdd: unknown joints j9"):
         gtdyn.hybrid_dynamics(rrr, Z, Z, qdd={"j9": 1.0}, tau={"j1": 0, "j2": 0, "j3": 0})

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import finite_vector, real_array
+from gtdyn.arguments import gravity_vector, real_array
 from gtdyn.compiled import base_inputs, cache, native
 from gtdyn.compiled.base_inputs import base_state, base_states, write_base
 from gtdyn.compiled.codegen import generate
@@ -64,7 +64,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
     if problem not in PROBLEM_KINDS:
         raise ArgumentError(f"problem: '{problem}' is not one of {', '.join(PROBLEM_KINDS)}")
-    gravity = finite_vector("gravity", gravity, 3)
+    gravity = gravity_vector(gravity)
     qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
     if robot.floating_base and robot.loop_joints:  # a planar loop's plane would turn with the base
         raise ArgumentError(f"robot: '{robot.name}' has a floating base and closed loops, which compiled solvers do "

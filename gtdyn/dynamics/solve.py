@@ -14,7 +14,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import finite_vector, joint_vector, pose_argument
+from gtdyn.arguments import finite_vector, gravity_vector, joint_vector, pose_argument
 from gtdyn.dynamics.graph import dynamics_graph
 from gtdyn.dynamics.result import DynamicsResult, assemble_result
 from gtdyn.equations import GRAVITY, contact_equation, twist_accel_equation
@@ -114,7 +114,7 @@ def solve_problem(robot: Robot, q, v, problem: Problem, gravity=GRAVITY, externa
         raise ArgumentError(f"planar: expected None, True or False, got {planar!r}")
     q = joint_vector(robot, "q", q)
     v = joint_vector(robot, "v", v)
-    gravity = finite_vector("gravity", gravity, 3)
+    gravity = gravity_vector(gravity)
     wrenches_com = _external_wrenches(robot, external_wrenches)
     base_pose, base_twist = _base_state(robot, base_pose, base_twist)
     with np.errstate(all="ignore"):  # overflow becomes non-finite numbers, caught by name below

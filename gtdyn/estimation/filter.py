@@ -21,7 +21,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.arguments import finite_vector, joint_vector
+from gtdyn.arguments import finite_vector, gravity_vector, joint_vector
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
 from gtdyn.estimation.steps import (between_steps, check_robot, integrated_joints, joint_key, planar_normals,
@@ -98,7 +98,7 @@ class FixedLagEstimator:
         if not isinstance(rule, str) or rule not in RULES:
             raise ArgumentError(f"rule: {rule!r} is not one of {', '.join(RULES)}")
         self.rule = rule
-        self.gravity = finite_vector("gravity", gravity, 3)
+        self.gravity = gravity_vector(gravity)
         if smoother not in SMOOTHERS:
             raise ArgumentError(f"smoother: {smoother!r} is not one of {', '.join(SMOOTHERS)}")
         self._joints = integrated_joints(robot, q0)

@@ -19,7 +19,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.arguments import finite_vector
+from gtdyn.arguments import gravity_vector
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
 from gtdyn.estimation.steps import (between_steps, check_robot, integrated_joints, joint_key, joint_series,
@@ -116,7 +116,7 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
     sigma = _positive(robot, "sigma_q", sigma_q)
     if not isinstance(rule, str) or rule not in RULES:
         raise ArgumentError(f"rule: {rule!r} is not one of {', '.join(RULES)}")
-    gravity = finite_vector("gravity", gravity, 3)
+    gravity = gravity_vector(gravity)
     if smoothness is None:
         step = float(np.mean(np.diff(t)))
         try:

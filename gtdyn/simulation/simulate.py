@@ -12,7 +12,7 @@ from collections.abc import Callable
 import gtsam
 import numpy as np
 
-from gtdyn.arguments import finite_vector, joint_vector, pose_argument, real_array
+from gtdyn.arguments import finite_vector, gravity_vector, joint_vector, pose_argument, real_array
 from gtdyn.compiled import compile as compile_solver
 from gtdyn.dynamics.solve import check_transmissions
 from gtdyn.equations import GRAVITY
@@ -65,7 +65,7 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     q = joint_vector(robot, "q0", q0)
     v = joint_vector(robot, "v0", v0)
     check_transmissions(robot, q, v, names=("q0", "v0"))  # here, or the first step would name the solver's q
-    gravity = finite_vector("gravity", gravity, 3)
+    gravity = gravity_vector(gravity)
     torque = _torque_source(robot, tau, steps)
     forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks)
     base_pose, base_twist = _base_state(robot, base_pose, base_twist)
