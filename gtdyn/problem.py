@@ -13,6 +13,7 @@ import numpy as np
 from gtdyn.arguments import finite_vector, joint_dict, joint_vector
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
+from gtdyn.model.limits import MAX_LENGTH
 
 PROBLEM_KINDS = ("inverse", "forward", "hybrid")
 
@@ -73,6 +74,9 @@ def place_contacts(robot: Robot, contacts) -> tuple[PlacedContact, ...]:
         if robot.is_fixed(body):
             raise ArgumentError(f"{where}: '{contact.link}' is welded to the world, so a contact on it constrains nothing")
         point = finite_vector(f"{where}.point", contact.point, 3)
+        if np.max(np.abs(point)) > MAX_LENGTH:  # else the dynamics overflow, and the error names another input
+            raise ArgumentError(f"{where}.point: {np.max(np.abs(point)):g} m from the frame is beyond the ±{MAX_LENGTH:g} "
+                                "m gtdyn accepts for any length")
         link = robot.link(body)
         iTc = link.lTcom.inverse().compose(bTf).compose(gtsam.Pose3(gtsam.Rot3(), point))
         placed.append(PlacedContact(contact, k, CONTACT_KINDS[contact.kind], link.index, iTc))

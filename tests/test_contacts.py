@@ -180,11 +180,14 @@ def test_contact_arguments_are_checked(solo):
 
 
 def test_contact_names_that_are_not_strings_are_named():
-    """A list as a link or kind used to escape as 'unhashable type: list' from the look-ups."""
+    """A list as a link or kind used to escape as 'unhashable type: list' from the look-ups; a point beyond any
+    length gtdyn accepts is named too."""
     robot = gtdyn.load_robot("quadruped", base="floating")
     zeros = np.zeros(robot.num_dofs)
     for contact, message in ((gtdyn.Contact(["FL_foot"]), r"^contacts\[0\]\.link: expected a link or frame name"),
-                             (gtdyn.Contact("FL_foot", kind=["point"]), r"^contacts\[0\]\.kind: expected one of point")):
+                             (gtdyn.Contact("FL_foot", kind=["point"]), r"^contacts\[0\]\.kind: expected one of point"),
+                             # a point 1e200 m away overflowed the dynamics, and the error named gravity
+                             (gtdyn.Contact("FL_foot", (1e200, 0, 0)), r"^contacts\[0\]\.point: 1e\+200 m from")):
         with pytest.raises(gtdyn.ArgumentError, match=message):
             gtdyn.forward_dynamics(robot, zeros, zeros, zeros, contacts=[contact])
         with pytest.raises(gtdyn.ArgumentError, match=message):
