@@ -20,8 +20,8 @@ from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dyna
 from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynamics
 from gtdyn.equations import GRAVITY
 from gtdyn.estimation import FixedLagEstimator, trajectory_inverse_dynamics
-from gtdyn.errors import (ArgumentError, IllConditionedWarning, IndeterminateSystemError, LoopClosureError, ModelError,
-                          ModelWarning)
+from gtdyn.errors import (ArgumentError, ConvergenceWarning, IllConditionedWarning, IndeterminateSystemError,
+                          LoopClosureError, ModelError, ModelWarning)
 from gtdyn.io.load import bundled_path, load_robot
 from gtdyn.kinematics.loop_closure import LoopState, close_loops
 from gtdyn.model.robot import Joint, Link, Robot
@@ -30,7 +30,7 @@ from gtdyn.problem import Contact
 from gtdyn.simulation import Trajectory, simulate
 
 __all__ = [
-    "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
+    "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "ConvergenceWarning", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",

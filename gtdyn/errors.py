@@ -38,4 +38,9 @@ class IllConditionedWarning(UserWarning):
     disagree in the digits the warning names; ``r.condition`` holds the estimate."""
 
 
+class ConvergenceWarning(UserWarning):
+    """An iterative estimate (``gtdyn.trajectory_inverse_dynamics``) stopped at its iteration limit before it
+    converged: the answer is the last iterate, not the optimum."""
+
+
 GTDYN_ERRORS = (ModelError, ArgumentError, LoopClosureError, IndeterminateSystemError)

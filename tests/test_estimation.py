@@ -266,3 +266,36 @@ def test_fixed_lag_estimator_rejects_bad_arguments():
     bad = FixedLagEstimator(**(good | {"tau_of_step": lambda k: [0.0]}))
     with pytest.raises(ArgumentError, match="^tau_of_step: bad torques for step 0"):
         bad.update(1.7128)
+
+
+def test_fine_sampling_is_solved_by_qr_or_named():
+    """At Δt = 1e-5 s the snap priors' weights span ~1e9 of the others', and GTSAM's default (Cholesky of the
+    normal equations, which squares that) raised a raw 'Indeterminate linear system': QR recovers τ (measured
+    2.5e-7 N·m from exact samples; 1e-5 allowed). Steps so short that even QR loses a variable (1e-6 s with a
+    1e-6 rad encoder) are a gtdyn error naming the arguments and the variable, with what to do."""
+    robot = gtdyn.load_robot("rr")
+
+    def motion(t):
+        q = np.stack([0.3 * np.sin(5 * t), 0.2 * np.cos(3 * t)], axis=-1)
+        v = np.stack([1.5 * np.cos(5 * t), -0.6 * np.sin(3 * t)], axis=-1)
+        a = np.stack([-7.5 * np.sin(5 * t), -1.8 * np.cos(3 * t)], axis=-1)
+        return q, v, a
+
+    t = 0.3 + 1e-5 * np.arange(20)
+    q, v, a = motion(t)
+    estimate = gtdyn.trajectory_inverse_dynamics(robot, t, q, sigma_q=1e-9)
+    assert np.max(np.abs(estimate.tau[10] - gtdyn.inverse_dynamics(robot, q[10], v[10], a[10]).tau)) < 1e-5
+    t = 1e-6 * np.arange(20)
+    with pytest.raises(gtdyn.IndeterminateSystemError, match=r"^t, q_measured: the trajectory's equations lost v\d@\d+"):
+        gtdyn.trajectory_inverse_dynamics(robot, t, motion(t)[0], sigma_q=1e-6)
+
+
+def test_an_estimate_stopped_by_the_iteration_limit_says_so():
+    """Levenberg–Marquardt stopped by max_iterations returns its last iterate, not the optimum: a
+    ConvergenceWarning says so (it used to be returned like a converged estimate)."""
+    robot = gtdyn.load_robot("rr")
+    t = 0.3 + 1e-5 * np.arange(20)
+    q = np.stack([0.3 * np.sin(5 * t), 0.2 * np.cos(3 * t)], axis=-1)
+    with pytest.warns(gtdyn.ConvergenceWarning, match="stopped at max_iterations = 3 before converging"):
+        estimate = gtdyn.trajectory_inverse_dynamics(robot, t, q, sigma_q=1e-6, max_iterations=3)
+    assert estimate.iterations >= 3

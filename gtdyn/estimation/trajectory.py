@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import time
+import warnings
 from dataclasses import dataclass
 
 import gtsam
@@ -21,7 +23,7 @@ import numpy as np
 from gtdyn import keys as K
 from gtdyn.arguments import gravity_vector
 from gtdyn.equations import GRAVITY
-from gtdyn.errors import ArgumentError
+from gtdyn.errors import ArgumentError, ConvergenceWarning, IndeterminateSystemError
 from gtdyn.estimation.steps import (between_steps, check_robot, integrated_joints, joint_key, joint_series,
                                     planar_normals, state_values, step_graph)
 from gtdyn.factors.integration import RULES
@@ -132,6 +134,24 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
         raise ArgumentError(f"max_iterations: expected a whole number ≥ 1, got {max_iterations!r}")
 
     started = time.perf_counter()
+    try:
+        return _estimate(robot, t, q_measured, sigma, s, rule, gravity, int(max_iterations), started)
+    except RuntimeError as e:  # GTSAM's, from an elimination that found a variable undetermined
+        if isinstance(e, IndeterminateSystemError) or "Indeterminate linear system" not in str(e):
+            raise
+        found = re.search(r"variable\s+(\d+)", str(e))
+        free = [K.label(int(found.group(1)))] if found else []
+        raise IndeterminateSystemError(
+            f"t, q_measured: the trajectory's equations lost {', '.join(free) or 'a variable'} in elimination at time "
+            f"steps of {float(np.min(np.diff(t))):g} s; with steps this short (or a smoothness this large, "
+            f"{float(np.max(s)):g}) the factors' weights span more than double precision holds: downsample the "
+            "measurements, or pass a smaller smoothness", free) from None
+
+
+def _estimate(robot: Robot, t, q_measured, sigma, s, rule: str, gravity, max_iterations: int,
+              started: float) -> TrajectoryEstimate:
+    """``trajectory_inverse_dynamics`` once its arguments are checked."""
+    N = len(t)
     joints = integrated_joints(robot, q_measured[0])
     kinematic = _kinematic_graph(joints, t, q_measured, sigma, s, rule)
     q0, v0, a0 = _initial_motion(robot, joints, t, q_measured, kinematic)
@@ -145,7 +165,7 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
             graph.add(gtsam.PriorFactorVector(joint_key(K.joint_angle_key, j, k), q_measured[k, j - 1:j],
                                               gtsam.noiseModel.Isotropic.Sigma(1, sigma[j - 1])))
     initial_error = graph.error(values)
-    result, iterations = _optimize(graph, values, int(max_iterations))
+    result, iterations = _optimize(graph, values, max_iterations)
     steps = range(N)
     return TrajectoryEstimate(
         robot=robot, rule=rule, t=t,
@@ -169,17 +189,31 @@ def _optimize(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, max_itera
     params.setRelativeErrorTol(1e-10)
     params.setAbsoluteErrorTol(0.0)
     params.setlambdaFactor(100.0)  # at the optimum (a tree) each rejected trial costs a solve: fewer trials
+    params.setLinearSolverType("MULTIFRONTAL_QR")  # not the normal equations: see _initial_motion
     optimizer = gtsam.LevenbergMarquardtOptimizer(graph, values, params)
     result, iterations = optimizer.optimize(), optimizer.iterations()
-    if _hard_residual(graph, result) <= HARD_TOLERANCE:
-        return result, iterations
-    for _ in range(max_iterations):
-        result = result.retract(graph.linearize(result).optimize())
-        iterations += 1
-        if _hard_residual(graph, result) <= HARD_TOLERANCE:
-            break
-    optimizer = gtsam.LevenbergMarquardtOptimizer(graph, result, params)
-    return optimizer.optimize(), iterations + optimizer.iterations()
+    if _hard_residual(graph, result) > HARD_TOLERANCE:
+        for _ in range(max_iterations):
+            result = result.retract(_solve_qr(graph.linearize(result)))
+            iterations += 1
+            if _hard_residual(graph, result) <= HARD_TOLERANCE:
+                break
+        optimizer = gtsam.LevenbergMarquardtOptimizer(graph, result, params)
+        result = optimizer.optimize()
+        iterations += optimizer.iterations()
+    if optimizer.iterations() >= max_iterations:  # stopped by the limit, not by convergence: say so
+        warnings.warn(f"trajectory_inverse_dynamics: Levenberg–Marquardt stopped at max_iterations = {max_iterations} "
+                      f"before converging (error {graph.error(result):.6g}); the estimate is its last iterate — raise "
+                      "max_iterations, or check that the samples and sigma_q are consistent", ConvergenceWarning,
+                      stacklevel=4)
+    return result, iterations
+
+
+def _solve_qr(linear: gtsam.GaussianFactorGraph) -> gtsam.VectorValues:
+    """The least-squares solution by QR, not by Cholesky of the normal equations (GTSAM's default), which
+    squares the spread of the factors' weights: at Δt = 1e-5 s the snap priors' span ~1e9 of the others'."""
+    ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
+    return linear.eliminateSequential(ordering, gtsam.EliminateQR).optimize()
 
 
 def _hard_residual(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> float:
@@ -279,7 +313,7 @@ def _initial_motion(robot: Robot, joints: list[int], t: np.ndarray, q: np.ndarra
     zero = gtsam.Values()
     for key in kinematic.keyVector():
         zero.insert(key, np.zeros(1))
-    x = kinematic.linearize(zero).optimize()
+    x = _solve_qr(kinematic.linearize(zero))
     n, N = robot.num_dofs, len(t)
     series = [np.array([[x.at(joint_key(kind, j, k))[0] if j in joints else q[k, j - 1] for j in range(1, n + 1)]
                         for k in range(N)]) for kind in (K.joint_angle_key, K.joint_vel_key, K.joint_accel_key)]
