@@ -82,10 +82,7 @@ def pose_argument(name: str, value) -> gtsam.Pose3:
     """A ``gtsam.Pose3`` or a 4×4 homogeneous transform (rotation orthonormal to 1e-9) as a Pose3."""
     if isinstance(value, gtsam.Pose3):
         return value
-    try:
-        T = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"{name}: expected a gtsam.Pose3 or a 4×4 matrix, got {type(value).__name__}") from None
+    T = real_array(name, value, "a gtsam.Pose3 or a 4×4 matrix")
     if T.shape != (4, 4) or not np.all(np.isfinite(T)):
         raise ArgumentError(f"{name}: expected a gtsam.Pose3 or a finite 4×4 matrix, got shape {T.shape}")
     R = T[:3, :3]

@@ -97,6 +97,10 @@ def test_base_inputs_are_checked_as_the_reference_path_checks_them(solo):
         solver(zeros, zeros, zeros, base_twist=[1.0, 2.0])
     with pytest.raises(gtdyn.ArgumentError, match="base_twist: non-finite"):
         solver(zeros, zeros, zeros, base_twist=[np.nan, 0, 0, 0, 0, 0])
+    for complex_input in ({"base_twist": np.array([1j, 0, 0, 0, 0, 0])}, {"base_wrench": [0, 0, 0, 0, 0, 2j]},
+                          {"base_pose": np.eye(4) + 0j}):  # numpy would keep the real part, with a warning only
+        with pytest.raises(gtdyn.ArgumentError, match=f"{next(iter(complex_input))}: expected real numbers"):
+            solver(zeros, zeros, zeros, **complex_input)
     with pytest.raises(gtdyn.ArgumentError, match="base_accel"):
         solver(zeros, zeros, zeros, base_accel=np.zeros(6))
     pose = gtsam.Pose3(gtsam.Rot3.Ypr(0.1, 0.2, 0.3), np.ones(3))

@@ -15,6 +15,7 @@ POSE, TWIST, GIVEN = 0, 16, 22  # where each starts among the base inputs
 COUNT = GIVEN + 6
 ROTATION = (0, 1, 2, 4, 5, 6, 8, 9, 10)  # the rotation's entries in the row-major pose
 _IDENTITY = np.eye(4).ravel()
+_IDENTITY_4 = np.eye(4)
 
 
 def input_count(robot: Robot) -> int:
@@ -51,29 +52,33 @@ def base_state(robot: Robot, problem: str, base_pose=None, base_twist=None, base
     return np.concatenate([T.ravel(), twist, np.zeros(6) if given is None else finite_vector(given_name(problem), given, 6)])
 
 
-def write_base(robot: Robot, problem: str, ws: np.ndarray, first: int, base_pose, base_twist, base_accel,
-               base_wrench) -> None:
-    """A floating base's inputs into ``ws[first:]``, with only the checks that cost nothing: the generated
-    code checks that the pose is a rigid transform and every number finite, and hands anything else to the
-    reference path, which raises the same errors as ``base_state``."""
-    if not robot.floating_base or (base_wrench if problem == "inverse" else base_accel) is not None:
+def write_base(robot: Robot, problem: str, views, base_pose, base_twist, base_accel, base_wrench) -> None:
+    """A floating base's inputs into ``views`` (the workspace's pose as 4×4, twist and given quantity; None on a
+    fixed base), with only the checks that cost nothing: the generated code checks that the pose is a rigid
+    transform and every number finite, and hands anything else to the reference path, which raises the same
+    errors as ``base_state``."""
+    if views is None or (base_wrench if problem == "inverse" else base_accel) is not None:
         base_state(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # raises the error, if any
         return  # a fixed base given nothing: nothing to write
+    pose, twist, given_view = views
     given = base_accel if problem == "inverse" else base_wrench
     try:
         if base_pose is None:
-            ws[first:first + TWIST] = _IDENTITY
-        elif type(base_pose) is np.ndarray and base_pose.shape == (4, 4):
-            ws[first:first + TWIST] = base_pose.ravel()
+            pose[...] = _IDENTITY_4
+        elif type(base_pose) is np.ndarray and base_pose.shape == (4, 4) and base_pose.dtype.kind != "c":
+            pose[...] = base_pose
         else:
-            ws[first:first + TWIST] = base_state(robot, problem, base_pose)[:TWIST]  # a Pose3, or the error
-        for start, value in ((first + TWIST, base_twist), (first + GIVEN, given)):
+            pose[...] = base_state(robot, problem, base_pose)[:TWIST].reshape(4, 4)  # a Pose3, or the error
+        for view, value in ((twist, base_twist), (given_view, given)):
             if value is None:
-                ws[start:start + 6] = 0.0
-            elif len(value) == 6:
-                ws[start:start + 6] = value
-            else:
+                view.fill(0.0)
+            elif type(value) is not np.ndarray:
+                value = np.asarray(value)
+            if value is None:
+                continue
+            if value.shape != (6,) or value.dtype.kind not in "fiu":  # complex would be truncated, silently
                 raise ValueError
+            view[...] = value
     except (TypeError, ValueError):
         base_state(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # the error naming the argument
         raise

@@ -177,6 +177,19 @@ class CompiledSolver:
                                   and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))], int)
         self._owner = get_ident()
         self._last = self._ws
+        self._views = self._workspace_views(self._ws)
+
+    def _workspace_views(self, ws: np.ndarray) -> tuple:
+        """Views of ``ws`` a call writes and reads, made once per workspace: q, q̇, x; the base inputs (pose as
+        4×4, twist, given) or None; the answer's parts. (Slicing at every call cost a microsecond of Python.)"""
+        n, first = self._n, 3 * self._n
+        base = None
+        if self._base_inputs:
+            base = (ws[first:first + base_inputs.TWIST].reshape(4, 4),
+                    ws[first + base_inputs.TWIST:first + base_inputs.GIVEN],
+                    ws[first + base_inputs.GIVEN:first + base_inputs.COUNT])
+        parts = tuple(ws[self._out + a:self._out + b] for a, b in self._parts)
+        return ws[:n], ws[n:2 * n], ws[2 * n:first], base, parts
 
     # -- calling ---------------------------------------------------------------------------------------------
 
@@ -184,36 +197,39 @@ class CompiledSolver:
         # The workspace belongs to the thread that compiled the solver; calls from other threads take a fresh
         # one, so no two calls ever share it.
         if get_ident() == self._owner:
-            ws, pointer = self._ws, self._pointer
+            ws, pointer, views = self._ws, self._pointer, self._views
         else:
             ws = np.zeros(self._size)
-            pointer = ws.ctypes.data
+            pointer, views = ws.ctypes.data, self._workspace_views(ws)
         n = self._n
+        in_q, in_v, in_x, base, parts = views
         try:  # len() first: a scalar or a wrong length would broadcast silently
             if len(q) != n or len(v) != n or len(x) != n:
                 raise ValueError
             if type(q) is type(v) is type(x) is _ARRAY and q.dtype is v.dtype is x.dtype is _FLOAT:
-                ws[:n] = q
-                ws[n:2 * n] = v
-                ws[2 * n:3 * n] = x
+                in_q[...] = q
+                in_v[...] = v
+                in_x[...] = x
             else:  # numpy would cast complex numbers into the workspace with only a warning: look at them first
-                ws[:n], ws[n:2 * n], ws[2 * n:3 * n] = _real("q", q), _real("v", v), _real("x", x)
+                in_q[...], in_v[...], in_x[...] = _real("q", q), _real("v", v), _real("x", x)
         except ArgumentError:
             raise
         except (TypeError, ValueError):
             self._shape_error(q, v, x, (n,))
             raise
-        if self._base_inputs or base_pose is not None or base_twist is not None or base_accel is not None \
+        if base is not None or base_pose is not None or base_twist is not None or base_accel is not None \
                 or base_wrench is not None:
-            write_base(self.robot, self.problem, ws, 3 * n, base_pose, base_twist, base_accel, base_wrench)
-        if self._passive.size and np.any(ws[2 * n + self._passive] != 0.0):
-            self._passive_error(ws[2 * n:3 * n])
+            write_base(self.robot, self.problem, base, base_pose, base_twist, base_accel, base_wrench)
+        if self._passive.size and np.any(in_x[self._passive] != 0.0):
+            self._passive_error(in_x)
         self._main(pointer)
         self._last = ws
         if ws[self._status] != 1.0:
             return self._reference(np.array(q, float), np.array(v, float), np.array(x, float),
                                    ws[3 * n:3 * n + self._base_inputs].copy())
-        return self._split(ws[self._out:self._out + self._outputs])
+        if len(parts) == 1:
+            return parts[0].copy()
+        return tuple([part.copy() for part in parts])
 
     def _split(self, out: np.ndarray):
         """The output vector (or rows of them) as the answer's parts, copied; one part alone, bare."""
