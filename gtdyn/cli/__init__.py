@@ -22,7 +22,8 @@ joint order (``gtdyn info ROBOT`` lists it); for hybrid dynamics --qdd and --tau
 an SDF model floats unless a joint attaches it to the world). A floating base's state is comma-separated too:
 --base-pose x,y,z,qx,qy,qz,qw (m; a unit quaternion) or x,y,z,roll,pitch,yaw (m; rad, as a URDF origin), in the
 world; --base-twist ωx,ωy,ωz,vx,vy,vz (rad/s, m/s) and --base-accel ω̇x,ω̇y,ω̇z,v̇x,v̇y,v̇z (rad/s², m/s²) in its
-own frame. Benchmarks cover fixed bases only; simulate covers fixed bases (trees and closed loops) so far.
+own frame. gtdyn bench covers fixed bases only (python -m benchmarks.floating times floating ones); simulate
+covers trees and closed loops on a fixed base, and trees on a floating one.
 --transmissions exact|approximate|independent (every command; default exact) reads URDF <mimic> joints and
 <gtdyn:transmission> blocks coupled, as the armature approximation, or as free joints.
 

@@ -40,8 +40,9 @@ def cmd_bench(args) -> None:
     threads = _threads(args.threads)
     robot = load(args.robot, args.base, args.transmissions)
     if robot.floating_base:
-        raise CLIError(f"{robot.name} has a floating base, which the benchmarks do not cover yet (gtdyn.compile "
-                       "and the Pinocchio comparison take fixed bases); give --base fixed to time it welded to the world")
+        raise CLIError(f"{robot.name} has a floating base, which gtdyn bench does not cover yet (its Pinocchio "
+                       "comparison is for fixed bases; python -m benchmarks.floating times floating robots against "
+                       "Pinocchio's free flyer); give --base fixed to time it welded to the world")
     (_reference if args.reference else _compiled)(args, robot, chosen, threads)
 
 
