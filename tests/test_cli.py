@@ -475,7 +475,7 @@ def test_simulate_out_as_a_directory_writes_files_named_after_the_robot_inside(c
      "--base-pose/--base-twist: puma560 has a fixed base"),
     (["dag", SOLO, "--base-accel", "0,0,0,0,0,0"], "--base-accel: solo has a fixed base"),
     (["solve", "five_bar", "--base", "floating"], "--base: "),
-    (["bench", SOLO, "--base", "floating"], "solo has a floating base, which the benchmarks do not cover"),
+    (["bench", SOLO, "--base", "floating"], "solo has a floating base, which gtdyn bench does not cover"),
     (["simulate", "rr", "--dt", "0"], "--dt: expected a positive time step in seconds, got 0"),
     (["simulate", "rr", "--dt", "nan"], "--dt: expected a positive time step"),
     (["simulate", "rr", "--steps", "0"], "--steps: expected a number of steps, 1 or more, got 0"),
