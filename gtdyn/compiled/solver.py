@@ -178,6 +178,7 @@ class CompiledSolver:
         self._owner = get_ident()
         self._last = self._ws
         self._views = self._workspace_views(self._ws)
+        self._inverse = problem == "inverse"
 
     def _workspace_views(self, ws: np.ndarray) -> tuple:
         """Views of ``ws`` a call writes and reads, made once per workspace: q, q̇, x; the base inputs (pose as
@@ -217,9 +218,16 @@ class CompiledSolver:
         except (TypeError, ValueError):
             self._shape_error(q, v, x, (n,))
             raise
-        if base is not None or base_pose is not None or base_twist is not None or base_accel is not None \
-                or base_wrench is not None:
-            write_base(self.robot, self.problem, base, base_pose, base_twist, base_accel, base_wrench)
+        if base is not None:
+            given, other = (base_accel, base_wrench) if self._inverse else (base_wrench, base_accel)
+            if other is None and type(base_pose) is type(base_twist) is type(given) is _ARRAY and \
+                    base_pose.dtype is base_twist.dtype is given.dtype is _FLOAT and base_pose.shape == (4, 4) and \
+                    base_twist.shape == given.shape == (6,):  # every base input a float64 array: write them
+                base[0][...], base[1][...], base[2][...] = base_pose, base_twist, given
+            else:
+                write_base(self.robot, self.problem, base, base_pose, base_twist, base_accel, base_wrench)
+        elif base_pose is not None or base_twist is not None or base_accel is not None or base_wrench is not None:
+            write_base(self.robot, self.problem, base, base_pose, base_twist, base_accel, base_wrench)  # the error
         if self._passive.size and np.any(in_x[self._passive] != 0.0):
             self._passive_error(in_x)
         self._main(pointer)
