@@ -38,6 +38,11 @@ def _shown(x, limit: int = 200) -> str:
 MAX_GRAVITY = 1e4
 
 
+# N and N·m: a Saturn V's thrust is 3.5e7 N. A wrench of 1e25 on a 3R arm's tip left q̈ wrong by 1.5e-5, one of
+# 1e30 by 13: the answer's rounding grows with the inputs' scale.
+MAX_WRENCH = 1e12
+
+
 def gravity_vector(gravity) -> np.ndarray:
     """``gravity`` (world frame, m/s²) as a float 3-vector, or ArgumentError: not 3 finite numbers, or beyond
     ±MAX_GRAVITY."""

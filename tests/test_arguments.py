@@ -71,6 +71,14 @@ def test_external_wrench_errors(rrr):
         gtdyn.inverse_dynamics(rrr, Z, Z, Z, external_wrenches={"tip": np.ones(3)})
 
 
+def test_external_wrenches_beyond_any_robots_world_are_refused(rrr):
+    """A wrench of 1e25 on the tip left q̈ wrong by 1.5e-5 (1e30: by 13) with no warning."""
+    tip = rrr.links[-1].name
+    with pytest.raises(gtdyn.ArgumentError, match=rf"^external_wrenches\['{tip}'\]: 1e\+25 is beyond the ±1e\+12"):
+        gtdyn.forward_dynamics(rrr, Z, Z, Z, external_wrenches={tip: [0, 0, 0, 0, 0, 1e25]})
+    gtdyn.forward_dynamics(rrr, Z, Z, Z, external_wrenches={tip: [0, 0, 0, 0, 0, 1e12]})  # the bound itself is fine
+
+
 def test_external_wrench_on_merged_frame_equals_static_balance(rrr):
     """A 1 N push along +y at the tip (3 m from j1 when straight) needs −3, −2, −1 N·m to hold still."""
     tau = gtdyn.inverse_dynamics(rrr, Z, Z, Z, external_wrenches={"tip": [0, 0, 0, 0, 1.0, 0]}).tau

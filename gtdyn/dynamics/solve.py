@@ -14,7 +14,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import finite_vector, gravity_vector, joint_vector, pose_argument
+from gtdyn.arguments import MAX_WRENCH, finite_vector, gravity_vector, joint_vector, pose_argument
 from gtdyn.dynamics.graph import dynamics_graph
 from gtdyn.dynamics.result import DynamicsResult, assemble_result
 from gtdyn.equations import GRAVITY, contact_equation, twist_accel_equation
@@ -349,6 +349,9 @@ def _external_wrenches(robot: Robot, wrenches) -> dict[int, np.ndarray]:
         if robot.is_fixed(body):
             raise ArgumentError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")
         F_f = finite_vector(f"external_wrenches['{frame}']", wrench, 6)
+        if np.max(np.abs(F_f)) > MAX_WRENCH:
+            raise ArgumentError(f"external_wrenches['{frame}']: {np.max(np.abs(F_f)):g} is beyond the ±{MAX_WRENCH:g} "
+                                "N (N·m) gtdyn accepts")
         link = robot.link(body)
         fTcom = bTf.inverse().compose(link.lTcom)
         out[link.index] = out.get(link.index, np.zeros(6)) + Ad(fTcom).T @ F_f
