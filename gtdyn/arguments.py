@@ -11,6 +11,14 @@ from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 
 
+def robot_argument(robot) -> Robot:
+    """``robot`` itself, or ArgumentError: it is not a ``gtdyn.Robot`` (a path or bundled name, say)."""
+    if not isinstance(robot, Robot):
+        raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}"
+                            + (f" {robot!r}: load it first, gtdyn.load_robot({robot!r})" if isinstance(robot, str) else ""))
+    return robot
+
+
 def real_array(name: str, x, what: str = "numbers") -> np.ndarray:
     """``x`` as a float array of any shape, or ArgumentError naming ``what`` it should hold: ragged, complex (numpy
     would drop the imaginary part with only a warning) or non-numeric."""

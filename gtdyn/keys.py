@@ -141,7 +141,9 @@ def owner(robot, key: int) -> str:
 
 def label(key: int) -> str:
     """Plain label such as 't3', 'F1', 'A2', 'a1' (what users write in custom orderings); at time step k > 0,
-    'q3@k'."""
+    'q3@k'. A number that is no gtdyn key (from a user's ordering, say) is shown as the number."""
+    if not 0 <= key < 1 << 64 or chr(key >> _INDEX_BITS) not in KINDS:
+        return str(key)
     c, i = _split(key)
     k = step(key)
     return f"{c}{i}@{k}" if k else f"{c}{i}"

@@ -37,6 +37,7 @@ them).
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -56,8 +57,10 @@ APPLIES_TO: dict[str, tuple[str, ...]] = {}
 def register_ordering(name: str, fn: Strategy, problems: tuple[str, ...] = PROBLEM_KINDS) -> Strategy:
     """Make ``fn(robot, problem, graph) -> gtsam.Ordering`` (or a list of labels or keys) available as
     ``ordering=name`` for the problem kinds it applies to; ``fn`` must order exactly the graph's unknowns."""
-    unknown = [p for p in problems if p not in PROBLEM_KINDS]
-    if unknown or not callable(fn) or not isinstance(name, str) or not name:
+    if isinstance(problems, str) or not isinstance(problems, (tuple, list, set, frozenset)):
+        problems = (problems,)  # one kind given bare (or not a kind at all: refused below)
+    unknown = [p for p in problems if not isinstance(p, str) or p not in PROBLEM_KINDS]
+    if unknown or not problems or not callable(fn) or not isinstance(name, str) or not name:
         raise ArgumentError(f"register_ordering: need a name, a callable and problem kinds among {', '.join(PROBLEM_KINDS)}; "
                             f"got {name!r}, {fn!r}, {problems!r}")
     STRATEGIES[name] = fn
@@ -313,7 +316,19 @@ def resolve_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.Gaus
                              "or an explicit list")
         return resolve_ordering(STRATEGIES[ordering](robot, problem, graph), robot, problem, graph)
     if callable(ordering):
-        return resolve_ordering(ordering(robot, problem, graph), robot, problem, graph)
+        try:
+            inspect.signature(ordering).bind(robot, problem, graph)
+        except TypeError:
+            raise ArgumentError(f"ordering: a callable ordering is called as ordering(robot, problem, graph); "
+                                f"{getattr(ordering, '__name__', ordering)!r} cannot take those three") from None
+        except ValueError:  # no signature to inspect (some builtins): call it and see
+            pass
+        chosen = ordering(robot, problem, graph)
+        if chosen is None or callable(chosen) and not isinstance(chosen, gtsam.Ordering):
+            raise ArgumentError(f"ordering: the callable {getattr(ordering, '__name__', ordering)!r} returned "
+                                f"{type(chosen).__name__}; it must return a strategy name, a list of labels/keys or "
+                                "a gtsam.Ordering")
+        return resolve_ordering(chosen, robot, problem, graph)
     if isinstance(ordering, Sequence):
         return _checked([_as_key(x) for x in ordering], graph)
     raise ArgumentError(f"ordering: expected a strategy name, a list of labels/keys or a callable, got {type(ordering).__name__}")
@@ -326,6 +341,9 @@ def _as_key(x) -> int:
         except ValueError as e:
             raise ArgumentError(f"ordering: {e}") from None
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        if not 0 <= int(x) < 1 << 64:  # a gtsam Key is an unsigned 64-bit number
+            raise ArgumentError(f"ordering: {int(x)} is not a key (keys are 0 … 2⁶⁴ − 1; labels such as 'A1' are "
+                                "easier)")
         return int(x)
     raise ArgumentError(f"ordering: {x!r} is neither a variable label (such as 't1', 'F2', 'A3', 'a1') nor a key")
 

@@ -184,8 +184,8 @@ def build_problem(robot: Robot, kind: str, qdd=None, tau=None) -> Problem:
     """The one dispatch over problem kinds: "inverse" (``qdd``: every joint), "forward" (``tau``: every
     joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name)."""
     given = {"inverse": ("qdd",), "forward": ("tau",), "hybrid": ("qdd", "tau")}
-    if kind not in given:
-        raise ArgumentError(f"kind: '{kind}' is not one of {', '.join(given)}")
+    if not isinstance(kind, str) or kind not in given:
+        raise ArgumentError(f"kind: {kind!r} is not one of {', '.join(given)}")
     extra = [name for name, value in (("qdd", qdd), ("tau", tau)) if value is not None and name not in given[kind]]
     if extra:
         raise ArgumentError(f"{', '.join(extra)}: not given in {kind} dynamics (it solves for {' and '.join(extra)})")

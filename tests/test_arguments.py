@@ -108,6 +108,13 @@ def test_custom_ordering_lists(rrr):
     (["x1"], "'x1' is not a variable label"),
     ("rnea-ish", "unknown strategy 'rnea-ish'"),
     (3.5, "expected a strategy name"),
+    # these escaped as chr() errors or recursion, or (None) were silently replaced by COLAMD
+    ([-1], "-1 is not a key"),
+    ([2**80], "is not a key"),
+    ([1], "not unknowns of this problem: 1;"),  # a number that is no gtdyn key is shown as the number
+    (lambda robot, problem, graph: None, "returned NoneType; it must return"),
+    (lambda robot: ["t1"], "is called as ordering\\(robot, problem, graph\\)"),
+    (lambda robot, problem, graph: (lambda *a: ["t1"]), "returned function"),
 ])
 def test_bad_orderings(rrr, ordering, message):
     with pytest.raises((ValueError, TypeError), match=message) as info:
@@ -180,3 +187,50 @@ def test_register_ordering(rrr):
     finally:
         STRATEGIES.pop("reverse_natural", None)
         APPLIES_TO.pop("reverse_natural", None)
+
+
+def test_dynamics_calls_check_their_robot_and_option_types(rrr):
+    """A path or bundled name instead of a loaded robot, and arrays or lists where a word or a flag belongs,
+    were AttributeErrors, TypeErrors or numpy's 'truth value is ambiguous'."""
+    from gtdyn.dynamics.three_pass import featherstone_hybrid_dynamics
+
+    calls = [lambda: gtdyn.inverse_dynamics("rrr", Z, Z, Z), lambda: gtdyn.forward_dynamics("rrr", Z, Z, Z),
+             lambda: gtdyn.hybrid_dynamics("rrr", Z, Z, {}, {}), lambda: gtdyn.solve("rrr", "inverse", Z, Z, qdd=Z),
+             lambda: gtdyn.close_loops("four_bar", {}), lambda: featherstone_hybrid_dynamics("rrr", Z, Z, {}, {})]
+    for call in calls:
+        with pytest.raises(gtdyn.ArgumentError, match=r"^robot: expected a gtdyn.Robot .* got str 'rrr|four_bar'"):
+            call()
+    with pytest.raises(gtdyn.ArgumentError, match="^elimination: array"):
+        gtdyn.inverse_dynamics(rrr, Z, Z, Z, elimination=np.array(["qr"]))
+    with pytest.raises(gtdyn.ArgumentError, match="^planar: expected None, True or False"):
+        gtdyn.inverse_dynamics(rrr, Z, Z, Z, planar=np.array([1, 2]))
+    with pytest.raises(gtdyn.ArgumentError, match=r"^kind: \['inverse'\] is not one of"):
+        gtdyn.solve(rrr, ["inverse"], Z, Z, qdd=Z)
+    with pytest.raises(gtdyn.ArgumentError, match="^register_ordering: need a name, a callable and problem kinds"):
+        gtdyn.register_ordering("x", lambda robot, problem, graph: [], None)
+
+
+def test_the_three_pass_reference_refuses_what_it_does_not_cover(tmp_path):
+    """Featherstone's three passes lock and free joints one by one: on a floating base, a closed loop or a
+    transmission they failed with errors that blamed the user's q̈ (hybrid_dynamics covers all three)."""
+    from gtdyn.dynamics.three_pass import featherstone_hybrid_dynamics
+
+    for robot, what in ((gtdyn.load_robot("quadruped", base="floating"), "a floating base"),
+                        (gtdyn.load_robot("five_bar"), "closed loops")):
+        n = robot.num_dofs
+        with pytest.raises(gtdyn.ArgumentError, match=f"covers fixed-base trees without transmissions; .* has {what}"):
+            featherstone_hybrid_dynamics(robot, np.zeros(n), np.zeros(n), {}, {})
+
+
+def test_a_robot_without_moving_joints_has_trivial_dynamics(tmp_path):
+    """A URDF of fixed joints only (a table) loads; its dynamics are empty, not a numpy error."""
+    path = tmp_path / "table.urdf"
+    path.write_text('<robot name="table"><link name="base"/><joint name="f" type="fixed"><parent link="base"/>'
+                    '<child link="top"/><origin xyz="0 0 1"/></joint><link name="top"><inertial><mass value="3"/>'
+                    '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link></robot>')
+    table = gtdyn.load_robot(str(path))
+    assert table.num_dofs == 0
+    assert gtdyn.forward_dynamics(table, [], [], []).qdd.shape == (0,)
+    assert gtdyn.compile(table, "forward", use_cache=False)([], [], []).shape == (0,)
+    assert gtdyn.simulate(table, [], [], dt=0.01, steps=2).q.shape == (3, 0)
+    assert gtdyn.close_loops(table, {}).q.shape == (0,)

@@ -308,6 +308,16 @@ def test_prismatic_joint_and_missing_limits(tmp_path):
     assert j.type == "prismatic" and (j.lower, j.upper, j.effort, j.velocity) == (-np.inf, np.inf, np.inf, np.inf)
 
 
+def test_a_joint_child_may_be_a_frame_from_sdformat_1_8(tmp_path):
+    """From 1.8 a joint's <child> may name a frame; the joint moves the link that frame is attached to, and its
+    pose defaults to that frame (here 1 m above link b's origin)."""
+    body = (link("a") + link("b", pose("0 0 1 0 0 0")) + frame("f", pose("0 0 1 0 0 0"), attached_to="b")
+            + joint("j", "a", "f"))
+    j = read(tmp_path, body, version="1.8").joints[0]
+    assert (j.parent, j.child) == ("a", "b")
+    assert np.allclose(j.origin, transform(0, 0, 2))
+
+
 def test_a_link_may_be_the_child_of_several_joints(tmp_path):
     body = (link("base") + link("l1", pose("0 0 1 0 0 0")) + link("l2", pose("1 0 0 0 0 0"))
             + link("l3", pose("1 0 1 0 0 0")) + joint("j1", "base", "l1") + joint("j2", "base", "l2")
@@ -341,7 +351,8 @@ BAD_FILES = [
      "joint 'j' has type 'ball'; supported types are revolute, continuous, prismatic, fixed"),
     ("unknown parent", bad(TWO + joint("j", "x", "b")), "joint 'j' names parent link 'x', which is not defined"),
     ("unknown child", bad(TWO + joint("j", "a", "x")), "joint 'j' names child link 'x', which is not defined"),
-    ("frame as child", bad(TWO + frame("f") + joint("j", "a", "f")), "names child link 'f'"),
+    ("frame as child before 1.8", bad(TWO + frame("f") + joint("j", "a", "f")),
+     "names child 'f', which is a <frame>, not a link; a joint's child may be a frame only from SDFormat 1.8"),
     ("no child", bad(TWO + '<joint name="j" type="fixed"><parent>a</parent></joint>'), "has no <child>"),
     ("world as child", bad(TWO + joint("j", "a", "world")), "world as its child"),
     ("same parent and child", bad(TWO + joint("j", "a", "a")), "both parent and child"),

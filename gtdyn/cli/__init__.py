@@ -123,7 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=formatter)
     robot_arg(p)
     problem_args(p, allow_all=False, default="inverse")
-    p.add_argument("--out", help="output path prefix (default ROBOT_PROBLEM_ORDERING in the current directory)")
+    p.add_argument("--out", metavar="PREFIX",
+                   help="output path prefix: writes PREFIX.FORMAT and PREFIX.dot (default ROBOT_PROBLEM_ORDERING in the "
+                        "current directory); a directory (an existing one, or a path ending in /) gets "
+                        "ROBOT_PROBLEM_ORDERING.FORMAT and .dot inside it")
     p.add_argument("--format", choices=["png", "svg", "pdf"], default="png", help="picture format (default png)")
     p.add_argument("--steps", action="store_true", help="also draw the graph after each batch (paper Fig. 5)")
     p.set_defaults(run=cmd_dag)

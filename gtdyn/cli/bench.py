@@ -4,10 +4,11 @@ the reference path's elimination instead); print Markdown, and with --out write 
 from __future__ import annotations
 
 import os
+import warnings
 
 from gtdyn.cli.inputs import load, writable_directory, writing
 from gtdyn.cli.messages import CLIError
-from gtdyn.orderings import STRATEGIES, applicable
+from gtdyn.orderings import PROBLEM_KINDS, STRATEGIES, applicable
 
 SCALING_SIZES = {"compiled": (6, 12, 24), "reference": (3, 6, 12, 24, 48)}
 
@@ -19,6 +20,27 @@ def _orderings(args) -> list[str] | None:
         if unknown:
             raise CLIError(f"--orderings: unknown {', '.join(unknown)}; known: {', '.join(STRATEGIES)}")
     return chosen
+
+
+def _plan(args, chosen: list[str] | None) -> dict[str, list[str]]:
+    """The orderings to time for each problem --problem names: the chosen ones that apply to it (default: every
+    applicable one). A problem none of them applies to is an error (its table would have no gtdyn rows); chosen
+    ones skipped for a problem are a warning."""
+    problems = PROBLEM_KINDS if args.problem == "all" else (args.problem,)
+    plan = {k: [o for o in (chosen or applicable(k)) if o in applicable(k)] for k in problems}
+    empty = [k for k in problems if not plan[k]]
+    if empty:
+        what = f"{chosen[0]} does not apply" if len(chosen) == 1 else f"none of {', '.join(chosen)} applies"
+        others = [k for k in problems if plan[k]]
+        raise CLIError(f"--orderings: {what} to {' or '.join(empty)} dynamics ("
+                       + "; ".join(f"for {k} dynamics use {', '.join(applicable(k))}" for k in empty) + ")"
+                       + (f"; or give --problem {' or '.join(others)}" if others else ""))
+    for k in problems:
+        skipped = [o for o in chosen or () if o not in plan[k]]
+        if skipped:
+            warnings.warn(f"--orderings: {', '.join(skipped)} {'does' if len(skipped) == 1 else 'do'} not apply to "
+                          f"{k} dynamics, skipped: timing {', '.join(plan[k])} for it")
+    return plan
 
 
 def _threads(text: str) -> tuple[int, ...]:
@@ -34,7 +56,7 @@ def _threads(text: str) -> tuple[int, ...]:
 def cmd_bench(args) -> None:
     if args.out:  # before any timing: a bad directory must not cost a whole benchmark
         writable_directory(args.out, "--out")
-    chosen = _orderings(args)
+    plan = _plan(args, _orderings(args))
     if args.batch < 0:
         raise CLIError("--batch: expected a number of states, 0 or more")
     threads = _threads(args.threads)
@@ -43,18 +65,17 @@ def cmd_bench(args) -> None:
         raise CLIError(f"{robot.name} has a floating base, which gtdyn bench does not cover yet (its Pinocchio "
                        "comparison is for fixed bases; python -m benchmarks.floating times floating robots against "
                        "Pinocchio's free flyer); give --base fixed to time it welded to the world")
-    (_reference if args.reference else _compiled)(args, robot, chosen, threads)
+    (_reference if args.reference else _compiled)(args, robot, plan, threads)
 
 
-def _compiled(args, robot, chosen, threads) -> None:
+def _compiled(args, robot, plan, threads) -> None:
     import tempfile
 
     from gtdyn import bench as B
     from gtdyn.plot.bench import compiled_scaling_plot, operations_plot
 
-    problems = B.PROBLEMS if args.problem == "all" else (args.problem,)
+    problems = tuple(plan)
     state = B.benchmark_state(robot)
-    plan = {k: [o for o in (chosen or applicable(k)) if o in applicable(k)] for k in problems}
     sizes = SCALING_SIZES["compiled"] if args.scaling else ()
     chain_kinds = [k for k in ("inverse", "forward") if k in problems]
     total = sum(map(len, plan.values())) + sum(len(B.chain_orderings(k, n)) for n in sizes for k in chain_kinds)
@@ -104,14 +125,13 @@ def _write_tables(folder: str, text: list[str], rows: list) -> None:
     B.write_csv(rows, os.path.join(folder, "results.csv"), os.path.join(folder, "samples.csv"))
 
 
-def _reference(args, robot, chosen, threads) -> None:
+def _reference(args, robot, plan, threads) -> None:
     from gtdyn import bench as B
     from gtdyn.model.random import serial_chain
     from gtdyn.plot.bench import bar_chart, scaling_plot
 
-    problems = B.PROBLEMS if args.problem == "all" else (args.problem,)
+    problems = tuple(plan)
     state = B.benchmark_state(robot)
-    plan = {k: [o for o in (chosen or applicable(k)) if o in applicable(k)] for k in problems}
     sizes = SCALING_SIZES["reference"] if args.scaling else []
     total = sum(len(v) + (k == "hybrid") for k, v in plan.items()) + len(sizes) * 2 * len(STRATEGIES)
     progress = B.Progress(total)

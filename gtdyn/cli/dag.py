@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gtdyn.cli.inputs import load, ordering_name, writable_directory, writing
+from gtdyn.cli.inputs import file_name, load, ordering_name, output_prefix, writable_directory, writing
 from gtdyn.cli.messages import CLIError, Progress
 from gtdyn.cli.solve import solve_problem
 from gtdyn.cli.table import base_text
@@ -20,8 +20,9 @@ def cmd_dag(args) -> None:
     from gtdyn.plot.dag import MAX_STEP_VARIABLES, draw_dag, draw_elimination_steps
 
     robot = load(args.robot, args.base, args.transmissions)
-    name = ordering_name(args.ordering).split(" ")[0]
-    prefix = args.out or f"{robot.name}_{args.problem}_{name}"
+    name = f"{robot.name}_{args.problem}_{ordering_name(args.ordering).split(' ')[0]}"
+    default = file_name(name, "dag")
+    prefix = default if args.out is None else output_prefix(args.out, default, default)
     writable_directory(os.path.dirname(os.path.abspath(prefix)), "--out")
     s = solve_problem(robot, args.problem, args)
     r = s.result

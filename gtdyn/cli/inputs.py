@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 
 import gtsam
@@ -30,8 +31,13 @@ def number(text: str, name: str, where: str) -> float:
 
 
 def numbers(text: str, name: str) -> np.ndarray:
-    """Comma-separated finite numbers for option --``name``."""
-    items = [x for x in text.split(",") if x.strip()]
+    """Comma-separated finite numbers for option --``name``; an empty field (``1,,2`` or a trailing comma) is an
+    error, not a value to skip."""
+    items = text.split(",") if text.strip() else []
+    empty = [k for k, x in enumerate(items, start=1) if not x.strip()]
+    if empty:
+        raise CLIError(f"--{name}: value {empty[0]} of '{text}' is empty (a stray comma?); expected comma-separated "
+                       "numbers")
     try:
         [float(x) for x in items]
     except ValueError:
@@ -134,6 +140,23 @@ def load(path: str, base: str | None = None, transmissions: str = "exact") -> gt
         if not str(e).startswith("base: "):
             raise
         raise CLIError(f"--{e}") from None
+
+
+def file_name(name: str, fallback: str) -> str:
+    """``name`` (a robot's, say) as a plain, visible file name: runs of other characters than letters, digits,
+    '.', '_' and '-' made '_', no leading dot; ``fallback`` if nothing is left."""
+    return re.sub(r"[^\w.-]+", "_", name).lstrip(".") or fallback
+
+
+def output_prefix(out: str, name: str, example: str) -> str:
+    """--out as a path prefix. A directory (an existing one, or a path ending in a separator) gets ``name``
+    (``file_name(name, example)``) inside it; an empty --out would write hidden files such as '.csv' and
+    '.png.png'. ``example``: the prefix the error suggests."""
+    if not out.strip():
+        raise CLIError(f"--out: expected a path prefix (such as '{example}') or a directory, got ''")
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        return os.path.join(out, file_name(name, example))
+    return out
 
 
 def writable_directory(path: str, option: str) -> None:

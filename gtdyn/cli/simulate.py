@@ -5,13 +5,12 @@ summary."""
 from __future__ import annotations
 
 import os
-import re
 import time
 
 import numpy as np
 
 import gtdyn
-from gtdyn.cli.inputs import load, vector, writable_directory, writing
+from gtdyn.cli.inputs import load, output_prefix, vector, writable_directory, writing
 from gtdyn.cli.messages import CLIError
 from gtdyn.cli.state import default_state
 from gtdyn.cli.table import UNITS, base_text, gravity_text
@@ -46,16 +45,6 @@ def _checked(args) -> None:
         raise CLIError(f"--gravity: expected three finite numbers, got {' '.join(map(str, args.gravity))}")
 
 
-def output_prefix(out: str, robot: gtdyn.Robot) -> str:
-    """--out as a path prefix. A directory (an existing one, or a path ending in a separator) gets ROBOT inside
-    it; an empty --out would write the hidden files '.csv' and '.png.png'."""
-    if not out.strip():
-        raise CLIError("--out: expected a path prefix (such as 'simulation') or a directory, got ''")
-    if out.endswith(("/", os.sep)) or os.path.isdir(out):
-        return os.path.join(out, re.sub(r"[^\w.-]+", "_", robot.name).lstrip(".") or DEFAULT_OUT)
-    return out
-
-
 def _final_q(robot: gtdyn.Robot, q: np.ndarray) -> str:
     """q as ``(0.1, -0.2) rad``, units per value when revolute and prismatic joints mix."""
     units = [UNITS.get(j.type, ("",))[0] for j in robot.joints]
@@ -73,7 +62,7 @@ def cmd_simulate(args) -> None:
     q0 = vector(args.q0, "q0", robot, default_state(robot)[0] if tree else np.zeros(robot.num_dofs))
     v0 = vector(args.v0, "v0", robot, np.zeros(robot.num_dofs))
     tau = vector(args.tau, "tau", robot, None)
-    prefix = output_prefix(args.out, robot)
+    prefix = output_prefix(args.out, robot.name, DEFAULT_OUT)
     writable_directory(os.path.dirname(os.path.abspath(prefix)), "--out")
     start = time.perf_counter()
     try:

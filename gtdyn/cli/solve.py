@@ -149,7 +149,15 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
     if base is not None:
         given += "; base pose, twist" + (", acceleration" if base.accel is not None else " (free: no wrench)")
         solved += "; base " + ("wrench" if base.accel is not None else "acceleration")
-    result = gtdyn.solve(robot, problem, q, v, qdd=qdd, tau=tau, **_base_arguments(base), **options)
+    try:
+        result = gtdyn.solve(robot, problem, q, v, qdd=qdd, tau=tau, **_base_arguments(base), **options)
+    except gtdyn.ArgumentError as e:  # one --ordering serves every problem of --problem all: say which it failed for
+        if not str(e).startswith("ordering: "):
+            raise
+        error = CLIError(f"{problem} dynamics: --{e}")
+        for note in getattr(e, "__notes__", ()):
+            error.add_note(note)
+        raise error from None
     return Solved(problem, result, given, solved, ordering_name(args.ordering), base)
 
 

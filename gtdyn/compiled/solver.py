@@ -23,7 +23,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import gravity_vector, real_array
+from gtdyn.arguments import gravity_vector, real_array, robot_argument
 from gtdyn.compiled import base_inputs, cache, native
 from gtdyn.compiled.base_inputs import base_state, base_states, write_base
 from gtdyn.compiled.codegen import generate
@@ -60,8 +60,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     (``gtdyn.compiled.cache``); later compiles, in any process, load it.
     """
     started = time.perf_counter()
-    if not isinstance(robot, Robot):
-        raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
+    robot_argument(robot)
     if problem not in PROBLEM_KINDS:
         raise ArgumentError(f"problem: '{problem}' is not one of {', '.join(PROBLEM_KINDS)}")
     gravity = gravity_vector(gravity)
@@ -389,7 +388,7 @@ class CompiledSolver:
             finally:
                 self.fallbacks = 0
             got, want = (np.concatenate(a) if isinstance(a, tuple) else a for a in (got, want))
-            error = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1.0)
+            error = np.max(np.abs(got - want), initial=0.0) / max(np.max(np.abs(want), initial=0.0), 1.0)
             if not error <= 1e-8:
                 raise RuntimeError(f"gtdyn.compile: the generated code for '{self.robot.name}' disagrees with the "
                                    f"reference path by {error:.3g} at a sample state; please report this")

@@ -14,7 +14,8 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import MAX_WRENCH, finite_vector, gravity_vector, joint_vector, pose_argument
+from gtdyn.arguments import (MAX_WRENCH, finite_vector, gravity_vector, joint_vector, pose_argument,
+                             robot_argument)
 from gtdyn.dynamics.graph import dynamics_graph
 from gtdyn.dynamics.result import DynamicsResult, assemble_result
 from gtdyn.equations import GRAVITY, contact_equation, twist_accel_equation
@@ -55,6 +56,7 @@ def inverse_dynamics(robot: Robot, q, v, qdd, *, base_pose=None, base_twist=None
     when more contacts touch than the motion determines (a quadruped on four feet) the forces are the
     least-norm ones, and ``r.least_norm`` names them.
     """
+    robot = robot_argument(robot)
     return solve_problem(robot, q, v, _asked(robot, inverse_problem(robot, qdd), base_accel, contacts), gravity,
                          external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
@@ -65,6 +67,7 @@ def forward_dynamics(robot: Robot, q, v, tau, *, base_pose=None, base_twist=None
     ``tau`` is 0 at passive joints. A floating base moves freely (no wrench on it but ``external_wrenches``):
     ``r.base_accel`` is its acceleration. With ``contacts`` this is constrained dynamics: the accelerations
     that keep every contact, and the contact forces that make them."""
+    robot = robot_argument(robot)
     return solve_problem(robot, q, v, _asked(robot, forward_problem(robot, tau), None, contacts), gravity,
                          external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
@@ -78,6 +81,7 @@ def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[s
     their q̈ is solved for. A floating base is free (``r.base_accel`` solved for) unless ``base_accel`` is
     given (then ``r.base_wrench`` is).
     """
+    robot = robot_argument(robot)
     return solve_problem(robot, q, v, _asked(robot, hybrid_problem(robot, qdd, tau), base_accel, contacts), gravity,
                          external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
@@ -87,6 +91,7 @@ def solve(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, 
           planar=None) -> DynamicsResult:
     """One entry for the three problems: ``kind`` "inverse" (``qdd``: every joint), "forward" (``tau``: every
     joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name). Other arguments as ``inverse_dynamics``."""
+    robot = robot_argument(robot)
     return solve_problem(robot, q, v, _asked(robot, build_problem(robot, kind, qdd, tau), base_accel, contacts),
                          gravity, external_wrenches, ordering, elimination, planar, base_pose, base_twist)
 
@@ -108,9 +113,10 @@ def solve_problem(robot: Robot, q, v, problem: Problem, gravity=GRAVITY, externa
                   elimination="qr", planar=None, base_pose=None, base_twist=None) -> DynamicsResult:
     """The common path of the three problems: check the state, build the graph of ``problem``, eliminate it in
     ``ordering``, check the verdicts (determinacy, consistency, overflow) and assemble the result."""
-    if elimination not in METHODS:
-        raise ArgumentError(f"elimination: '{elimination}' is not one of {', '.join(METHODS)}")
-    if planar not in (None, True, False):
+    robot = robot_argument(robot)
+    if not isinstance(elimination, str) or elimination not in METHODS:  # (an array's `in` is elementwise)
+        raise ArgumentError(f"elimination: {elimination!r} is not one of {', '.join(METHODS)}")
+    if not (planar is None or isinstance(planar, (bool, np.bool_))):
         raise ArgumentError(f"planar: expected None, True or False, got {planar!r}")
     q = joint_vector(robot, "q", q)
     v = joint_vector(robot, "v", v)

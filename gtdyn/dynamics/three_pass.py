@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gtdyn.arguments import robot_argument
 from gtdyn.dynamics.result import DynamicsResult
 from gtdyn.dynamics.solve import solve_problem
 from gtdyn.equations import GRAVITY
+from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem, hybrid_problem
 
@@ -35,7 +37,15 @@ class ThreePassResult:
 
 def featherstone_hybrid_dynamics(robot: Robot, q, v, qdd, tau, *, gravity=GRAVITY, external_wrenches=None,
                                  inverse_ordering="rnea", forward_ordering="aba") -> ThreePassResult:
-    """Same arguments and answer as ``hybrid_dynamics`` (q̈ given for some joints, τ for the others)."""
+    """Same arguments and answer as ``hybrid_dynamics`` (q̈ given for some joints, τ for the others), for
+    fixed-base trees without transmissions: its passes lock and free joints one by one, which a loop, a
+    coupling or a free base would tie together (``hybrid_dynamics`` covers those)."""
+    robot = robot_argument(robot)
+    unsupported = [what for what, present in (("a floating base", robot.floating_base), ("closed loops", robot.loop_joints),
+                                              ("transmissions", robot.transmissions)) if present]
+    if unsupported:
+        raise ArgumentError(f"robot: featherstone_hybrid_dynamics covers fixed-base trees without transmissions; "
+                            f"'{robot.name}' has {' and '.join(unsupported)} (use gtdyn.hybrid_dynamics)")
     split = hybrid_problem(robot, qdd, tau)  # validates, and gives passive joints τ = 0
     given_qdd, given_tau = split.known_qdd, split.known_tau
     n = robot.num_dofs

@@ -8,6 +8,7 @@ import numpy as np
 
 from gtdyn import keys as K
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics
+from gtdyn.arguments import robot_argument
 from gtdyn.errors import ArgumentError
 from gtdyn.factors import integration_factors, joint_prior
 from gtdyn.factors.full_graph import full_dynamics_graph
@@ -18,8 +19,7 @@ from gtdyn.model.robot import Robot
 
 
 def check_robot(robot) -> Robot:
-    if not isinstance(robot, Robot):
-        raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
+    robot_argument(robot)
     if robot.floating_base:
         raise ArgumentError(f"robot: estimation covers fixed bases so far; '{robot.name}' has a floating base")
     if robot.transmissions:  # the full nonlinear graph has no transmission factors yet

@@ -15,6 +15,7 @@ from gtdyn.spatial import rpy_matrix
 MODEL_FRAME = "__model__"
 WORLD = "world"
 FRAME_SEMANTICS_VERSION = (1, 7)  # relative_to, expressed_in and <frame attached_to> first appear in 1.7
+JOINT_FRAMES_VERSION = (1, 8)  # a joint's <parent> and <child> may name any frame, not only a link, from 1.8
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
 
@@ -97,13 +98,21 @@ class ModelFrames:
 
     def _default_reference(self, element) -> str:
         if element.tag == "joint":
-            return self.joint_link(element, "child")
+            return self.joint_frame(element, "child")  # the child frame as named, not the link it is attached to
         if element.tag == "frame":
             return (element.get("attached_to") or "").strip() or MODEL_FRAME
         return MODEL_FRAME
 
     def joint_link(self, joint, role: str) -> str:
-        """The link named by the joint's <parent> or <child>; only the parent may be the world."""
+        """The link the joint's <parent> or <child> frame is attached to, or ``world`` for a parent."""
+        name = self.joint_frame(joint, role)
+        if name == WORLD or self.is_link(name):
+            return name
+        return self._attached_link(name, f"{describe(joint)} <{role}>", joint.find(role))
+
+    def joint_frame(self, joint, role: str) -> str:
+        """The frame named by the joint's <parent> or <child>: a link, or from SDFormat 1.8 any frame of the
+        model; only the parent may be the world."""
         owner = describe(joint)
         node = only_child(joint, role, self.path, owner)
         name = (node.text or "").strip() if node is not None else ""
@@ -116,8 +125,32 @@ class ModelFrames:
                 return name
             raise ModelError(f"{at(self.path, node)}: {owner} has the world as its child; only a parent may be the"
                              " world")
-        if not self.is_link(name):
+        element = self._elements.get(name)
+        if element is None:
             raise ModelError(f"{at(self.path, node)}: {owner} names {role} link '{name}', which is not defined")
+        if element.tag != "link" and self.version < JOINT_FRAMES_VERSION:
+            raise ModelError(f"{at(self.path, node)}: {owner} names {role} '{name}', which is a <{element.tag}>, not a"
+                             f" link; a joint's {role} may be a frame only from SDFormat 1.8 (the file is version"
+                             f" {self.version[0]}.{self.version[1]})")
+        return name
+
+    def _attached_link(self, name: str, named_by: str, element) -> str:
+        """The link a frame or joint is attached to: a frame through its attached_to chain, a joint through its
+        child frame (SDFormat's attached-to graph)."""
+        chain = []
+        while not self.is_link(name):
+            if name in chain:
+                raise ModelError(f"{at(self.path, element)}: {named_by} names '{chain[0]}', whose attached_to chain"
+                                 f" {_cycle(chain, name)} is a cycle")
+            chain.append(name)
+            current = self._elements[name]
+            if current.tag == "joint":
+                name = self.joint_frame(current, "child")
+            else:
+                name = (current.get("attached_to") or "").strip() or MODEL_FRAME
+            if name == MODEL_FRAME:  # attached to the model frame, which SDFormat attaches to the canonical link
+                raise ModelError(f"{at(self.path, element)}: {named_by} names frame '{chain[0]}', which is attached to"
+                                 " the model frame, not to a link; attach it to the link it moves with")
         return name
 
     def _check_attachments(self) -> None:

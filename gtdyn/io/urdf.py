@@ -19,7 +19,7 @@ from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
 from gtdyn.io.transmissions import read_transmissions
 from gtdyn.io.xml import at, numbers, only_child, parse_xml, unit_vector
-from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS
+from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS, check_limit_order
 from gtdyn.spatial import rpy_matrix
 
 _REQUIRED_JOINT_PARTS = ("parent", "child")
@@ -141,6 +141,8 @@ def _joint_spec(joint, path: str) -> JointSpec:
                                         "one number")[0]
     if kind == "continuous":  # a continuous joint has no position limits, whatever the file says
         limits["lower"] = limits["upper"] = None
+    elif kind != "fixed" and None not in (limits["lower"], limits["upper"]):  # a fixed joint's are never used
+        check_limit_order(limits["lower"], limits["upper"], at(path, element), f"{owner} <limit>")
     lower, upper, effort, velocity = (limits[a] for a in _LIMIT_ATTRIBUTES)
     return JointSpec(joint.get("name"), kind, joint.find("parent").get("link"), joint.find("child").get("link"),
                      _origin(joint.find("origin"), path, owner), axis,

@@ -18,7 +18,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import joint_dict, joint_vector
+from gtdyn.arguments import joint_dict, joint_vector, robot_argument
 from gtdyn.linear.elimination import eliminate
 from gtdyn.errors import ArgumentError, LoopClosureError
 from gtdyn.equations import twist_accel_equation, twist_equation
@@ -51,6 +51,7 @@ def close_loops(robot: Robot, q: Mapping[str, float], v: Mapping[str, float] | N
     """Joint values, velocities and accelerations that close every loop, given those of the independent
     joints (the keys of ``q``; ``v`` and ``qdd`` default to zero for them). ``guess`` (all joints) starts the
     position solve and so picks the assembly branch; default zeros (the model's rest configuration)."""
+    robot = robot_argument(robot)
     given = joint_dict(robot, "q", q)
     given_v = joint_dict(robot, "v", v or {})
     given_qdd = joint_dict(robot, "qdd", qdd or {})
@@ -143,10 +144,10 @@ def _gauss_newton(robot: Robot, pose_factors: gtsam.NonlinearFactorGraph, given:
                 break
             step /= 2
         values, error = trial, trial_error
-        if step * np.max(np.abs(delta.vector())) < STEP_TOLERANCE:
+        if step * np.max(np.abs(delta.vector()), initial=0.0) < STEP_TOLERANCE:  # (no joints: empty)
             break
     q_all = np.array([values.atVector(keys.joint_angle_key(j.index))[0] for j in robot.joints])
-    residual = max(float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size()))
+    residual = max((float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size())), default=0.0)
     if residual > 1e-9:
         raise LoopClosureError(f"q: no assembly closes the loops from these independent joint values "
                                f"(residual {residual:.3g} after {iteration} Gauss–Newton steps); the loop may be out "

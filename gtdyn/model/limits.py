@@ -26,3 +26,10 @@ def check_magnitude(values, bound: float, quantity: str, where: str, what: str) 
         worst = float(values.flat[int(np.argmax(np.where(np.isnan(values), np.inf, np.abs(values))))])
         raise ModelError(f"{where}: {what} has {quantity} {worst:g}, beyond the ±{bound:g} that gtdyn accepts "
                          "(no real robot comes near; such values overflow the dynamics)")
+
+
+def check_limit_order(lower: float, upper: float, where: str, what: str) -> None:
+    """ModelError if a joint's lower position limit is above its upper one: no position would be allowed, and a
+    file with the limits swapped is more likely than one that means that."""
+    if lower > upper:
+        raise ModelError(f"{where}: {what} has lower limit {float(lower)!r} above its upper limit {float(upper)!r}")

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import gtsam
 import numpy as np
 
-from gtdyn.arguments import finite_vector, gravity_vector, joint_vector, pose_argument, real_array
+from gtdyn.arguments import (finite_vector, gravity_vector, joint_vector, pose_argument, real_array,
+                             robot_argument)
 from gtdyn.compiled import compile as compile_solver
 from gtdyn.dynamics.solve import check_transmissions
 from gtdyn.equations import GRAVITY
@@ -50,8 +51,7 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     integrated on SE(3) (``gtdyn.simulation.floating``) and ``Trajectory.base_pose``, ``base_twist`` and
     ``base_accel`` record it.
     """
-    if not isinstance(robot, Robot):
-        raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}")
+    robot_argument(robot)
     if method not in METHODS:
         raise ArgumentError(f"method: '{method}' is not one of {', '.join(METHODS)}")
     dt = float(finite_vector("dt", [dt], 1)[0])
