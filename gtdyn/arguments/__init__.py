@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping
 
 import gtsam
@@ -104,3 +106,36 @@ def pose_argument(name: str, value) -> gtsam.Pose3:
         raise ArgumentError(f"{name}: the 4×4 matrix is not a rigid transform (its rotation block is not a "
                             "rotation, or its last row is not 0 0 0 1)")
     return gtsam.Pose3(gtsam.Rot3(R), T[:3, 3])
+
+
+def choice(name: str, value, options) -> str:
+    """``value`` if it is one of the words ``options``, or ArgumentError listing them (an array's ``in`` would be
+    elementwise, so non-strings are refused first)."""
+    if not isinstance(value, str) or value not in options:
+        raise ArgumentError(f"{name}: {value!r} is not one of {', '.join(options)}")
+    return value
+
+
+def positive_number(name: str, x) -> float:
+    """``x`` as a finite float > 0, or ArgumentError (a bool is not a number here)."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x <= 0:
+        raise ArgumentError(f"{name}: expected a finite number > 0, got {x!r}")
+    return float(x)
+
+
+def whole_number(name: str, x, minimum: int = 0) -> int:
+    """``x`` as an int ≥ ``minimum``, or ArgumentError (a bool or a float is not a count here)."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < minimum:
+        raise ArgumentError(f"{name}: expected a whole number ≥ {minimum}, got {x!r}")
+    return int(x)
+
+
+def positive_vector(name: str, x, n: int) -> np.ndarray:
+    """``x`` as a float array of shape () or (n,) with every entry finite and > 0, or ArgumentError."""
+    try:
+        a = np.asarray(x, dtype=float) if not isinstance(x, (bool, str)) else None
+    except (TypeError, ValueError):
+        a = None
+    if a is None or a.shape not in ((), (n,)) or not np.all(np.isfinite(a)) or not np.all(a > 0):
+        raise ArgumentError(f"{name}: expected a finite number > 0 or {n} of them, got {_shown(x)}")
+    return a
