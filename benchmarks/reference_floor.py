@@ -31,7 +31,7 @@ from gtdyn.equations import GRAVITY
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.linear.system import Key, noise
 from gtdyn.orderings import resolve_ordering
-from gtdyn.problem import forward_problem
+from gtdyn.arguments.query import ask
 
 
 def main(robot_name: str = "puma560") -> None:
@@ -39,7 +39,7 @@ def main(robot_name: str = "puma560") -> None:
         warnings.simplefilter("ignore", gtdyn.ModelWarning)
         robot = gtdyn.load_robot(robot_name)
     q, v, tau = np.random.default_rng(0).uniform(-1, 1, (3, robot.num_dofs))
-    problem = forward_problem(robot, tau)
+    problem = ask(robot, "forward", q, v, tau=tau).problem
     factors = []  # (key, block, key, block, …, rhs, noise model) per equation
     for eq, roles, _ in dynamics_equations(robot, forward_kinematics(robot, q, v), problem, np.array(GRAVITY)):
         rhs, args = eq.rhs, []

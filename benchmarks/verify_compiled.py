@@ -47,7 +47,7 @@ import gtdyn
 from gtdyn.bench import report
 from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.compiled import cache
-from gtdyn.compiled.solver import sample_states
+from gtdyn.compiled.states import sample_states
 from gtdyn.orderings import applicable
 
 KINDS = ("inverse", "forward", "hybrid")

@@ -38,6 +38,7 @@ them).
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -77,6 +78,25 @@ def structural(name) -> bool:
     """Whether ``name`` is a built-in strategy: its ordering depends only on which variables the graph has and
     which equations connect them, never on the numbers, so it can be remembered per graph structure."""
     return isinstance(name, str) and STRATEGIES.get(name) is _BUILT_IN.get(name)
+
+
+# robot -> {(strategy name, problem structure): the ordered keys}; COLAMD, METIS or minimum degree cost as much as
+# a tenth of a reference call, and their answer is the same for every state of one structure.
+_REMEMBERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def remembered_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
+    """``resolve_ordering`` (default "colamd"), remembered per robot and ``problem.structure`` for built-in
+    strategies; a fresh ``gtsam.Ordering`` each time, since results hand it to the user."""
+    name = "colamd" if ordering is None else ordering
+    if not structural(name):
+        return resolve_ordering(ordering, robot, problem, graph)
+    remembered = _REMEMBERED.setdefault(robot, {})
+    structure = (name, problem.structure)
+    if structure not in remembered:
+        order = resolve_ordering(name, robot, problem, graph)
+        remembered[structure] = [order.at(i) for i in range(order.size())]
+    return gtsam.Ordering(remembered[structure])
 
 
 def applicable(problem_kind: str) -> list[str]:

@@ -63,6 +63,14 @@ def gravity_vector(gravity) -> np.ndarray:
     return g
 
 
+def bounded_wrench(name: str, wrench) -> np.ndarray:
+    """``wrench`` [m; f] as 6 finite floats within ±MAX_WRENCH, or ArgumentError naming ``name``."""
+    F = finite_vector(name, wrench, 6)
+    if np.max(np.abs(F)) > MAX_WRENCH:
+        raise ArgumentError(f"{name}: {np.max(np.abs(F)):g} is beyond the ±{MAX_WRENCH:g} N (N·m) gtdyn accepts")
+    return F
+
+
 def finite_vector(name: str, x, n: int) -> np.ndarray:
     """``x`` as a float vector of length n, or ArgumentError: wrong shape, complex, non-numeric or non-finite."""
     a = real_array(name, x, f"{n} numbers")

@@ -52,13 +52,11 @@ import numpy as np
 from gtdyn.analysis.metrics import metrics
 from gtdyn.bench.orderings import Row, State
 from gtdyn.bench.timing import Timing, measure_interleaved, paired_ratio
-from gtdyn.dynamics.graph import dynamics_graph
-from gtdyn.dynamics.solve import with_loop_factors
+from gtdyn.arguments.query import ask
+from gtdyn.dynamics.reference import template_graph
 from gtdyn.equations import GRAVITY
-from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import applicable
-from gtdyn.problem import build_problem
 
 THREADS = (1, 2)
 BATCH_STATES = 1000
@@ -139,17 +137,14 @@ def given_vector(robot: Robot, kind: str, state: State) -> np.ndarray:
     """The solver's x at the benchmark state: q̈ (inverse), τ (forward, 0 at passive joints), or q̈ at the
     hybrid split's joints and τ elsewhere."""
     tau = np.where([j.actuated for j in robot.joints], state.tau, 0.0)
-    if kind == "inverse":
-        return np.array(state.qdd, float)
-    if kind == "forward":
-        return tau
-    return np.where([name in state.known_qdd for name in robot.joint_names], state.qdd, tau)
+    given = {"inverse": {"qdd": state.qdd}, "forward": {"tau": tau}, "hybrid": state.given("hybrid")}[kind]
+    return ask(robot, kind, state.q, state.v, **given).given_vector()
 
 
 def batch_states(robot: Robot, kind: str, qdd_joints, count: int, seed: int = 1):
-    """Q, V, X of shape (count, n): random states within the joint limits (``gtdyn.compiled.solver.sample_states``).
+    """Q, V, X of shape (count, n): random states within the joint limits (``gtdyn.compiled.states.sample_states``).
     On closed loops, 16 states that close every loop, repeated."""
-    from gtdyn.compiled.solver import sample_states
+    from gtdyn.compiled.states import sample_states
 
     distinct = min(count, 16) if robot.loop_joints else count
     s = sample_states(robot, kind, tuple(qdd_joints or ()), count=distinct, seed=seed)
@@ -243,9 +238,7 @@ class PinocchioBaseline:
 
 
 def _dag_measures(robot: Robot, kind: str, state: State, order, gravity=GRAVITY) -> dict[str, float]:
-    kin = forward_kinematics(robot, state.q, state.v)
-    problem = with_loop_factors(robot, kin, build_problem(robot, kind, **state.given(kind)))
-    graph = dynamics_graph(robot, kin, problem, np.array(gravity))
+    _, graph = template_graph(ask(robot, kind, state.q, state.v, **state.given(kind), gravity=gravity))
     m = metrics(graph, gtsam.Ordering(list(order)))
     return {k: float(m[k]) for k in ("edges", "fill_in", "ops", "largest_clique")}
 

@@ -27,15 +27,14 @@ import numpy as np
 from gtdyn.analysis.metrics import metrics
 from gtdyn.bench.timing import Timing, measure
 from gtdyn.dynamics.graph import dynamics_graph
-from gtdyn.dynamics.solve import inverse_dynamics, solve, with_loop_factors
+from gtdyn.arguments.query import ask
+from gtdyn.dynamics.reference import kinematics_of, template_graph
+from gtdyn.dynamics.solve import inverse_dynamics, solve
 from gtdyn.dynamics.three_pass import featherstone_hybrid_dynamics
-from gtdyn.equations import GRAVITY
-from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.kinematics.loop_closure import close_loops, independent_joints
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import applicable, resolve_ordering
 from gtdyn.problem import PROBLEM_KINDS
-from gtdyn.problem import build_problem
 
 PROBLEMS = PROBLEM_KINDS
 BASELINE = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}  # the paper's reference rows
@@ -97,11 +96,9 @@ def bench_orderings(robot: Robot, kind: str, state: State, orderings: Iterable[s
                     inner: int = 5, warmup: int = 5, end_to_end: bool = True, progress=None) -> list[Row]:
     """One Row per applicable ordering (or those named) for one problem."""
     orderings = list(orderings) if orderings is not None else applicable(kind)
-    kin = forward_kinematics(robot, state.q, state.v)
-    problem = with_loop_factors(robot, kin, build_problem(robot, kind, **state.given(kind)))
-    gravity = np.array(GRAVITY)
-    graph_qr = dynamics_graph(robot, kin, problem, gravity)
-    graph_hard = dynamics_graph(robot, kin, problem, gravity, constrained=True)
+    query, graph_qr = template_graph(ask(robot, kind, state.q, state.v, **state.given(kind)))
+    problem = query.problem
+    graph_hard = dynamics_graph(robot, kinematics_of(query), problem, query.gravity, constrained=True)
     rows = []
     for name in orderings:
         if progress:

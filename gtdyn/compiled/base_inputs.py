@@ -1,18 +1,19 @@
-"""A floating base's inputs to a compiled solver: its pose as a row-major 4×4 matrix (only the rotation enters
-the dynamics, gravity being uniform; the generated code checks that the matrix is a rigid transform), its twist,
-and the base quantity the problem gives — its acceleration in inverse dynamics, the wrench its environment
-applies to it in forward and hybrid dynamics (zero: free) — written into the workspace after q, q̇ and x."""
+"""A floating base's inputs to a compiled solver, written into the workspace after q, q̇ and x in the order of
+``Query.base_inputs``: its pose as a row-major 4×4 matrix (only the rotation enters the dynamics, gravity being
+uniform; the generated code checks that the matrix is a rigid transform), its twist, and the base quantity the
+problem gives — its acceleration in inverse dynamics, the wrench its environment applies to it in forward and
+hybrid dynamics (zero: free). Anything but plain float arrays goes through the boundary's checks
+(``gtdyn.arguments.query.packed_base``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.arguments import finite_vector, pose_argument
+from gtdyn.arguments import pose_argument
+from gtdyn.arguments.query import BASE_INPUTS, POSE, TWIST, packed_base
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 
-POSE, TWIST, GIVEN = 0, 16, 22  # where each starts among the base inputs
-COUNT = GIVEN + 6
 ROTATION = (0, 1, 2, 4, 5, 6, 8, 9, 10)  # the rotation's entries in the row-major pose
 _IDENTITY = np.eye(4).ravel()
 _IDENTITY_4 = np.eye(4)
@@ -20,7 +21,7 @@ _IDENTITY_4 = np.eye(4)
 
 def input_count(robot: Robot) -> int:
     """How many inputs a floating base adds after q, q̇ and x: pose (16), twist (6), the given quantity (6)."""
-    return COUNT if robot.floating_base else 0
+    return BASE_INPUTS if robot.floating_base else 0
 
 
 def given_name(problem: str) -> str:
@@ -28,37 +29,22 @@ def given_name(problem: str) -> str:
     return "base_accel" if problem == "inverse" else "base_wrench"
 
 
-def _check_names(robot: Robot, problem: str, values: dict) -> None:
-    """ArgumentError for base arguments a fixed base has no use for, or that this problem solves for."""
-    passed = [name for name, value in values.items() if value is not None]
-    if passed and not robot.floating_base:
-        raise ArgumentError(f"{', '.join(passed)}: robot '{robot.name}' has a fixed base")
-    other = "base_wrench" if problem == "inverse" else "base_accel"
-    if values.get(other) is not None:
-        solved = "base wrench" if problem == "inverse" else "base acceleration"
-        raise ArgumentError(f"{other}: {problem} dynamics solves for the {solved}")
-
-
-def base_state(robot: Robot, problem: str, base_pose=None, base_twist=None, base_accel=None,
-               base_wrench=None) -> np.ndarray:
-    """A floating base's inputs, checked as the reference path checks them (identity and zeros where not given)."""
-    _check_names(robot, problem, {"base_pose": base_pose, "base_twist": base_twist, "base_accel": base_accel,
-                                  "base_wrench": base_wrench})
-    if not robot.floating_base:
-        return np.zeros(0)
-    given = base_accel if problem == "inverse" else base_wrench
-    T = np.eye(4) if base_pose is None else pose_argument("base_pose", base_pose).matrix()
-    twist = np.zeros(6) if base_twist is None else finite_vector("base_twist", base_twist, 6)
-    return np.concatenate([T.ravel(), twist, np.zeros(6) if given is None else finite_vector(given_name(problem), given, 6)])
+def checked_base(robot: Robot, problem: str, base_pose=None, base_twist=None, base_accel=None,
+                 base_wrench=None) -> np.ndarray:
+    """The base inputs, checked; a compiled hybrid solver's base is free (its acceleration is an output)."""
+    if problem == "hybrid" and base_accel is not None:
+        raise ArgumentError("base_accel: a compiled hybrid solver solves for the base acceleration (the base is "
+                            "free); prescribe it with gtdyn.hybrid_dynamics(..., base_accel=...)")
+    return packed_base(robot, problem, base_pose, base_twist, base_accel, base_wrench)
 
 
 def write_base(robot: Robot, problem: str, views, base_pose, base_twist, base_accel, base_wrench) -> None:
     """A floating base's inputs into ``views`` (the workspace's pose as 4×4, twist and given quantity; None on a
     fixed base), with only the checks that cost nothing: the generated code checks that the pose is a rigid
     transform and every number finite, and hands anything else to the reference path, which raises the same
-    errors as ``base_state``."""
+    errors as ``checked_base``."""
     if views is None or (base_wrench if problem == "inverse" else base_accel) is not None:
-        base_state(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # raises the error, if any
+        checked_base(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # raises the error, if any
         return  # a fixed base given nothing: nothing to write
     pose, twist, given_view = views
     given = base_accel if problem == "inverse" else base_wrench
@@ -68,7 +54,7 @@ def write_base(robot: Robot, problem: str, views, base_pose, base_twist, base_ac
         elif type(base_pose) is np.ndarray and base_pose.shape == (4, 4) and base_pose.dtype.kind != "c":
             pose[...] = base_pose
         else:
-            pose[...] = base_state(robot, problem, base_pose)[:TWIST].reshape(4, 4)  # a Pose3, or the error
+            pose[...] = checked_base(robot, problem, base_pose)[POSE:TWIST].reshape(4, 4)  # a Pose3, or the error
         for view, value in ((twist, base_twist), (given_view, given)):
             if value is None:
                 view.fill(0.0)
@@ -80,7 +66,7 @@ def write_base(robot: Robot, problem: str, views, base_pose, base_twist, base_ac
                 raise ValueError
             view[...] = value
     except (TypeError, ValueError):
-        base_state(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # the error naming the argument
+        checked_base(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # the error naming the argument
         raise
 
 
@@ -89,7 +75,7 @@ def base_states(robot: Robot, problem: str, count: int, base_pose, base_twist, b
     given accelerations or wrenches (count, 6), identity and zeros where not given. Only shapes are checked here;
     the generated code checks each pose and the finiteness of every number, as for single calls."""
     if not robot.floating_base or (base_wrench if problem == "inverse" else base_accel) is not None:
-        base_state(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # raises the error, if any
+        checked_base(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # raises the error, if any
         return np.zeros((count, 0))
 
     def rows(name: str, value, shape: tuple[int, ...], default: np.ndarray) -> np.ndarray:

@@ -44,8 +44,8 @@ def robot_fingerprint(robot: Robot) -> bytes:
 
 
 # The modules whose source decides the generated code (the ordering is part of the key by value).
-CODE = ("compiled", "equations.py", "spatial.py", "dynamics/graph.py", "kinematics/loops.py", "linear/elimination.py",
-        "linear/system.py", "model/robot.py")
+CODE = ("compiled", "equations.py", "spatial.py", "problem.py", "arguments", "dynamics/graph.py", "dynamics/reference.py",
+        "kinematics", "linear/elimination.py", "linear/system.py", "model")
 
 
 def code_fingerprint() -> str:
@@ -68,6 +68,15 @@ def code_fingerprint() -> str:
 
 
 _CODE = None
+
+
+def problem_signature(problem) -> tuple:
+    """A ``Problem``'s structure as a stable, printable key, with the values the generated code bakes in: the
+    planar loops' normals (rounded) and where each contact sits."""
+    return (problem.kind, sorted(problem.known_qdd), sorted(problem.known_tau),
+            sorted((j, tuple(np.round(n, 12))) for j, n in problem.planar.items()), problem.minimum_torque,
+            problem.base_accel is None, problem.base_wrench is None,
+            [(c.body, c.contact.kind, c.iTc.matrix().tobytes()) for c in problem.contacts])
 
 
 def key(*parts) -> str:

@@ -29,11 +29,13 @@ from gtdyn import keys
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
-from gtdyn.dynamics.solve import TRANSMISSION_TOLERANCE
+from gtdyn.arguments.asked import TRANSMISSION_TOLERANCE
+from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
 from gtdyn.model.robot import Robot
-from gtdyn.problem import Problem
+from gtdyn.model import base_frame
+from gtdyn.problem import Problem, answer_layout
 
 CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
@@ -125,11 +127,11 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     base_rotation = base_twist = None
     if robot.floating_base:  # inputs after q, q̇, x: the base's pose (row-major), twist and given acceleration
         first = 3 * n
-        base_rotation = np.array([factor.load(first + base_inputs.POSE + i, samples["R"][k], f"R{k // 3 + 1}{k % 3 + 1}")
+        base_rotation = np.array([factor.load(first + POSE + i, samples["R"][k], f"R{k // 3 + 1}{k % 3 + 1}")
                                   for k, i in enumerate(base_inputs.ROTATION)], dtype=object).reshape(3, 3)
-        base_twist = np.array([factor.load(first + base_inputs.TWIST + k, samples["twist"][k], f"V0_{k}")
+        base_twist = np.array([factor.load(first + TWIST + k, samples["twist"][k], f"V0_{k}")
                                for k in range(6)], dtype=object)
-        given = np.array([factor.load(first + base_inputs.GIVEN + k, samples["given"][k], f"base_given_{k}")
+        given = np.array([factor.load(first + GIVEN + k, samples["given"][k], f"base_given_{k}")
                           for k in range(6)], dtype=object)  # the acceleration (inverse) or the wrench (forward, hybrid)
         traced_problem = dataclasses.replace(traced_problem, **{"base_accel" if problem.kind == "inverse" else
                                                                 "base_wrench": given})
@@ -168,34 +170,34 @@ def eliminate_with_comments(factor: trace.Function, rows, order) -> Plan:
 
 
 def _outputs(robot: Robot, problem: Problem, column: dict) -> list[tuple]:
-    """Where each output entry comes from: a floating base's acceleration (when free) or wrench, in its root link
-    frame; q̈ (forward, hybrid) then τ (inverse, hybrid), by joint; then each contact's force or wrench."""
+    """Where each output entry comes from, part by part of ``answer_layout``: a floating base's acceleration (when
+    free) or wrench, in its root link frame; q̈ then τ, by joint; then each contact's force or wrench."""
     n = robot.num_dofs
-    wanted = {"inverse": ["tau"], "forward": ["qdd"], "hybrid": ["qdd", "tau"]}[problem.kind]
     out = []
-    if robot.floating_base:  # V̇_l = Ad(lTcom) V̇_com, F_l = Ad(comTl)ᵀ F_com (as assemble_result)
-        lTcom = robot.base.lTcom
-        if problem.base_accel is None:
-            key, M = keys.twist_accel_key(0), lTcom.AdjointMap()
-        elif problem.base_wrench is None:
-            key, M = keys.wrench_key(0), lTcom.inverse().AdjointMap().T
-        else:  # both given (contacts carry the robot): the base wrench is zero
-            key, M = None, None
-        for r in range(6):
-            out.append(("zero", 0) if key is None else
-                       ("combination", [(column[key, c], float(M[r, c])) for c in range(6) if M[r, c] != 0.0]))
-    for quantity in wanted:
-        for j in range(1, n + 1):
-            key = (keys.joint_accel_key if quantity == "qdd" else keys.torque_key)(j)
-            if (key, 0) in column:
-                out.append(("unknown", column[key, 0]))
-            elif quantity == "tau" and _passive(robot, j):
-                out.append(("zero", 0))
-            else:
-                out.append(("input", 2 * n + j - 1))
-    for contact in problem.contacts:
-        key = keys.contact_key(contact.number, contact.dim)
-        out += [("unknown", column[key, c]) for c in range(contact.dim)]
+    for name, _ in answer_layout(n, robot.floating_base, problem):
+        if name in ("base_accel", "base_wrench"):
+            if name == "base_accel":
+                key, M = keys.twist_accel_key(0), base_frame.twist_to_link(robot)
+            elif problem.base_wrench is None:
+                key, M = keys.wrench_key(0), base_frame.wrench_to_link(robot)
+            else:  # both given (contacts carry the robot): the base wrench is zero
+                key, M = None, None
+            for r in range(6):
+                out.append(("zero", 0) if key is None else
+                           ("combination", [(column[key, c], float(M[r, c])) for c in range(6) if M[r, c] != 0.0]))
+        elif name in ("qdd", "tau"):
+            for j in range(1, n + 1):
+                key = (keys.joint_accel_key if name == "qdd" else keys.torque_key)(j)
+                if (key, 0) in column:
+                    out.append(("unknown", column[key, 0]))
+                elif name == "tau" and _passive(robot, j):
+                    out.append(("zero", 0))
+                else:
+                    out.append(("input", 2 * n + j - 1))
+        else:
+            for contact in problem.contacts:
+                key = keys.contact_key(contact.number, contact.dim)
+                out += [("unknown", column[key, c]) for c in range(contact.dim)]
     return out
 
 
@@ -331,7 +333,7 @@ def _valid_inputs(fn: trace.Function, layout: Layout):
     entry, det R > 0, last row 0 0 0 1: what ``gtdyn.arguments.pose_argument`` accepts), else 0.0."""
     ok = _finite(_inputs(fn, layout))
     if layout.base_inputs:
-        first = layout.start["inputs"] + 3 * layout.n + base_inputs.POSE
+        first = layout.start["inputs"] + 3 * layout.n + POSE
         R = np.array([fn.load(first + i) for i in base_inputs.ROTATION], dtype=object).reshape(3, 3)
         last_row = [fn.load(first + 12 + k) - (1.0 if k == 3 else 0.0) for k in range(4)]
         gram = R.T @ R - np.eye(3)

@@ -1,18 +1,19 @@
-"""Forward kinematics on traced values: the pass of ``gtdyn.kinematics.forward`` written as code.
+"""Forward kinematics on traced values: ``gtdyn.kinematics.forward.kinematic_pass`` over the ``TRACED`` algebra.
 
 ``TracedPose`` offers the few ``gtsam.Pose3`` methods the equations use (``AdjointMap``, ``rotation().unrotate``,
-``compose``, ``inverse``), on 3×3 and 3-vector object arrays whose entries are constants or ``Sym``s, so
-``gtdyn.equations`` builds the same eq. 4–7 blocks from them as from numbers.
+``compose``, ``inverse``), on 3×3 and 3-vector object arrays whose entries are constants or ``Sym``s, so the pass
+and ``gtdyn.equations`` run on them as on numbers and write, operation by operation, the code of the pass.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import gtsam
 import numpy as np
 
 from gtdyn.compiled import trace
-from gtdyn.equations import twist_equation
-from gtdyn.kinematics.forward import KinematicState
+from gtdyn.kinematics.forward import KinematicState, PoseAlgebra, base_in_com, kinematic_pass
 from gtdyn.model.robot import Robot
 from gtdyn.spatial import skew
 
@@ -50,7 +51,9 @@ class TracedPose:
     def translation(self):
         return self.p
 
-    def compose(self, other: TracedPose) -> TracedPose:
+    def compose(self, other: TracedPose | gtsam.Pose3) -> TracedPose:
+        if isinstance(other, gtsam.Pose3):  # a robot constant, such as a base's lTcom
+            other = TracedPose.constant(other)
         return TracedPose(_matmul(self.R, other.R), _matmul(self.R, other.p) + self.p)
 
     def inverse(self) -> TracedPose:
@@ -83,34 +86,24 @@ def parent_T_child(joint, q) -> TracedPose:
     return TracedPose.constant(joint.rest_pose).compose(screw_exp(joint.screw_axis, q))
 
 
-def traced_kinematics(robot: Robot, q, v, base_rotation=None, base_twist=None) -> tuple[KinematicState, dict[str, tuple]]:
-    """Poses and twists of every link root → leaves (``gtdyn.kinematics.forward.forward_kinematics``), and per
-    loop joint the traced closure residuals: (pose mismatch entries, twist mismatch entries).
+def _entry_gap(wTc: TracedPose, wTc_reached: TracedPose) -> list:
+    """The entries of (R, p) reached through a loop joint minus the tree's: zero when the loop closes (traced
+    code keeps to arithmetic, so no Log)."""
+    return list((wTc_reached.R - wTc.R).ravel()) + list(wTc_reached.p - wTc.p)
+
+
+TRACED = PoseAlgebra(identity=lambda: TracedPose(np.eye(3), np.zeros(3)), joint_transform=parent_T_child,
+                     matvec=_matmul, pose_gap=_entry_gap)
+
+
+def traced_kinematics(robot: Robot, q, v, base_rotation=None,
+                      base_twist=None) -> tuple[KinematicState, dict[str, tuple]]:
+    """Poses and twists of every link root → leaves (``gtdyn.kinematics.forward.kinematic_pass`` on traced values),
+    and per loop joint the traced closure residuals: (pose mismatch entries, twist mismatch entries).
 
     A floating base starts at ``base_rotation`` (3×3, world ← root link; its position does not enter the
     dynamics, gravity being uniform) with ``base_twist`` (6, root link frame)."""
-    n_links = len(robot.links)
-    identity = TracedPose(np.eye(3), np.zeros(3))
-    wT: list = [identity] * (n_links + 1)
-    cTp: list = [None] * (robot.num_dofs + 1)
-    V: list = [np.zeros(6)] * (n_links + 1)
-    if robot.floating_base:  # as forward_kinematics: the base's dynamics frame is its CoM frame
-        lTcom = robot.base.lTcom
-        wT[0] = TracedPose(base_rotation, np.zeros(3)).compose(TracedPose.constant(lTcom))
-        V[0] = _matmul(lTcom.inverse().AdjointMap(), base_twist)
-    for joint in robot.tree_joints:
-        j, p = joint.index, robot.link(joint.parent).index
-        pTc = parent_T_child(joint, q[j - 1])
-        cTp[j] = pTc.inverse()
-        wT[j] = wT[p].compose(pTc)
-        eq = twist_equation(cTp[j], joint.screw_axis)
-        V[j] = eq.rhs - _matmul(eq.coefficients["V_p"], V[p]) - eq.coefficients["v"][:, 0] * v[j - 1]
-    closure = {}
-    for joint in robot.loop_joints:
-        j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
-        cTp[j] = parent_T_child(joint, q[j - 1]).inverse()
-        wTc = wT[p].compose(cTp[j].inverse())  # the child's pose reached through the loop joint
-        pose_gap = list((wTc.R - wT[c].R).ravel()) + list(wTc.p - wT[c].p)
-        twist_gap = twist_equation(cTp[j], joint.screw_axis).error({"V_c": V[c], "V_p": V[p], "v": v[j - 1]})
-        closure[joint.name] = (pose_gap, list(twist_gap))
-    return KinematicState(q, v, wT, cTp, V, {}, {}), closure
+    wTl = None if base_rotation is None else TracedPose(base_rotation, np.zeros(3))
+    kin, _ = kinematic_pass(robot, TRACED, q, v, *base_in_com(robot, TRACED, wTl, base_twist))
+    closure = {name: (kin.pose_closure[name], list(kin.twist_closure[name])) for name in kin.pose_closure}
+    return dataclasses.replace(kin, pose_closure={}, twist_closure={}), closure

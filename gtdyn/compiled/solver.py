@@ -1,129 +1,32 @@
-"""``gtdyn.compile``: a robot, a problem and an ordering → a solver that runs the elimination as machine code.
+"""``CompiledSolver``: the machine code of one compiled plan, called on numbers.
 
-The symbolic pass (``plan``, ``codegen``) happens once; each call only runs the numbers. The graph and the
-ordering are exactly the reference path's: the ordering is resolved on the reference graph at a sample state
-(named strategies, lists and callables alike), so ``solver.dag()`` is the reference path's DAG.
-
-Each call returns the compiled answer when the code's own checks certify it (see ``gtdyn.compiled.codegen``);
-otherwise — a singular or ill-conditioned system, an open loop, non-finite input, an answer not accurate to
-1e-10 — it asks the reference path, which answers, warns or raises exactly as ``gtdyn.solve`` does.
-``solver.fallbacks`` counts those calls.
+Each call writes its inputs into a workspace (views made once per workspace), runs the generated code and
+returns the compiled answer when the code's own checks certify it (see ``gtdyn.compiled.codegen``); otherwise —
+a singular or ill-conditioned system, an open loop, non-finite input, an answer not accurate to 1e-10 — it asks
+the reference path (``gtdyn.compiled.fallback``), which answers, warns or raises exactly as ``gtdyn.solve``
+does. ``solver.fallbacks`` counts those calls.
 """
 
 from __future__ import annotations
 
-import numbers
 import threading
-from threading import get_ident
-import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Iterable
+from threading import get_ident
 
+import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import gravity_vector, real_array, robot_argument
-from gtdyn.compiled import base_inputs, cache, native
-from gtdyn.compiled.base_inputs import base_state, base_states, write_base
-from gtdyn.compiled.codegen import generate
-from gtdyn.compiled.states import qdd_joint_names, sample_kinematics, sample_states, template_problem
-from gtdyn.compiled.render import render
-from gtdyn.dynamics.graph import dynamics_graph
-from gtdyn.dynamics.solve import solve as reference_solve
-from gtdyn.dynamics.solve import with_loop_factors
-from gtdyn.equations import GRAVITY
-from gtdyn.errors import GTDYN_ERRORS, ArgumentError
-from gtdyn.model.robot import Robot
-from gtdyn.orderings import resolve_ordering
-from gtdyn.problem import PROBLEM_KINDS, Problem, place_contacts
+from gtdyn.arguments import real_array, whole_number
+from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
+from gtdyn.compiled import base_inputs, native
+from gtdyn.compiled.base_inputs import base_states, write_base
+from gtdyn.compiled.fallback import reference_answer
+from gtdyn.dynamics.reference import template_graph
+from gtdyn.errors import ArgumentError
+from gtdyn.problem import answer_layout
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
-
-
-def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
-            contacts=None, checks: bool = True, use_cache: bool = True) -> CompiledSolver:
-    """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
-    joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
-    keys, or a callable, as everywhere; default "colamd"). See ``CompiledSolver`` for calling it.
-
-    A floating base is given its pose and twist at each call (and its acceleration in inverse dynamics; in
-    forward and hybrid dynamics it is free). ``contacts`` (a list of ``gtdyn.Contact``, fixed at compile time)
-    make forward and hybrid dynamics constrained dynamics; inverse dynamics with contacts, whose forces are
-    least-norm, stays with the reference path.
-
-    ``checks=False`` skips the refinement, the condition estimate and the backward error: an answer without a
-    verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
-    reference path.
-
-    The first compile of a robot, problem and ordering writes the machine code to an on-disk cache
-    (``gtdyn.compiled.cache``); later compiles, in any process, load it.
-    """
-    started = time.perf_counter()
-    robot_argument(robot)
-    if problem not in PROBLEM_KINDS:
-        raise ArgumentError(f"problem: '{problem}' is not one of {', '.join(PROBLEM_KINDS)}")
-    gravity = gravity_vector(gravity)
-    qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
-    if robot.floating_base and robot.loop_joints:  # a planar loop's plane would turn with the base
-        raise ArgumentError(f"robot: '{robot.name}' has a floating base and closed loops, which compiled solvers do "
-                            "not cover; use the reference path (gtdyn.forward_dynamics etc.)")
-    placed = place_contacts(robot, contacts)
-    if placed and problem == "inverse":
-        raise ArgumentError("contacts: inverse dynamics with contacts (least-norm contact forces) is not compiled; "
-                            "use gtdyn.inverse_dynamics(..., contacts=...)")
-    samples = sample_states(robot, problem, qdd_joints, count=1)  # sample 0 of the SAMPLES a build looks at
-    template = template_problem(robot, problem, qdd_joints, samples, 0, placed)
-    kin = sample_kinematics(robot, samples, 0)
-    template = with_loop_factors(robot, kin, template)
-    graph = dynamics_graph(robot, kin, template, gravity)
-    gtsam_order = resolve_ordering(ordering, robot, template, graph)
-    order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
-    name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot), problem,
-                     sorted(qdd_joints), sorted((j, tuple(np.round(n, 12))) for j, n in template.planar.items()),
-                     order, tuple(gravity), [(c.body, c.contact.kind, c.iTc.matrix().tobytes()) for c in placed])
-    record = cache.load(name) if use_cache else None
-    cached = record is not None
-    if record is None:
-        samples = sample_states(robot, problem, qdd_joints)
-        with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
-            record = _build(robot, template, order, gravity, samples, name)
-    solver = CompiledSolver(robot, problem, qdd_joints, gravity, order, record, name, checks, placed)
-    if not cached:
-        solver._self_check(samples)
-        if use_cache:  # only code that passed its self-check is kept
-            cache.store(name, record)
-    solver.compile_seconds = time.perf_counter() - started
-    solver.from_cache = cached
-    return solver
-
-
-def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str) -> dict:
-    program = generate(robot, template, order, gravity, samples)
-    prefix = f"g{name[:12]}_"
-    ir = native.module_ir(program.functions, prefix)
-    obj = native.compile_object(ir)
-    layout = program.layout
-    header = (f"{template.kind} dynamics of '{robot.name}', ordering {' '.join(keys.label(k) for k in order)}: "
-              f"generated by gtdyn.compile")
-    return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
-            "outputs": len(program.outputs), "source": render(program.functions, header),
-            "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
-            "operations": {fn.name: fn.count() for fn in program.functions.values()}}
-
-
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-
-
-def _pool(threads: int) -> ThreadPoolExecutor:
-    """One pool per thread count for the process: starting threads per batch cost more than 1,000 PUMA states."""
-    with _POOL_LOCK:
-        if threads not in _POOLS:
-            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")
-        return _POOLS[threads]
-
-
-_POOL_LOCK = threading.Lock()
 
 
 class CompiledSolver:
@@ -144,16 +47,14 @@ class CompiledSolver:
     compiled the solver use a fresh workspace each; ``batch`` runs its threads on separate workspaces.
     """
 
-    def __init__(self, robot: Robot, problem: str, qdd_joints, gravity, order, record: dict, name: str,
-                 checks: bool = True, contacts=()):
-        self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, gravity
-        self.contacts = tuple(contacts)
+    def __init__(self, template: Query, qdd_joints, order, record: dict, name: str, checks: bool = True):
+        robot, problem = template.robot, template.kind
+        self.template = template  # the sample query the plan was built from: its structure is the plan's
+        self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, template.gravity
+        self.contacts = template.problem.contacts
         self._base_inputs = base_inputs.input_count(robot)
-        # the answer's parts and their lengths: the base's, the joints' (one or two), the contacts'
-        n = robot.num_dofs
-        parts = ([6] if robot.floating_base else []) + [n] * (2 if problem == "hybrid" else 1) + \
-            ([sum(c.dim for c in self.contacts)] if self.contacts else [])
-        ends = np.cumsum(parts).tolist()
+        self.layout = answer_layout(robot.num_dofs, robot.floating_base, template.problem)
+        ends = np.cumsum([size for _, size in self.layout]).tolist()
         self._parts = list(zip([0] + ends[:-1], ends))
         self.order = list(order)
         self.source: str = record["source"]
@@ -185,9 +86,8 @@ class CompiledSolver:
         n, first = self._n, 3 * self._n
         base = None
         if self._base_inputs:
-            base = (ws[first:first + base_inputs.TWIST].reshape(4, 4),
-                    ws[first + base_inputs.TWIST:first + base_inputs.GIVEN],
-                    ws[first + base_inputs.GIVEN:first + base_inputs.COUNT])
+            base = (ws[first:first + TWIST].reshape(4, 4), ws[first + TWIST:first + GIVEN],
+                    ws[first + GIVEN:first + BASE_INPUTS])
         parts = tuple(ws[self._out + a:self._out + b] for a, b in self._parts)
         return ws[:n], ws[n:2 * n], ws[2 * n:first], base, parts
 
@@ -232,8 +132,8 @@ class CompiledSolver:
         self._main(pointer)
         self._last = ws
         if ws[self._status] != 1.0:
-            return self._reference(np.array(q, float), np.array(v, float), np.array(x, float),
-                                   ws[3 * n:3 * n + self._base_inputs].copy())
+            return reference_answer(self, np.array(q, float), np.array(v, float), np.array(x, float),
+                                    ws[3 * n:3 * n + self._base_inputs].copy())
         if len(parts) == 1:
             return parts[0].copy()
         return tuple([part.copy() for part in parts])
@@ -248,8 +148,7 @@ class CompiledSolver:
     def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None):
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
         n = self._n
-        if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
-            raise ArgumentError(f"threads: expected a whole number ≥ 1, got {threads!r}")
+        threads = whole_number("threads", threads, 1)
         Q, V, X = (real_array(name, a, f"an array of shape (N, {n})") for name, a in (("Q", Q), ("V", V), ("X", X)))
         if Q.ndim != 2 or Q.shape[1] != n or V.shape != Q.shape or X.shape != Q.shape:
             raise ArgumentError(f"Q, V, X: expected three arrays of shape (N, {n}), got {Q.shape}, {V.shape}, {X.shape}")
@@ -277,7 +176,7 @@ class CompiledSolver:
                 done.result()
         out = results[:, :self._outputs].copy()
         for k in np.flatnonzero(results[:, self._outputs] != 1.0):
-            answer = self._reference(Q[k], V[k], X[k], base[k])
+            answer = reference_answer(self, Q[k], V[k], X[k], base[k])
             out[k] = np.concatenate(answer) if isinstance(answer, tuple) else answer
         return self._split(out)
 
@@ -310,12 +209,8 @@ class CompiledSolver:
     def dag(self):
         """The elimination DAG of this graph and ordering: the reference path's ``DynamicsResult.dag()``."""
         from gtdyn.analysis.dag import elimination_dag
-        import gtsam
 
-        samples = sample_states(self.robot, self.problem, self.qdd_joints, count=1)
-        template = template_problem(self.robot, self.problem, self.qdd_joints, samples, 0, self.contacts)
-        kin = sample_kinematics(self.robot, samples, 0)
-        graph = dynamics_graph(self.robot, kin, with_loop_factors(self.robot, kin, template), self.gravity)
+        _, graph = template_graph(self.template)
         return elimination_dag(graph, gtsam.Ordering(self.order))
 
     def computed_dag(self):
@@ -330,68 +225,6 @@ class CompiledSolver:
         ops = sum(self.operations.values())
         return (f"CompiledSolver({self.problem} dynamics of '{self.robot.name}', ordering {' '.join(self.ordering)}; "
                 f"{ops} operations)")
-
-    # -- the reference path ------------------------------------------------------------------------------------
-
-    def _reference(self, q, v, x, base=()):
-        """The reference path's answer, in this solver's shape; ``base``: the base inputs of ``base_state``."""
-        self.fallbacks += 1
-        state = {}
-        if self.robot.floating_base:
-            state = {"base_pose": np.reshape(base[:base_inputs.TWIST], (4, 4)),
-                     "base_twist": base[base_inputs.TWIST:base_inputs.GIVEN]}
-            given = np.asarray(base[base_inputs.GIVEN:base_inputs.COUNT])
-            if self.problem == "inverse":
-                state["base_accel"] = given
-            elif np.any(given != 0.0):  # a wrench on the free base: an external wrench on its link
-                state["external_wrenches"] = {self.robot.base.name: given}
-        contacts = [c.contact for c in self.contacts] or None
-        common = dict(gravity=self.gravity, ordering=self.order, contacts=contacts, **state)
-        if self.problem == "inverse":
-            r = reference_solve(self.robot, "inverse", q, v, qdd=x, **common)
-            parts = [r.tau]
-        elif self.problem == "forward":
-            r = reference_solve(self.robot, "forward", q, v, tau=x, **common)
-            parts = [r.qdd]
-        else:
-            given_qdd = {name: x[i] for i, name in enumerate(self.robot.joint_names) if name in self.qdd_joints}
-            given_tau = {j.name: x[j.index - 1] for j in self.robot.joints if j.name not in self.qdd_joints and j.actuated}
-            r = reference_solve(self.robot, "hybrid", q, v, qdd=given_qdd, tau=given_tau, **common)
-            parts = [r.qdd, r.tau]
-        if self.robot.floating_base:
-            parts.insert(0, r.base_wrench if self.problem == "inverse" else r.base_accel)
-        if self.contacts:
-            parts.append(np.concatenate([w.local[3:] if c.dim == 3 else w.local
-                                         for c, w in zip(self.contacts, r.contact_wrenches)]))
-        return parts[0] if len(parts) == 1 else tuple(parts)
-
-    def _self_check(self, samples) -> None:
-        """The generated code against the reference path at the sample states: a wrong answer here is a bug
-        in gtdyn, never the user's."""
-        for k in range(samples["q"].shape[1]):
-            q, v, x = (samples[s][:, k] for s in ("q", "v", "x"))
-            base = {}
-            if self.robot.floating_base:
-                T = np.eye(4)
-                T[:3, :3] = samples["R"][:, k].reshape(3, 3)
-                base = {"base_pose": T, "base_twist": samples["twist"][:, k],
-                        base_inputs.given_name(self.problem): samples["given"][:, k]}
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    got = self(q, v, x, **base)
-                    if self.fallbacks:  # the reference path answered: nothing of ours to check
-                        continue
-                    want = self._reference(q, v, x, base_state(self.robot, self.problem, **base))
-            except GTDYN_ERRORS:  # a singular robot raises at call time, as the reference path does
-                continue
-            finally:
-                self.fallbacks = 0
-            got, want = (np.concatenate(a) if isinstance(a, tuple) else a for a in (got, want))
-            error = np.max(np.abs(got - want), initial=0.0) / max(np.max(np.abs(want), initial=0.0), 1.0)
-            if not error <= 1e-8:
-                raise RuntimeError(f"gtdyn.compile: the generated code for '{self.robot.name}' disagrees with the "
-                                   f"reference path by {error:.3g} at a sample state; please report this")
 
     def _shape_error(self, q, v, x, shape):
         for name, a in (("q", q), ("v", v), ("x", x)):
@@ -414,3 +247,15 @@ def _real(name: str, a) -> np.ndarray:
     if a.dtype.kind == "c":
         raise ArgumentError(f"{name}: expected real numbers, got complex values {a.tolist()}")
     return a
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """One pool per thread count for the process: starting threads per batch cost more than many small states."""
+    with _POOL_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")
+        return _POOLS[threads]

@@ -1,60 +1,28 @@
 """The states a compiled solver is built and checked at: random joint states (closing every loop), a floating
-base's random rotation, twist and acceleration, and the problem template they stand in for."""
+base's random rotation, twist and acceleration, and the query each stands for."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import gtsam
 import numpy as np
 
-from gtdyn.errors import ArgumentError
-from gtdyn.kinematics.forward import forward_kinematics
+from gtdyn.arguments.query import Query, unpacked_query
+from gtdyn.equations import GRAVITY
 from gtdyn.kinematics.loop_closure import close_loops, independent_joints
 from gtdyn.model.robot import Robot
-from gtdyn.problem import Problem, build_problem, with_base
 
 SAMPLES = 8  # random states the pivot choice looks at
 
 
-def qdd_joint_names(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
-    if problem != "hybrid":
-        if qdd_joints:
-            raise ArgumentError(f"qdd_joints: only hybrid dynamics takes qdd_joints, not {problem}")
-        return ()
-    if qdd_joints is None or isinstance(qdd_joints, str):
-        raise ArgumentError("qdd_joints: hybrid dynamics needs the names of the joints whose q̈ is given (a list)")
-    try:
-        names = tuple(qdd_joints)
-    except TypeError:  # as hybrid_dynamics names a qdd that is not a dict
-        raise ArgumentError(f"qdd_joints: expected a list of joint names, got {type(qdd_joints).__name__}") from None
-    unknown = [n for n in names if n not in robot.joint_names]
-    if unknown:
-        raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")
-    return names
-
-
-def template_problem(robot: Robot, kind: str, qdd_joints, samples, k: int, contacts=()) -> Problem:
-    x = samples["x"][:, k]
-    if kind == "inverse":
-        problem = build_problem(robot, kind, qdd=x)
-    elif kind == "forward":
-        problem = build_problem(robot, kind, tau=x)
-    else:
-        index = robot.joint_names.index
-        problem = build_problem(robot, kind, qdd={n: x[index(n)] for n in qdd_joints},
-                                tau={j.name: x[j.index - 1] for j in robot.joints if j.name not in qdd_joints and j.actuated})
-    problem = dataclasses.replace(problem, contacts=tuple(contacts))
-    return with_base(robot, problem, samples["accel"][:, k] if robot.floating_base and kind == "inverse" else None)
-
-
-def sample_kinematics(robot: Robot, samples, k: int):
-    """Forward kinematics at sample state k (with its base rotation and twist on a floating base)."""
-    if not robot.floating_base:
-        return forward_kinematics(robot, samples["q"][:, k], samples["v"][:, k])
-    return forward_kinematics(robot, samples["q"][:, k], samples["v"][:, k],
-                              gtsam.Pose3(gtsam.Rot3(samples["R"][:, k].reshape(3, 3)), np.zeros(3)),
-                              samples["twist"][:, k])
+def sample_query(robot: Robot, kind: str, qdd_joints, samples, k: int, contacts=None, gravity=GRAVITY) -> Query:
+    """The query sample state k stands for (``unpacked_query``): the template a compiled plan is built from."""
+    base = ()
+    if robot.floating_base:
+        pose = np.eye(4)
+        pose[:3, :3] = samples["R"][:, k].reshape(3, 3)
+        base = np.concatenate([pose.ravel(), samples["twist"][:, k], samples["given"][:, k]])
+    return unpacked_query(robot, kind, qdd_joints, samples["q"][:, k], samples["v"][:, k], samples["x"][:, k], base,
+                          contacts=contacts, gravity=gravity)
 
 
 def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLES, seed: int = 0) -> dict[str, np.ndarray]:

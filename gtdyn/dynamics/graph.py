@@ -24,9 +24,9 @@ from gtdyn.equations import (LinearEquation, contact_equation, contact_wrench_ma
                              wrench_equation)
 from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.system import Key, add_equation
+from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
-from gtdyn.spatial import Ad
 
 
 def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, gravity,
@@ -123,7 +123,7 @@ def _base_accel_role(robot: Robot, problem: Problem):
         return np.zeros(6)
     if problem.base_accel is None:
         return Key(keys.twist_accel_key(0))
-    return Ad(robot.base.lTcom.inverse()) @ problem.base_accel
+    return base_frame.twist_to_com(robot) @ problem.base_accel
 
 
 def _base_wrench_role(robot: Robot, problem: Problem):
@@ -131,7 +131,7 @@ def _base_wrench_role(robot: Robot, problem: Problem):
     frame: F_com = Ad(lTcom)ᵀ F_l) or an unknown, "F0"."""
     if problem.base_wrench is None:
         return Key(keys.wrench_key(0))
-    return Ad(robot.base.lTcom).T @ problem.base_wrench
+    return base_frame.wrench_to_com(robot) @ problem.base_wrench
 
 
 def dynamics_graph(robot: Robot, kin: KinematicState, problem: Problem, gravity: np.ndarray,

@@ -12,10 +12,10 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.elimination import Elimination
+from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
 from gtdyn.equations import contact_selector
 from gtdyn.problem import Contact, PlacedContact, Problem
-from gtdyn.spatial import Ad
 
 if TYPE_CHECKING:  # networkx is imported only when a DAG is asked for
     import networkx as nx
@@ -88,6 +88,15 @@ class DynamicsResult:
 
         return bayes_tree_dag(self.graph.eliminateMultifrontal(self.elimination_ordering), self.elimination_ordering)
 
+    def packed(self, layout) -> list[np.ndarray]:
+        """The parts ``layout`` (``gtdyn.problem.answer_layout``) names, as a compiled solver returns them: a point
+        contact's force alone, a surface contact's whole wrench."""
+        values = {"base_accel": self.base_accel, "base_wrench": self.base_wrench, "qdd": self.qdd, "tau": self.tau}
+        if any(name == "contacts" for name, _ in layout):
+            values["contacts"] = np.concatenate([w.local[3:] if w.contact.kind == "point" else w.local
+                                                 for w in self.contact_wrenches])
+        return [values[name] for name, _ in layout]
+
     def __repr__(self) -> str:
         rows = "\n".join(f"  {n:>12s}  q̈ = {a: .6g}  τ = {t: .6g}" for n, a, t in zip(self.robot.joint_names, self.qdd, self.tau))
         return f"DynamicsResult({self.problem} dynamics of '{self.robot.name}', ordering {self.ordering}):\n{rows}"
@@ -101,12 +110,11 @@ def assemble_result(robot: Robot, problem: Problem, kin: KinematicState, graph, 
     idx = range(1, robot.num_dofs + 1)
     bodies = (robot.base, *robot.links) if robot.floating_base else robot.links
     base_accel = base_wrench = None
-    if robot.floating_base:  # CoM frame -> root link frame: V_l = Ad(lTcom) V_com, F_l = Ad(comTl)ᵀ F_com
-        lTcom = robot.base.lTcom
+    if robot.floating_base:  # back from the base's CoM frame to its root link frame
         base_accel = (problem.base_accel if problem.base_accel is not None
-                      else Ad(lTcom) @ x.at(keys.twist_accel_key(0)))
+                      else base_frame.twist_to_link(robot) @ x.at(keys.twist_accel_key(0)))
         base_wrench = (problem.base_wrench if problem.base_wrench is not None
-                       else Ad(lTcom.inverse()).T @ x.at(keys.wrench_key(0)))
+                       else base_frame.wrench_to_link(robot) @ x.at(keys.wrench_key(0)))
     return DynamicsResult(
         robot=robot,
         problem=problem.kind,
@@ -116,7 +124,7 @@ def assemble_result(robot: Robot, problem: Problem, kin: KinematicState, graph, 
         tau=np.array([scalar(problem.known_tau, keys.torque_key, j) for j in idx]),
         wrenches={joint.name: np.array(x.at(keys.wrench_key(joint.index))) for joint in robot.joints},
         twist_accels={link.name: (np.array(x.at(keys.twist_accel_key(link.index))) if link.index or
-                                  problem.base_accel is None else Ad(robot.base.lTcom.inverse()) @ problem.base_accel)
+                                  problem.base_accel is None else base_frame.twist_to_com(robot) @ problem.base_accel)
                       for link in bodies},
         twists={link.name: kin.V[link.index] for link in bodies},
         graph=graph,

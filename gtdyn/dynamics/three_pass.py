@@ -12,17 +12,19 @@ With I the joints whose q̈ is given (inverse-dynamics joints) and F those whose
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from gtdyn.arguments import robot_argument
+from gtdyn.arguments.query import ask
 from gtdyn.dynamics.result import DynamicsResult
-from gtdyn.dynamics.solve import solve_problem
+from gtdyn.dynamics.reference import solve_query
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
-from gtdyn.problem import Problem, hybrid_problem
+from gtdyn.problem import Problem
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,22 +48,23 @@ def featherstone_hybrid_dynamics(robot: Robot, q, v, qdd, tau, *, gravity=GRAVIT
     if unsupported:
         raise ArgumentError(f"robot: featherstone_hybrid_dynamics covers fixed-base trees without transmissions; "
                             f"'{robot.name}' has {' and '.join(unsupported)} (use gtdyn.hybrid_dynamics)")
-    split = hybrid_problem(robot, qdd, tau)  # validates, and gives passive joints τ = 0
-    given_qdd, given_tau = split.known_qdd, split.known_tau
+    # the user's arguments checked once; each pass below asks its own question of the same state
+    asked = ask(robot, "hybrid", q, v, qdd=qdd, tau=tau, gravity=gravity, external_wrenches=external_wrenches)
+    given_qdd, given_tau = asked.problem.known_qdd, asked.problem.known_tau  # passive joints: τ = 0 given
     n = robot.num_dofs
     all_joints = range(1, n + 1)
 
     # 1. bias torques: prescribed q̈ on I, zero on F
-    bias = solve_problem(robot, q, v, Problem("inverse", known_qdd={j: given_qdd.get(j, 0.0) for j in all_joints}),
-                         gravity, external_wrenches, inverse_ordering)
-    # 2. forward dynamics of the F joints with the I joints locked
-    locked = solve_problem(robot, q, np.zeros(n),
-                           Problem("hybrid", known_qdd={j: 0.0 for j in given_qdd},
-                                   known_tau={j: t - bias.tau[j - 1] for j, t in given_tau.items()}),
-                           (0.0, 0.0, 0.0), None, forward_ordering)
+    bias = solve_query(asked.with_problem(Problem("inverse", known_qdd={j: given_qdd.get(j, 0.0) for j in all_joints})),
+                       ordering=inverse_ordering)
+    # 2. forward dynamics of the F joints with the I joints locked, at rest, without gravity or external wrenches
+    locked = solve_query(dataclasses.replace(
+        asked, v=np.zeros(n), gravity=np.zeros(3), external_wrenches={},
+        problem=Problem("hybrid", known_qdd={j: 0.0 for j in given_qdd},
+                        known_tau={j: t - bias.tau[j - 1] for j, t in given_tau.items()})), ordering=forward_ordering)
     qdd_full = np.array([given_qdd.get(j, locked.qdd[j - 1]) for j in all_joints])
     # 3. torques of the I joints
-    final = solve_problem(robot, q, v, Problem("inverse", known_qdd={j: qdd_full[j - 1] for j in all_joints}),
-                          gravity, external_wrenches, inverse_ordering)
+    final = solve_query(asked.with_problem(Problem("inverse", known_qdd={j: qdd_full[j - 1] for j in all_joints})),
+                        ordering=inverse_ordering)
     tau_full = np.array([given_tau.get(j, final.tau[j - 1]) for j in all_joints])
     return ThreePassResult(qdd_full, tau_full, (bias, locked, final))

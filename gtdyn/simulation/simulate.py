@@ -15,14 +15,13 @@ import numpy as np
 from gtdyn.arguments import (finite_vector, gravity_vector, joint_vector, pose_argument, real_array,
                              robot_argument)
 from gtdyn.compiled import compile as compile_solver
-from gtdyn.dynamics.solve import check_transmissions
+from gtdyn.arguments.asked import check_passive_torques, check_transmissions
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import GTDYN_ERRORS, ArgumentError, IllConditionedWarning
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.kinematics.loop_closure import independent_joints, project
 from gtdyn.kinematics.loops import check_closed
 from gtdyn.model.robot import Robot
-from gtdyn.problem import check_passive_torques
 from gtdyn.simulation.floating import simulate_floating
 from gtdyn.simulation.integrators import STEPS
 from gtdyn.simulation.trajectory import Trajectory

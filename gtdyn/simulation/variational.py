@@ -25,6 +25,8 @@ import numpy as np
 
 from gtdyn.equations import gravity_wrench
 from gtdyn.errors import ArgumentError
+from gtdyn.kinematics.forward import NUMERIC, forward_kinematics, kinematic_pass
+from gtdyn.model.base_frame import pose_to_link, twist_to_link
 from gtdyn.model.robot import Robot
 from gtdyn.spatial import Ad, ad
 
@@ -65,13 +67,11 @@ class VariationalIntegrator:
     # -- the passes -----------------------------------------------------------------------------------------
 
     def _poses(self, q, T0):
-        """Joint transforms pTc(q) and each body's pose in the world, root → leaves (the base's: T0)."""
-        pTc = {j.index: j.parent_T_child(q[j.index - 1]) for j in self.robot.joints}
-        wT = [gtsam.Pose3()] * (len(self.robot.links) + 1)
-        wT[0] = T0
-        for joint in self.robot.tree_joints:
-            wT[joint.index] = wT[self.robot.link(joint.parent).index].compose(pTc[joint.index])
-        return pTc, wT
+        """Joint transforms pTc(q) and each body's pose in the world, root → leaves from the base's dynamics frame at
+        T0: the kinematics pass (``gtdyn.kinematics.forward.kinematic_pass``), its twists unused."""
+        robot = self.robot
+        kin, pTc = kinematic_pass(robot, NUMERIC, q, np.zeros(robot.num_dofs), T0, np.zeros(6))
+        return {j.index: pTc[j.index] for j in robot.joints}, kin.wT
 
     def _weights(self, wT, scale: float) -> dict[int, np.ndarray]:
         return {link.index: scale * gravity_wrench(link.mass, wT[link.index], self.gravity) for link in self.bodies}
@@ -115,11 +115,9 @@ class VariationalIntegrator:
     def start(self, q0, v0, tau0, dt: float, T0=None, V0=None) -> dict:
         """The state before the first step: body momenta G Vᵢ(t₀) from (q₀, q̇₀) and, on a floating base, its CoM
         frame's pose T0 and twist V0."""
-        from gtdyn.kinematics.forward import forward_kinematics
-
-        lTcom = self.robot.base.lTcom
-        kin = forward_kinematics(self.robot, q0, v0, None if T0 is None else T0.compose(lTcom.inverse()),
-                                 None if V0 is None else Ad(lTcom) @ V0)
+        robot = self.robot
+        kin = forward_kinematics(robot, q0, v0, None if T0 is None else pose_to_link(robot, T0),
+                                 None if V0 is None else twist_to_link(robot) @ V0)
         momentum = {link.index: link.G @ kin.V[link.index] for link in self.bodies}
         v_all = np.concatenate([V0, v0]) if self.floating else np.array(v0, float)
         return self._state(np.array(q0, float), v_all, momentum, self._impulse(np.zeros(self.robot.num_dofs)), tau0,

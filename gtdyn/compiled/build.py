@@ -1,0 +1,95 @@
+"""``gtdyn.compile``: a robot, a problem and an ordering → a solver that runs the elimination as machine code.
+
+The symbolic pass (``plan``, ``codegen``) happens once; each call only runs the numbers. The graph and the
+ordering are exactly the reference path's: the ordering is resolved on the reference graph of a sample query
+(named strategies, lists and callables alike), so ``solver.dag()`` is the reference path's DAG. Fresh code is
+checked against the reference path at sample states before it is cached.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.arguments import choice, gravity_vector, robot_argument
+from gtdyn.arguments.asked import place_contacts, qdd_joint_names
+from gtdyn.compiled import cache, native
+from gtdyn.compiled.codegen import generate
+from gtdyn.compiled.fallback import self_check
+from gtdyn.compiled.render import render
+from gtdyn.compiled.solver import CompiledSolver
+from gtdyn.compiled.states import sample_query, sample_states
+from gtdyn.dynamics.reference import template_graph
+from gtdyn.equations import GRAVITY
+from gtdyn.errors import ArgumentError
+from gtdyn.model.robot import Robot
+from gtdyn.orderings import resolve_ordering
+from gtdyn.problem import PROBLEM_KINDS, Problem
+
+
+def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
+            contacts=None, checks: bool = True, use_cache: bool = True) -> CompiledSolver:
+    """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
+    joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
+    keys, or a callable, as everywhere; default "colamd"). See ``CompiledSolver`` for calling it.
+
+    A floating base is given its pose and twist at each call (and its acceleration in inverse dynamics; in
+    forward and hybrid dynamics it is free). ``contacts`` (a list of ``gtdyn.Contact``, fixed at compile time)
+    make forward and hybrid dynamics constrained dynamics; inverse dynamics with contacts, whose forces are
+    least-norm, stays with the reference path.
+
+    ``checks=False`` skips the refinement, the condition estimate and the backward error: an answer without a
+    verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
+    reference path.
+
+    The first compile of a robot, problem and ordering writes the machine code to an on-disk cache
+    (``gtdyn.compiled.cache``); later compiles, in any process, load it.
+    """
+    started = time.perf_counter()
+    robot_argument(robot)
+    choice("problem", problem, PROBLEM_KINDS)
+    gravity = gravity_vector(gravity)
+    qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
+    if robot.floating_base and robot.loop_joints:  # a planar loop's plane would turn with the base
+        raise ArgumentError(f"robot: '{robot.name}' has a floating base and closed loops, which compiled solvers do "
+                            "not cover; use the reference path (gtdyn.forward_dynamics etc.)")
+    if problem == "inverse" and place_contacts(robot, contacts):
+        raise ArgumentError("contacts: inverse dynamics with contacts (least-norm contact forces) is not compiled; "
+                            "use gtdyn.inverse_dynamics(..., contacts=...)")
+    samples = sample_states(robot, problem, qdd_joints, count=1)  # sample 0 of the SAMPLES a build looks at
+    template, graph = template_graph(sample_query(robot, problem, qdd_joints, samples, 0, contacts, gravity))
+    gtsam_order = resolve_ordering(ordering, robot, template.problem, graph)
+    order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
+    name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot),
+                     cache.problem_signature(template.problem), order, tuple(gravity))
+    record = cache.load(name) if use_cache else None
+    cached = record is not None
+    if record is None:
+        samples = sample_states(robot, problem, qdd_joints)
+        with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
+            record = _build(robot, template.problem, order, gravity, samples, name)
+    solver = CompiledSolver(template, qdd_joints, order, record, name, checks)
+    if not cached:
+        self_check(solver, samples)
+        if use_cache:  # only code that passed its self-check is kept
+            cache.store(name, record)
+    solver.compile_seconds = time.perf_counter() - started
+    solver.from_cache = cached
+    return solver
+
+
+def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str) -> dict:
+    program = generate(robot, template, order, gravity, samples)
+    prefix = f"g{name[:12]}_"
+    ir = native.module_ir(program.functions, prefix)
+    obj = native.compile_object(ir)
+    layout = program.layout
+    header = (f"{template.kind} dynamics of '{robot.name}', ordering {' '.join(keys.label(k) for k in order)}: "
+              f"generated by gtdyn.compile")
+    return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
+            "outputs": len(program.outputs), "source": render(program.functions, header),
+            "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
+            "operations": {fn.name: fn.count() for fn in program.functions.values()}}

@@ -1,0 +1,58 @@
+"""When the generated code does not certify its answer, the reference path answers: the packed inputs become the
+query they stand for (``unpacked_query``: the boundary's checks and errors), the reference path solves it in the
+solver's ordering, and the result is packed in the solver's answer layout. The same comparison checks fresh code
+against the reference path at sample states before it is cached."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from gtdyn.arguments.query import unpacked_query
+from gtdyn.compiled.base_inputs import checked_base, given_name
+from gtdyn.dynamics.reference import solve_query
+from gtdyn.errors import GTDYN_ERRORS
+
+# relative disagreement with the reference path at a sample state above which fresh code is a bug, not round-off
+SELF_CHECK_TOLERANCE = 1e-8
+
+
+def reference_answer(solver, q, v, x, base=()):
+    """The reference path's answer to the packed inputs (``base``: ``Query.base_inputs``), in the solver's shape:
+    the parts of its answer layout, one part alone bare."""
+    solver.fallbacks += 1
+    query = unpacked_query(solver.robot, solver.problem, solver.qdd_joints, q, v, x, base,
+                           contacts=[c.contact for c in solver.template.problem.contacts] or None,
+                           gravity=solver.gravity)
+    parts = solve_query(query, ordering=solver.order).packed(solver.layout)
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def self_check(solver, samples) -> None:
+    """The generated code against the reference path at the sample states: a wrong answer here is a bug in
+    gtdyn, never the user's."""
+    for k in range(samples["q"].shape[1]):
+        q, v, x = (samples[s][:, k] for s in ("q", "v", "x"))
+        base = {}
+        if solver.robot.floating_base:
+            pose = np.eye(4)
+            pose[:3, :3] = samples["R"][:, k].reshape(3, 3)
+            base = {"base_pose": pose, "base_twist": samples["twist"][:, k],
+                    given_name(solver.problem): samples["given"][:, k]}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = solver(q, v, x, **base)
+                if solver.fallbacks:  # the reference path answered: nothing of ours to check
+                    continue
+                want = reference_answer(solver, q, v, x, checked_base(solver.robot, solver.problem, **base))
+        except GTDYN_ERRORS:  # a singular robot raises at call time, as the reference path does
+            continue
+        finally:
+            solver.fallbacks = 0
+        got, want = (np.concatenate(a) if isinstance(a, tuple) else a for a in (got, want))
+        error = np.max(np.abs(got - want), initial=0.0) / max(np.max(np.abs(want), initial=0.0), 1.0)
+        if not error <= SELF_CHECK_TOLERANCE:
+            raise RuntimeError(f"gtdyn.compile: the generated code for '{solver.robot.name}' disagrees with the "
+                               f"reference path by {error:.3g} at a sample state; please report this")
