@@ -37,16 +37,14 @@ them).
 
 from __future__ import annotations
 
-import inspect
 import weakref
-from collections import Counter
 from collections.abc import Callable, Sequence
 
 import gtsam
-import numpy as np
 
 from gtdyn import keys
-from gtdyn.errors import ArgumentError
+from gtdyn.arguments.ordering import (applicable_strategy, called_ordering, checked_order, not_an_ordering,
+                                      ordering_key, strategy_kinds)
 from gtdyn.model.robot import Robot
 from gtdyn.problem import PROBLEM_KINDS, Problem
 
@@ -58,14 +56,9 @@ APPLIES_TO: dict[str, tuple[str, ...]] = {}
 def register_ordering(name: str, fn: Strategy, problems: tuple[str, ...] = PROBLEM_KINDS) -> Strategy:
     """Make ``fn(robot, problem, graph) -> gtsam.Ordering`` (or a list of labels or keys) available as
     ``ordering=name`` for the problem kinds it applies to; ``fn`` must order exactly the graph's unknowns."""
-    if isinstance(problems, str) or not isinstance(problems, (tuple, list, set, frozenset)):
-        problems = (problems,)  # one kind given bare (or not a kind at all: refused below)
-    unknown = [p for p in problems if not isinstance(p, str) or p not in PROBLEM_KINDS]
-    if unknown or not problems or not callable(fn) or not isinstance(name, str) or not name:
-        raise ArgumentError(f"register_ordering: need a name, a callable and problem kinds among {', '.join(PROBLEM_KINDS)}; "
-                            f"got {name!r}, {fn!r}, {problems!r}")
+    kinds = strategy_kinds(name, fn, problems)
     STRATEGIES[name] = fn
-    APPLIES_TO[name] = tuple(problems)
+    APPLIES_TO[name] = kinds
     return fn
 
 
@@ -328,60 +321,14 @@ def resolve_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.Gaus
     if isinstance(ordering, gtsam.Ordering):
         return _checked([ordering.at(i) for i in range(ordering.size())], graph)
     if isinstance(ordering, str):
-        if ordering not in STRATEGIES:
-            raise ArgumentError(f"ordering: unknown strategy '{ordering}'; known: {', '.join(STRATEGIES)}")
-        if problem.kind not in APPLIES_TO[ordering]:
-            raise ArgumentError(f"ordering: '{ordering}' applies to {' and '.join(APPLIES_TO[ordering])} dynamics, not "
-                             f"{problem.kind}; for {problem.kind} dynamics use {', '.join(applicable(problem.kind))} "
-                             "or an explicit list")
-        return resolve_ordering(STRATEGIES[ordering](robot, problem, graph), robot, problem, graph)
+        fn = STRATEGIES[applicable_strategy(ordering, problem.kind, APPLIES_TO)]
+        return resolve_ordering(fn(robot, problem, graph), robot, problem, graph)
     if callable(ordering):
-        try:
-            inspect.signature(ordering).bind(robot, problem, graph)
-        except TypeError:
-            raise ArgumentError(f"ordering: a callable ordering is called as ordering(robot, problem, graph); "
-                                f"{getattr(ordering, '__name__', ordering)!r} cannot take those three") from None
-        except ValueError:  # no signature to inspect (some builtins): call it and see
-            pass
-        chosen = ordering(robot, problem, graph)
-        if chosen is None or callable(chosen) and not isinstance(chosen, gtsam.Ordering):
-            raise ArgumentError(f"ordering: the callable {getattr(ordering, '__name__', ordering)!r} returned "
-                                f"{type(chosen).__name__}; it must return a strategy name, a list of labels/keys or "
-                                "a gtsam.Ordering")
-        return resolve_ordering(chosen, robot, problem, graph)
+        return resolve_ordering(called_ordering(ordering, robot, problem, graph), robot, problem, graph)
     if isinstance(ordering, Sequence):
-        return _checked([_as_key(x) for x in ordering], graph)
-    raise ArgumentError(f"ordering: expected a strategy name, a list of labels/keys or a callable, got {type(ordering).__name__}")
-
-
-def _as_key(x) -> int:
-    if isinstance(x, str):
-        try:
-            return keys.parse_label(x)
-        except ValueError as e:
-            raise ArgumentError(f"ordering: {e}") from None
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        if not 0 <= int(x) < 1 << 64:  # a gtsam Key is an unsigned 64-bit number
-            raise ArgumentError(f"ordering: {int(x)} is not a key (keys are 0 … 2⁶⁴ − 1; labels such as 'A1' are "
-                                "easier)")
-        return int(x)
-    raise ArgumentError(f"ordering: {x!r} is neither a variable label (such as 't1', 'F2', 'A3', 'a1') nor a key")
+        return _checked([ordering_key(x) for x in ordering], graph)
+    raise not_an_ordering(ordering)
 
 
 def _checked(order: list[int], graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
-    wanted = graph_keys(graph)
-    wanted_set, order_set = set(wanted), set(order)
-    unknown = [keys.label(k) for k in order if k not in wanted_set]
-    missing = [keys.label(k) for k in wanted if k not in order_set]
-    repeated = [] if len(order_set) == len(order) else sorted(
-        keys.label(k) for k, count in Counter(order).items() if count > 1)
-    problems = []
-    if unknown:
-        problems.append(f"not unknowns of this problem: {', '.join(unknown)}")
-    if missing:
-        problems.append(f"missing: {', '.join(missing)}")
-    if repeated:
-        problems.append(f"repeated: {', '.join(repeated)}")
-    if problems:
-        raise ArgumentError("ordering: " + "; ".join(problems) + f" (the unknowns are {', '.join(keys.label(k) for k in wanted)})")
-    return _ordering(order)
+    return _ordering(checked_order(order, graph_keys(graph)))

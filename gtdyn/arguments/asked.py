@@ -145,12 +145,11 @@ def check_transmissions(robot: Robot, q, v, known_qdd: Mapping[int, float] | Non
     ``names``: the arguments q and q̇ came as (``gtdyn.simulate``'s q0 and v0)."""
     for t in robot.transmissions:
         joints = [t.dependent, *(k for k, _ in t.terms)]
-        ratios = np.array([ratio for _, ratio in t.terms])
-        checks = [(names[0], q, t.offset), (names[1], v, 0.0)]
+        checks = [(names[0], q, True), (names[1], v, False)]
         if known_qdd and all(j in known_qdd for j in joints):
-            checks.append(("qdd", np.array([known_qdd.get(j, 0.0) for j in range(1, robot.num_dofs + 1)]), 0.0))
-        for name, x, offset in checks:
-            expected = ratios @ x[[k - 1 for k, _ in t.terms]] + offset
+            checks.append(("qdd", np.array([known_qdd.get(j, 0.0) for j in range(1, robot.num_dofs + 1)]), False))
+        for name, x, position in checks:
+            expected = t.follow(x, position)
             if abs(x[t.dependent - 1] - expected) > TRANSMISSION_TOLERANCE * (1.0 + abs(expected)):
                 raise ArgumentError(
                     f"{name}: joint '{robot.joints[t.dependent - 1].name}' is coupled ({t.name}) and must be "

@@ -78,6 +78,7 @@ def benchmark_state(robot: Robot, seed: int = 0) -> State:
         s = close_loops(robot, {k: rng.uniform(-0.2, 0.2) for k in free}, {k: rng.uniform(-1, 1) for k in free},
                         {k: rng.uniform(-2, 2) for k in free})
         q, v, qdd = s.q, s.v, s.qdd
+    robot.follow_drives(q, v, qdd)
     tau = inverse_dynamics(robot, q, v, qdd, ordering="rnea").tau
     half, index = len(act) // 2, robot.joint_names.index
     return State(q, v, qdd, tau, {k: qdd[index(k)] for k in act[:half]}, {k: tau[index(k)] for k in act[half:]})

@@ -9,10 +9,12 @@ import gtsam
 import numpy as np
 
 import gtdyn
+from gtdyn.arguments.query import ask
 from gtdyn.cli.inputs import base_pose, base_vector, load, ordering_argument, ordering_name, pairs, vector
 from gtdyn.cli.messages import CLIError
 from gtdyn.cli.state import default_state
 from gtdyn.cli.table import base_text, format_result, gravity_text
+from gtdyn.dynamics.reference import solve_query
 
 BASE_OPTIONS = ("base_pose", "base_twist", "base_accel")
 
@@ -125,8 +127,7 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
     q0, v0, qdd0 = default_state(robot)
     q, v = vector(args.q, "q", robot, q0), vector(args.v, "v", robot, v0)
     base = _base(robot, problem, args)
-    options = {"gravity": args.gravity, "elimination": args.elimination,
-               "ordering": ordering_argument(args.ordering, problem)}
+    options = {"elimination": args.elimination, "ordering": ordering_argument(args.ordering, problem)}
     passive = [j.name for j in robot.joints if not j.actuated]
     at_passive = f"; τ = 0 at passive {_names(passive)}" if passive else ""
     if problem == "inverse":
@@ -150,7 +151,8 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
         given += "; base pose, twist" + (", acceleration" if base.accel is not None else " (free: no wrench)")
         solved += "; base " + ("wrench" if base.accel is not None else "acceleration")
     try:
-        result = gtdyn.solve(robot, problem, q, v, qdd=qdd, tau=tau, **_base_arguments(base), **options)
+        query = ask(robot, problem, q, v, qdd=qdd, tau=tau, gravity=args.gravity, **_base_arguments(base))
+        result = solve_query(query, **options)
     except gtdyn.ArgumentError as e:  # one --ordering serves every problem of --problem all: say which it failed for
         if not str(e).startswith("ordering: "):
             raise

@@ -74,7 +74,5 @@ def default_state(robot: gtdyn.Robot) -> tuple[np.ndarray, np.ndarray, np.ndarra
                               {j.name: 0.5 for j in free})
         return s.q, s.v, s.qdd
     v, qdd = np.full(robot.num_dofs, 0.1), np.full(robot.num_dofs, 0.5)
-    for t in robot.transmissions:  # a driven joint follows its drives
-        for x, offset in ((q, t.offset), (v, 0.0), (qdd, 0.0)):
-            x[t.dependent - 1] = sum(ratio * x[j - 1] for j, ratio in t.terms) + offset
+    robot.follow_drives(q, v, qdd)
     return q, v, qdd

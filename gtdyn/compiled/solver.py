@@ -17,7 +17,8 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import real_array, whole_number
+from gtdyn.arguments import choice, joint_vector, real_array, state_batch, whole_number
+from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.compiled import base_inputs, native
 from gtdyn.compiled.base_inputs import base_states, write_base
@@ -27,6 +28,7 @@ from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
+GENERATED_FUNCTIONS = ("factor", "solve", "solve_t", "residual", "main", "fast")
 
 
 class CompiledSolver:
@@ -111,11 +113,11 @@ class CompiledSolver:
                 in_v[...] = v
                 in_x[...] = x
             else:  # numpy would cast complex numbers into the workspace with only a warning: look at them first
-                in_q[...], in_v[...], in_x[...] = _real("q", q), _real("v", v), _real("x", x)
+                in_q[...], in_v[...], in_x[...] = real_array("q", q), real_array("v", v), real_array("x", x)
         except ArgumentError:
             raise
         except (TypeError, ValueError):
-            self._shape_error(q, v, x, (n,))
+            self._shape_error(q, v, x)
             raise
         if base is not None:
             given, other = (base_accel, base_wrench) if self._inverse else (base_wrench, base_accel)
@@ -149,9 +151,7 @@ class CompiledSolver:
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
         n = self._n
         threads = whole_number("threads", threads, 1)
-        Q, V, X = (real_array(name, a, f"an array of shape (N, {n})") for name, a in (("Q", Q), ("V", V), ("X", X)))
-        if Q.ndim != 2 or Q.shape[1] != n or V.shape != Q.shape or X.shape != Q.shape:
-            raise ArgumentError(f"Q, V, X: expected three arrays of shape (N, {n}), got {Q.shape}, {V.shape}, {X.shape}")
+        Q, V, X = state_batch(n, Q=Q, V=V, X=X)
         if self._passive.size and np.any(X[:, self._passive] != 0.0):
             self._passive_error(X)
         count = Q.shape[0]
@@ -199,9 +199,7 @@ class CompiledSolver:
     def code(self, function: str = "solve") -> str:
         """One generated function of ``source``: "factor" (kinematics, rows, elimination), "solve" (right-hand
         side and back-substitution), "solve_t", "residual", "main" (the checked call) or "fast"."""
-        marker = f"def {function}(ws):"
-        if marker not in self.source:
-            raise ArgumentError(f"function: '{function}' is not one of factor, solve, solve_t, residual, main, fast")
+        marker = f"def {choice('function', function, GENERATED_FUNCTIONS)}(ws):"
         text = self.source[self.source.index(marker):]
         end = text.find("\ndef ", 1)
         return text if end < 0 else text[:end + 1]
@@ -226,27 +224,14 @@ class CompiledSolver:
         return (f"CompiledSolver({self.problem} dynamics of '{self.robot.name}', ordering {' '.join(self.ordering)}; "
                 f"{ops} operations)")
 
-    def _shape_error(self, q, v, x, shape):
+    def _shape_error(self, q, v, x):
+        """The boundary's error for whichever of q, q̇, x is not one number per joint (``joint_vector``)."""
         for name, a in (("q", q), ("v", v), ("x", x)):
-            try:
-                got = np.shape(np.asarray(a, dtype=float))
-            except (TypeError, ValueError):
-                raise ArgumentError(f"{name}: expected {shape[0]} numbers (robot.joint_names order), got {a!r}") from None
-            if got != shape:
-                raise ArgumentError(f"{name}: expected {shape[0]} values (robot.joint_names order), got shape {got}")
+            joint_vector(self.robot, name, a)
 
     def _passive_error(self, x):
-        x = np.atleast_2d(x)
-        names = [self.robot.joints[i].name for i in self._passive if np.any(x[:, i] != 0.0)]
-        raise ArgumentError(f"x: joints {', '.join(names)} are passive, so their torque is 0")
-
-
-def _real(name: str, a) -> np.ndarray:
-    """``a`` as an array that is not complex (a single call's slow path: anything but a float64 array)."""
-    a = np.asarray(a)
-    if a.dtype.kind == "c":
-        raise ArgumentError(f"{name}: expected real numbers, got complex values {a.tolist()}")
-    return a
+        """The boundary's error naming the passive joints given a torque in x (one state or rows of them)."""
+        check_passive_torques(self.robot, "x", np.max(np.abs(np.atleast_2d(x)), axis=0))
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
@@ -254,7 +239,7 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:
-    """One pool per thread count for the process: starting threads per batch cost more than many small states."""
+    """One pool per thread count for the process: starting threads per batch costs more than many small states."""
     with _POOL_LOCK:
         if threads not in _POOLS:
             _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")

@@ -44,9 +44,7 @@ def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLE
             s = close_loops(robot, {f: rng.uniform(-0.2, 0.2) for f in free}, {f: rng.uniform(-1, 1) for f in free},
                             {f: rng.uniform(-2, 2) for f in free})
             q[:, k], v[:, k], qdd[:, k] = s.q, s.v, s.qdd
-        for t in robot.transmissions:  # the driven joints follow their drives
-            for x, offset in ((q, t.offset), (v, 0.0), (qdd, 0.0)):
-                x[t.dependent - 1, k] = sum(ratio * x[j - 1, k] for j, ratio in t.terms) + offset
+        robot.follow_drives(q[:, k], v[:, k], qdd[:, k])
         tau = rng.uniform(-5, 5, n)
         tau[passive] = 0.0
         if robot.floating_base:  # a random rotation (row-major), twist and acceleration of the base

@@ -10,6 +10,7 @@ from importlib import resources
 import numpy as np
 
 from gtdyn.model.build import build_robot
+from gtdyn.arguments import choice
 from gtdyn.errors import ArgumentError, ModelError
 from gtdyn.model.robot import Robot
 
@@ -100,10 +101,9 @@ def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmi
     as Pinocchio does by default, with a ModelWarning for each ``<mimic>``.
 
     ModelError for a bad or missing file, ArgumentError for an argument that is not a path or name."""
-    if transmissions not in TRANSMISSIONS:
-        raise ArgumentError(f"transmissions: expected one of {', '.join(TRANSMISSIONS)}, got {transmissions!r:.80}")
-    if base not in (None, *BASES):
-        raise ArgumentError(f"base: expected 'fixed', 'floating' or None (follow the file), got {base!r:.80}")
+    choice("transmissions", transmissions, TRANSMISSIONS)
+    if base is not None:
+        choice("base", base, BASES)
     if not isinstance(path_or_name, (str, bytes, os.PathLike)):
         raise ArgumentError(f"path_or_name must be a .urdf/.sdf path or a bundled robot name "
                             f"({', '.join(BUNDLED)}), not {type(path_or_name).__name__} {path_or_name!r:.80}")

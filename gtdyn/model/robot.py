@@ -90,6 +90,11 @@ class Transmission:
     terms: tuple[tuple[int, float], ...]
     offset: float = 0.0
 
+    def follow(self, x, position: bool = True):
+        """What the dependent joint's entry of ``x`` (joint order along the first axis: q, q̇ or q̈, one state or
+        a column per state) must be: Σ ratio_k x_k, plus the offset for positions."""
+        return sum(ratio * x[j - 1] for j, ratio in self.terms) + (self.offset if position else 0.0)
+
 
 @dataclass(frozen=True)
 class _Topology:
@@ -186,6 +191,14 @@ class Robot:
 
     def is_base(self, link_name: str) -> bool:
         return link_name == self.base.name
+
+    def follow_drives(self, q, v=None, qdd=None) -> None:
+        """Set each driven joint's entry of q, q̇ and q̈ (arrays in joint order along their first axis; None: skip)
+        to what its transmission's drives make it, in place: how a state is made to keep every coupling."""
+        for t in self.transmissions:
+            for x, position in ((q, True), (v, False), (qdd, False)):
+                if x is not None:
+                    x[t.dependent - 1] = t.follow(x, position)
 
     def is_fixed(self, link_name: str) -> bool:
         """Whether a link (or the body a frame was merged into) is welded to the world: a fixed base."""

@@ -14,6 +14,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.analysis.dag import KIND_COLOURS, KIND_ROWS
 from gtdyn.analysis.steps import _kind_runs, elimination_steps, group_batches
+from gtdyn.arguments import choice
 from gtdyn.errors import ArgumentError
 from gtdyn.plot.figure import fixed_limits, tight_layout
 
@@ -108,8 +109,7 @@ def tree_layout(dag: nx.Graph, robot, orientation: str | None = None) -> dict[in
         horizontal = max(depth * ix, leaves * band * iy)
         vertical = max(leaves * ix, depth * band * iy)
         orientation = "horizontal" if horizontal <= vertical else "vertical"
-    if orientation not in ("horizontal", "vertical"):
-        raise ArgumentError(f"orientation: expected 'horizontal' or 'vertical', got {orientation!r}")
+    choice("orientation", orientation, ("horizontal", "vertical"))
     out = {}
     for n in dag.nodes:
         d = dag.nodes[n]
