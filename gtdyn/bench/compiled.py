@@ -323,8 +323,8 @@ QUICK_CHAIN_SIZES = (6,)
 
 def chain_orderings(kind: str, joints: int) -> list[str]:
     """The orderings timed on a serial chain of ``joints`` joints: compiling grows faster than linearly with
-    the size of the generated code (≈50 s for RNEA, ≈200 s for ABA and ≈370 s for forward COLAMD at 96
-    joints on a 2-core machine), so larger chains get fewer orderings. Up to 24 joints: RNEA and COLAMD
+    the size of the generated code (benchmarks/results/design_measurements.md), so larger chains get fewer
+    orderings. Up to 24 joints: RNEA and COLAMD
     (inverse), ABA, CRBA and COLAMD (forward); 48: CRBA dropped (its DAG grows quadratically on chains);
     beyond: the paper's baselines RNEA and ABA alone."""
     if kind == "inverse":

@@ -3,9 +3,8 @@ compiler on the user's machine).
 
 Each operation becomes one LLVM instruction on doubles — no fast-math, so the arithmetic is exactly the IEEE
 arithmetic the Python rendering describes. Why not numba: its type inference and lowering grow faster than
-linearly with function size (2,000 statements took 2.9 s, 8,000 took 20 s on this machine), while LLVM alone
-compiles 30,000 at -O2 in 1.9 s (``python -m benchmarks.engine_compile_time``). The object code is what the
-on-disk cache keeps.
+linearly with function size, LLVM alone does not (benchmarks/results/design_measurements.md,
+``python -m benchmarks.engine_compile_time``). The object code is what the on-disk cache keeps.
 """
 
 from __future__ import annotations
@@ -146,8 +145,8 @@ def compile_object(ir: str) -> bytes:
 
     Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
     generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
-    and a whole robot is one block. Talos 'natural' forward dynamics: 16 s of code generation whole, 6 s in
-    blocks of 1,000 (8 s in blocks of 2,000, 12 s of 4,000); its code is 3–10 % slower (blocks of 300: 15 %)."""
+    and a whole robot is one block. Blocks cost a few per cent of the code's speed (the trade-off measured in
+    benchmarks/results/design_measurements.md)."""
     binding = llvm()
     module = binding.parse_assembly(ir)
     module.verify()

@@ -84,7 +84,7 @@ class CompiledSolver:
 
     def _workspace_views(self, ws: np.ndarray) -> tuple:
         """Views of ``ws`` a call writes and reads, made once per workspace: q, q̇, x; the base inputs (pose as
-        4×4, twist, given) or None; the answer's parts. (Slicing at every call cost a microsecond of Python.)"""
+        4×4, twist, given) or None; the answer's parts. (Slicing at every call would cost Python time on every call.)"""
         n, first = self._n, 3 * self._n
         base = None
         if self._base_inputs:

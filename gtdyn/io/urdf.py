@@ -1,10 +1,9 @@
 """URDF → RobotDescription, read straight from a strictly parsed XML tree.
 
 Every element and number gtdyn reads is checked as it is read, with the file, element and line in each
-message; visuals, collisions, transmissions, Gazebo tags and the like are ignored. (gtdyn used yourdfpy's
-element parser until it checked every value itself; importing yourdfpy pulled in trimesh and scipy, 0.6 s
-of every `gtdyn solve`.) The root link is taken
-as fixed to the world. ``floating`` and ``planar`` joints are reported as unsupported by ``build_robot``;
+message; visuals, collisions, transmissions, Gazebo tags and the like are ignored. (gtdyn reads URDF itself rather
+than through yourdfpy, whose import pulled in trimesh and scipy: see benchmarks/results/design_measurements.md.)
+The root link is taken as fixed to the world. ``floating`` and ``planar`` joints are reported as unsupported by ``build_robot``;
 ``<mimic>`` joints are read with their coupling (``JointSpec.mimic``), which ``load_robot`` enforces unless
 asked for ``transmissions="independent"``: then they are independent joints, with a ``ModelWarning``.
 """
