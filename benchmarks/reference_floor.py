@@ -25,13 +25,13 @@ import gtsam
 import numpy as np
 
 import gtdyn
+from gtdyn.arguments.query import ask
 from gtdyn.bench import measure
 from gtdyn.dynamics.graph import dynamics_equations
 from gtdyn.equations import GRAVITY
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.linear.system import Key, noise
 from gtdyn.orderings import resolve_ordering
-from gtdyn.arguments.query import ask
 
 
 def main(robot_name: str = "puma560") -> None:

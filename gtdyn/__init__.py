@@ -19,9 +19,16 @@ from gtdyn.dynamics.result import ContactWrench, DynamicsResult
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics, solve
 from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynamics
 from gtdyn.equations import GRAVITY
+from gtdyn.errors import (
+    ArgumentError,
+    ConvergenceWarning,
+    IllConditionedWarning,
+    IndeterminateSystemError,
+    LoopClosureError,
+    ModelError,
+    ModelWarning,
+)
 from gtdyn.estimation import FixedLagEstimator, trajectory_inverse_dynamics
-from gtdyn.errors import (ArgumentError, ConvergenceWarning, IllConditionedWarning, IndeterminateSystemError,
-                          LoopClosureError, ModelError, ModelWarning)
 from gtdyn.io.load import bundled_path, load_robot
 from gtdyn.kinematics.loop_closure import LoopState, close_loops
 from gtdyn.model.robot import Joint, Link, Robot

@@ -24,7 +24,7 @@ contact k  c / C    c2 / C2               C2
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 import gtsam
 
@@ -36,53 +36,53 @@ KINDS = {"t": "torque", "F": "wrench", "A": "twist_accel", "a": "joint_accel", "
 DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6, "C": 6, "c": 3, "L": 1}
 
 
-@lru_cache(maxsize=None)  # keys are built for every equation of every call: build each once
+@cache  # keys are built for every equation of every call: build each once
 def torque_key(j: int) -> int:
     return gtsam.symbol("t", j)
 
 
-@lru_cache(maxsize=None)
+@cache
 def wrench_key(j: int) -> int:
     return gtsam.symbol("F", j)
 
 
-@lru_cache(maxsize=None)
+@cache
 def twist_accel_key(i: int) -> int:
     return gtsam.symbol("A", i)
 
 
-@lru_cache(maxsize=None)
+@cache
 def joint_accel_key(j: int) -> int:
     return gtsam.symbol("a", j)
 
 
-@lru_cache(maxsize=None)
+@cache
 def twist_key(i: int) -> int:
     return gtsam.symbol("V", i)
 
 
-@lru_cache(maxsize=None)
+@cache
 def joint_angle_key(j: int) -> int:
     return gtsam.symbol("q", j)
 
 
-@lru_cache(maxsize=None)
+@cache
 def joint_vel_key(j: int) -> int:
     return gtsam.symbol("v", j)
 
 
-@lru_cache(maxsize=None)
+@cache
 def pose_key(i: int) -> int:
     return gtsam.symbol("T", i)
 
 
-@lru_cache(maxsize=None)
+@cache
 def transmission_key(k: int) -> int:
     """The constraint force λ_k of the robot's k-th transmission (1-based)."""
     return gtsam.symbol("L", k)
 
 
-@lru_cache(maxsize=None)
+@cache
 def contact_key(k: int, dim: int) -> int:
     """Contact k's unknown: the force of a point contact ("c", 3) or the wrench of a surface contact ("C", 6)."""
     return gtsam.symbol("c" if dim == 3 else "C", k)
@@ -116,7 +116,7 @@ def kind(key: int) -> str:
     return KINDS[_split(key)[0]]
 
 
-@lru_cache(maxsize=None)
+@cache
 def dim(key: int) -> int:
     return DIMS[_split(key)[0]]
 

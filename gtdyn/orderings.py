@@ -43,8 +43,14 @@ from collections.abc import Callable, Sequence
 import gtsam
 
 from gtdyn import keys
-from gtdyn.arguments.ordering import (applicable_strategy, called_ordering, checked_order, not_an_ordering,
-                                      ordering_key, strategy_kinds)
+from gtdyn.arguments.ordering import (
+    applicable_strategy,
+    called_ordering,
+    checked_order,
+    not_an_ordering,
+    ordering_key,
+    strategy_kinds,
+)
 from gtdyn.model.robot import Robot
 from gtdyn.problem import PROBLEM_KINDS, Problem
 

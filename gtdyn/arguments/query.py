@@ -17,8 +17,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gtdyn.arguments import gravity_vector, joint_vector, robot_argument
-from gtdyn.arguments.asked import (build_problem, check_transmissions, external_wrenches_in_com, place_contacts,
-                                   with_base)
+from gtdyn.arguments.asked import (
+    build_problem,
+    check_transmissions,
+    external_wrenches_in_com,
+    place_contacts,
+    with_base,
+)
 from gtdyn.arguments.base import BaseState, base_state
 from gtdyn.equations import GRAVITY
 from gtdyn.model.robot import Robot

@@ -50,9 +50,9 @@ import gtsam
 import numpy as np
 
 from gtdyn.analysis.metrics import metrics
+from gtdyn.arguments.query import ask
 from gtdyn.bench.orderings import Row, State
 from gtdyn.bench.timing import Timing, measure_interleaved, paired_ratio
-from gtdyn.arguments.query import ask
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.equations import GRAVITY
 from gtdyn.model.robot import Robot

@@ -25,9 +25,9 @@ import gtsam
 import numpy as np
 
 from gtdyn.analysis.metrics import metrics
+from gtdyn.arguments.query import ask
 from gtdyn.bench.timing import Timing, measure
 from gtdyn.dynamics.graph import dynamics_graph
-from gtdyn.arguments.query import ask
 from gtdyn.dynamics.reference import kinematics_of, template_graph
 from gtdyn.dynamics.solve import inverse_dynamics, solve
 from gtdyn.dynamics.three_pass import featherstone_hybrid_dynamics

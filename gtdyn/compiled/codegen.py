@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gtdyn import keys
+from gtdyn.arguments.asked import TRANSMISSION_TOLERANCE
+from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
-from gtdyn.arguments.asked import TRANSMISSION_TOLERANCE
-from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
-from gtdyn.model.robot import Robot
 from gtdyn.model import base_frame
+from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem, answer_layout
 
 CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)

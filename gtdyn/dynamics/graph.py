@@ -19,9 +19,18 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.equations import (LinearEquation, contact_equation, contact_wrench_map, gravity_wrench, minimum_norm_equation,
-                             planar_equation, torque_equation, transmission_equation, twist_accel_equation,
-                             wrench_equation)
+from gtdyn.equations import (
+    LinearEquation,
+    contact_equation,
+    contact_wrench_map,
+    gravity_wrench,
+    minimum_norm_equation,
+    planar_equation,
+    torque_equation,
+    transmission_equation,
+    twist_accel_equation,
+    wrench_equation,
+)
 from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.system import Key, add_equation
 from gtdyn.model import base_frame

@@ -17,8 +17,7 @@ from gtdyn.arguments import choice
 from gtdyn.arguments.query import Query
 from gtdyn.dynamics.graph import dynamics_graph
 from gtdyn.dynamics.result import DynamicsResult, assemble_result
-from gtdyn.dynamics.verdicts import (BACKWARD_ERROR_TOLERANCE, backward_error, check_finite, inconsistent,
-                                     row_count)
+from gtdyn.dynamics.verdicts import BACKWARD_ERROR_TOLERANCE, backward_error, check_finite, inconsistent, row_count
 from gtdyn.errors import ArgumentError, IndeterminateSystemError
 from gtdyn.kinematics.forward import KinematicState, forward_kinematics
 from gtdyn.kinematics.loops import check_closed, loop_plane_normal

@@ -10,11 +10,11 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
+from gtdyn.equations import contact_selector
 from gtdyn.kinematics.forward import KinematicState
 from gtdyn.linear.elimination import Elimination
 from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
-from gtdyn.equations import contact_selector
 from gtdyn.problem import Contact, PlacedContact, Problem
 
 if TYPE_CHECKING:  # networkx is imported only when a DAG is asked for

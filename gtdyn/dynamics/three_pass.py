@@ -19,8 +19,8 @@ import numpy as np
 
 from gtdyn.arguments import robot_argument
 from gtdyn.arguments.query import ask
-from gtdyn.dynamics.result import DynamicsResult
 from gtdyn.dynamics.reference import solve_query
+from gtdyn.dynamics.result import DynamicsResult
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot

@@ -9,9 +9,9 @@ from importlib import resources
 
 import numpy as np
 
-from gtdyn.model.build import build_robot
 from gtdyn.arguments import choice
 from gtdyn.errors import ArgumentError, ModelError
+from gtdyn.model.build import build_robot
 from gtdyn.model.robot import Robot
 
 # bundled name -> (folder in the source tree, package it installs as, file)

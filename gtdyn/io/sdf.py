@@ -11,15 +11,22 @@ whose parent is ``world`` welds or hinges its child to a massless ``world`` link
 
 from __future__ import annotations
 
-
 import numpy as np
 from lxml import etree
 
-from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError
+from gtdyn.io.sdf_frames import (
+    FRAME_SEMANTICS_VERSION,
+    MODEL_FRAME,
+    WORLD,
+    ModelFrames,
+    boolean,
+    describe,
+    rigid_inverse,
+)
 from gtdyn.io.transmissions import read_transmissions
 from gtdyn.io.xml import at, element_text, numbers, only_child, parse_xml, unit_vector
-from gtdyn.io.sdf_frames import FRAME_SEMANTICS_VERSION, MODEL_FRAME, WORLD, ModelFrames, boolean, describe, rigid_inverse
+from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.model.limits import MAX_INERTIA, MAX_MASS
 
 _FRAME_TAGS = ("link", "joint", "frame")

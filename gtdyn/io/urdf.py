@@ -14,10 +14,10 @@ import warnings
 
 import numpy as np
 
-from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
 from gtdyn.io.transmissions import read_transmissions
 from gtdyn.io.xml import at, numbers, only_child, parse_xml, unit_vector
+from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS, check_limit_order
 from gtdyn.spatial import rpy_matrix
 

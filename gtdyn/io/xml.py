@@ -16,7 +16,6 @@ from lxml import etree
 from gtdyn.errors import ModelError, ModelWarning
 from gtdyn.model.limits import check_magnitude
 
-
 _UNDECLARED_PREFIX = "NS_ERR_UNDEFINED_NAMESPACE"
 # A decimal number as XML Schema writes a double (no hex, digit separators or non-ASCII digits, which Python's
 # float() would take); inf and nan are recognised only to be refused as non-finite.

@@ -19,12 +19,12 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.arguments import joint_dict, joint_vector, robot_argument
-from gtdyn.linear.elimination import eliminate
-from gtdyn.errors import ArgumentError, LoopClosureError
 from gtdyn.equations import twist_accel_equation, twist_equation
+from gtdyn.errors import ArgumentError, LoopClosureError
 from gtdyn.factors import PoseFactor, joint_prior
-from gtdyn.linear.system import Key, add_equation
 from gtdyn.kinematics.forward import forward_kinematics
+from gtdyn.linear.elimination import eliminate
+from gtdyn.linear.system import Key, add_equation
 from gtdyn.model.robot import Robot
 
 MAX_ITERATIONS = 50

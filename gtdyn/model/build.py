@@ -12,8 +12,8 @@ from collections.abc import Iterable
 import gtsam
 import numpy as np
 
-from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.errors import ModelError, ModelWarning
+from gtdyn.model.description import JOINT_TYPES, JointSpec, LinkSpec, RobotDescription
 from gtdyn.model.limits import MAX_INERTIA, MAX_LENGTH, MAX_MASS, MAX_RATIO, check_magnitude
 from gtdyn.model.robot import Joint, Link, Robot, Transmission
 from gtdyn.spatial import Ad, pose

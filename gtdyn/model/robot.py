@@ -19,8 +19,8 @@ is link j); every other joint closes a loop (joints n+1..m). ``joint_names`` lis
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import gtsam

@@ -18,7 +18,6 @@ from gtdyn.arguments import choice
 from gtdyn.errors import ArgumentError
 from gtdyn.plot.figure import fixed_limits, tight_layout
 
-
 MAX_PIXELS = 8000  # the long side of a saved PNG, at most
 
 
