@@ -34,7 +34,8 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "f
 
 def robot_rows(name: str) -> list[str]:
     relative, feet, kind = ROBOTS[name]
-    path = str(distribution("example-robot-data").locate_file(f"cmeel.prefix/share/example-robot-data/robots/{relative}"))
+    path = str(distribution("example-robot-data")
+               .locate_file(f"cmeel.prefix/share/example-robot-data/robots/{relative}"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gtdyn.ModelWarning)
         robot = gtdyn.load_robot(path, base="floating", transmissions="independent")  # as Pinocchio

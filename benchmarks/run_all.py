@@ -57,7 +57,8 @@ def _load(path: str):
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help=f"output directory (default {RESULTS}, or its reference/ with --reference)")
-    parser.add_argument("--quick", action="store_true", help="few repetitions, the PUMA and a small chain: a smoke test")
+    parser.add_argument("--quick", action="store_true",
+                        help="few repetitions, the PUMA and a small chain: a smoke test")
     parser.add_argument("--reference", action="store_true", help="time the reference path (GTSAM elimination) instead")
     parser.add_argument("--chains", help="comma-separated chain sizes (default 6,12,24,48,96; 3,6,12,24,48 with "
                                          "--reference)")

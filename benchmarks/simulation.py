@@ -28,7 +28,8 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "s
 
 
 def erd(relative: str) -> str:
-    return str(distribution("example-robot-data").locate_file(f"cmeel.prefix/share/example-robot-data/robots/{relative}"))
+    return str(distribution("example-robot-data")
+               .locate_file(f"cmeel.prefix/share/example-robot-data/robots/{relative}"))
 
 
 def pinocchio_loop(ref: PinocchioModel, q, v, steps: int, dt: float, method: str):
@@ -93,8 +94,8 @@ def main(steps: int = 2000) -> None:
             seconds = best_of(variational, runs=1)
             rows.append(f"| {name} ({robot.num_dofs} joints) | variational | {steps / seconds:,.0f} | — | — |")
     text = "\n".join(["# Simulation speed", "",
-                      f"`python -m benchmarks.simulation {steps}` ({steps:,} steps of {dt * 1e3:g} ms, no gravity or torque, from "
-                      "joints and velocities drawn in ±0.5) "
+                      f"`python -m benchmarks.simulation {steps}` ({steps:,} steps of {dt * 1e3:g} ms, no gravity or "
+                      "torque, from joints and velocities drawn in ±0.5) "
                       f"on {machine_description(3, steps, 1)}.", "", *rows, ""])
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)

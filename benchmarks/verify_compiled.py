@@ -360,7 +360,8 @@ def _verify(row, robot, source, kind, qdd_joints, ordering, states, pin_answers,
         if ref.raised is None and ref.value[1].ordering != solver.ordering:
             row.order_differs += 1
         same = ref.verdict == mine.verdict and (
-            ref.raised is None or getattr(ref.raised, "free_variables", None) == getattr(mine.raised, "free_variables", None))
+            ref.raised is None
+            or getattr(ref.raised, "free_variables", None) == getattr(mine.raised, "free_variables", None))
         if not same:
             row.verdict_mismatches += 1
             if row.verdict_mismatches <= 3:
@@ -370,9 +371,11 @@ def _verify(row, robot, source, kind, qdd_joints, ordering, states, pin_answers,
             errors.append(rel_error(answers[k], ref.value[0]))
             ref_pin.append(rel_error(ref.value[0], pin_answers[k]))
     if errors:
-        row.err_ref, row.p99_ref, row.ref_vs_pin = float(max(errors)), float(np.percentile(errors, 99)), float(max(ref_pin))
+        row.err_ref, row.p99_ref, row.ref_vs_pin = (float(max(errors)), float(np.percentile(errors, 99)),
+                                                    float(max(ref_pin)))
     if row.order_differs:
-        row.problems.append(f"the reference path resolved '{ordering}' to another ordering at {row.order_differs} states")
+        row.problems.append(f"the reference path resolved '{ordering}' to another ordering at {row.order_differs} "
+                            "states")
 
     for name, value in (("Pinocchio", row.err_pin), ("the reference path", row.err_ref)):
         if not value <= tolerance:
@@ -456,7 +459,8 @@ def _verify_verdicts(row, robot, kind, qdd_joints, ordering, states, tolerance, 
     row.compiled = summarize([m.verdict for m in mine])
     errors = []
     for k, (r, m) in enumerate(zip(refs, mine)):
-        if r.verdict != m.verdict or getattr(r.raised, "free_variables", None) != getattr(m.raised, "free_variables", None):
+        if (r.verdict != m.verdict
+                or getattr(r.raised, "free_variables", None) != getattr(m.raised, "free_variables", None)):
             row.problems.append(f"state {k}: reference {r.verdict}, compiled {m.verdict}")
         elif r.raised is None:
             errors.append(rel_error(flat(m.value), r.value[0]))
@@ -546,11 +550,12 @@ def markdown(rows: list[Row], verdict_rows: list[VerdictRow], args, command: str
              "Fallbacks: states the generated code did not certify, answered by the reference path (batch). "
              "Verdicts: states where the compiled solver raised / warned, and where its verdict differs from the "
              "reference path's.", "",
-             "| robot | kind | ordering | compile cold s | cached s: compile() / process | ops | max rel err vs Pinocchio "
-             "| vs reference | p99 | fallbacks | raised / warned / differ | ok |",
+             "| robot | kind | ordering | compile cold s | cached s: compile() / process | ops | max rel err vs "
+             "Pinocchio | vs reference | p99 | fallbacks | raised / warned / differ | ok |",
              "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|:-:|"]
     for r in rows:
-        cached = f"{fmt(r.cached_compile_s, 3)} / {fmt(r.cached_process_s, 2)}" + ("" if r.cached_from_cache else " (miss)")
+        cached = (f"{fmt(r.cached_compile_s, 3)} / {fmt(r.cached_process_s, 2)}"
+                  + ("" if r.cached_from_cache else " (miss)"))
         lines.append(f"| {r.robot} | {r.kind} | {r.ordering} | {fmt(r.cold_s)} | {cached} | {r.ops} | {err(r.err_pin)} "
                      f"| {err(r.err_ref)} | {err(r.p99_pin)} | {r.fallbacks} | {r.raised} / {r.warned} / "
                      f"{r.verdict_mismatches} | {'✓' if r.ok else '✗'} |")
@@ -558,8 +563,9 @@ def markdown(rows: list[Row], verdict_rows: list[VerdictRow], args, command: str
     hits = [r for r in ok_rows if r.cached_from_cache]
     if ok_rows:
         lines += ["", f"Worst over all rows: {err(max(r.err_pin for r in ok_rows))} against Pinocchio, "
-                      f"{err(np.nanmax([r.err_ref for r in ok_rows]))} against the reference path (which itself is within "
-                      f"{err(np.nanmax([r.ref_vs_pin for r in ok_rows]))} of Pinocchio); single calls and batch(threads={THREADS}) equal batch "
+                      f"{err(np.nanmax([r.err_ref for r in ok_rows]))} against the reference path (which itself is "
+                      f"within {err(np.nanmax([r.ref_vs_pin for r in ok_rows]))} of Pinocchio); single calls and "
+                      f"batch(threads={THREADS}) equal batch "
                       f"to {err(np.nanmax([r.single_vs_batch for r in ok_rows]))} and "
                       f"{err(np.nanmax([r.threads_vs_batch for r in ok_rows]))}; cold compile "
                       f"{min(r.cold_s for r in ok_rows):.2f}–{max(r.cold_s for r in ok_rows):.2f} s; cached compile() "
@@ -569,12 +575,13 @@ def markdown(rows: list[Row], verdict_rows: list[VerdictRow], args, command: str
                       f"{sum(r.fallbacks for r in ok_rows)} fallbacks in {sum(r.states for r in ok_rows)} states."]
     if verdict_rows:
         lines += ["", "## Singular and ill-conditioned systems", "",
-                  "tests/test_determinacy.py's spatial 3R chain with massless or nearly massless tip links; the issue's "
+                  "tests/test_determinacy.py's spatial 3R chain with massless or nearly massless tip links; "
+                  "the issue's "
                   f"state and {verdict_rows[0].states - 1} random ones; hybrid gives q̈ at j1. Every ordering: the "
                   "compiled solver's verdict (answer / `IllConditionedWarning` / `IndeterminateSystemError`, with the "
                   "same free variables) against the reference path's at each state, and its answers where both answer.",
-                  "", "| chain | kind | ordering | reference path | compiled | verdict given by | warnings in compile() | "
-                  "max rel err | ok |", "|---|---|---|---|---|---|--:|--:|:-:|"]
+                  "", "| chain | kind | ordering | reference path | compiled | verdict given by "
+                  "| warnings in compile() | max rel err | ok |", "|---|---|---|---|---|---|--:|--:|:-:|"]
         for r in verdict_rows:
             lines.append(f"| {r.chain} | {r.kind} | {r.ordering} | {r.reference} | {r.compiled} | {r.where} | "
                          f"{r.compile_warnings} | {err(r.max_err)} | {'✓' if r.ok else '✗'} |")
@@ -612,7 +619,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-verdicts", action="store_true", help="skip the singular / ill-conditioned chain checks")
     parser.add_argument("--reference-states", type=int, default=None,
                         help="states compared with the reference path (default: all)")
-    parser.add_argument("--verdict-states", type=int, default=None, help="random states per chain check (20; --quick 5)")
+    parser.add_argument("--verdict-states", type=int, default=None,
+                        help="random states per chain check (20; --quick 5)")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE)
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
@@ -632,7 +640,8 @@ def main(argv=None) -> int:
 
     def orderings(kind: str) -> list[str]:
         return [o for o in applicable(kind) if wanted is None or o in wanted]
-    command = "python -m benchmarks.verify_compiled" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    command = ("python -m benchmarks.verify_compiled"
+               + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip())
 
     began = time.perf_counter()
     where = revision()
@@ -653,13 +662,15 @@ def main(argv=None) -> int:
                         continue
                     qdd_joints = hybrid_joints(robot) if kind == "hybrid" else []
                     states = sample_states(robot, kind, qdd_joints, count=args.states, seed=args.seed)
-                    pin_answers = np.array([pinocchio(pin, robot, kind, qdd_joints, states["q"][:, k], states["v"][:, k],
-                                                      states["x"][:, k]) for k in range(args.states)])
+                    pin_answers = np.array([pinocchio(pin, robot, kind, qdd_joints, states["q"][:, k],
+                                                      states["v"][:, k], states["x"][:, k])
+                                            for k in range(args.states)])
                     for ordering in orderings(kind):
                         row = verify(robot, source, kind, qdd_joints, ordering, states, pin_answers,
                                      args.reference_states, args.tolerance, cache_root)
                         rows.append(row)
-                        progress(f"{name} {kind} {ordering}: cold {fmt(row.cold_s)} s, cached {fmt(row.cached_compile_s, 3)} s "
+                        progress(f"{name} {kind} {ordering}: cold {fmt(row.cold_s)} s, "
+                                 f"cached {fmt(row.cached_compile_s, 3)} s "
                                  f"({fmt(row.cached_process_s)} s process), err vs pin {err(row.err_pin)}, "
                                  f"vs ref {err(row.err_ref)} ({row.reference_states} states), fallbacks {row.fallbacks}"
                                  + ("" if row.ok else "  ** " + " | ".join(row.problems)), row.seconds)

@@ -37,7 +37,8 @@ from gtdyn.problem import Contact
 from gtdyn.simulation import Trajectory, simulate
 
 __all__ = [
-    "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "ConvergenceWarning", "DynamicsResult", "GRAVITY", "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
+    "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "ConvergenceWarning", "DynamicsResult", "GRAVITY",
+    "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",

@@ -114,7 +114,8 @@ def contact_equation(iTc: gtsam.Pose3, dim: int, V_i: np.ndarray) -> LinearEquat
     return LinearEquation({"A": contact_selector(3).T @ Ad_cTi}, -np.cross(V_c[:3], V_c[3:]))
 
 
-def torque_equation(S: np.ndarray, transmission_shares: tuple[float, ...] = (), armature: float = 0.0) -> LinearEquation:
+def torque_equation(S: np.ndarray, transmission_shares: tuple[float, ...] = (),
+                    armature: float = 0.0) -> LinearEquation:
     """Eq. 7:  Sᵀ F − τ − Σ_k c_k λ_k + J q̈ = 0, where λ_k are the constraint forces of the transmissions the
     joint takes part in ("L0", "L1", …) with its share c_k by virtual work (+1 for the driven joint, −ratio for
     a driving one: ``transmission_equation``), and J an armature (a rotor's reflected inertia, role "a")."""

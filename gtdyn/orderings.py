@@ -158,7 +158,8 @@ def crba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gt
     return _ordering([keys.wrench_key(j) for j in leaf_first] + _base_wrench(robot, problem)
                      + [keys.twist_accel_key(j) for j in leaf_first]
                      + [keys.joint_accel_key(j) for j in leaf_first if _unknown(problem, "qdd", j)]
-                     + _base_accel(robot, problem) + _loop_variables(robot, problem) + _contact_variables(problem, robot))
+                     + _base_accel(robot, problem) + _loop_variables(robot, problem)
+                     + _contact_variables(problem, robot))
 
 
 @strategy("aba", problems=("forward", "hybrid"))
@@ -172,8 +173,8 @@ def aba(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gts
         order += [keys.wrench_key(j), keys.twist_accel_key(j)]
         if _unknown(problem, "qdd", j):
             order.append(keys.joint_accel_key(j))
-    return _ordering(order + _base_wrench(robot, problem) + _base_accel(robot, problem) + _loop_variables(robot, problem)
-                     + _contact_variables(problem, robot))
+    return _ordering(order + _base_wrench(robot, problem) + _base_accel(robot, problem)
+                     + _loop_variables(robot, problem) + _contact_variables(problem, robot))
 
 
 def clusters(robot: Robot) -> list[list[int]]:
@@ -236,7 +237,8 @@ def cluster_rnea(robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGrap
     groups = sorted(clusters(robot), key=lambda c: -min(rank[j] for j in c if j in rank))  # by root-most member
     order = []
     for c in groups:
-        order += [keys.torque_key(j) for j in sorted(c, key=lambda j: -rank.get(j, len(rank))) if _unknown(problem, "tau", j)]
+        order += [keys.torque_key(j) for j in sorted(c, key=lambda j: -rank.get(j, len(rank)))
+                  if _unknown(problem, "tau", j)]
         order += _cluster_transmissions(robot, set(c))
     loop_wrenches = [keys.wrench_key(j.index) for j in robot.loop_joints]
     loop_accels = [keys.joint_accel_key(j.index) for j in robot.loop_joints if _unknown(problem, "qdd", j.index)]

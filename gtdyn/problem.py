@@ -96,7 +96,8 @@ def answer_layout(num_dofs: int, floating_base: bool, problem: Problem) -> tuple
     hybrid) and "tau" (inverse, hybrid) by joint, then "contacts" (each contact's force or wrench in its own
     frame, in contact order). The generated code, the solver and ``DynamicsResult.packed`` all follow it."""
     parts = [("base_wrench" if problem.base_accel is not None else "base_accel", 6)] if floating_base else []
-    parts += [(name, num_dofs) for name in {"inverse": ("tau",), "forward": ("qdd",), "hybrid": ("qdd", "tau")}[problem.kind]]
+    parts += [(name, num_dofs)
+              for name in {"inverse": ("tau",), "forward": ("qdd",), "hybrid": ("qdd", "tau")}[problem.kind]]
     if problem.contacts:
         parts.append(("contacts", sum(c.dim for c in problem.contacts)))
     return tuple(parts)

@@ -17,7 +17,8 @@ def robot_argument(robot) -> Robot:
     """``robot`` itself, or ArgumentError: it is not a ``gtdyn.Robot`` (a path or bundled name, say)."""
     if not isinstance(robot, Robot):
         raise ArgumentError(f"robot: expected a gtdyn.Robot (from gtdyn.load_robot), got {type(robot).__name__}"
-                            + (f" {robot!r}: load it first, gtdyn.load_robot({robot!r})" if isinstance(robot, str) else ""))
+                            + (f" {robot!r}: load it first, gtdyn.load_robot({robot!r})" if isinstance(robot, str)
+                               else ""))
     return robot
 
 
@@ -103,7 +104,8 @@ def joint_dict(robot: Robot, name: str, d) -> dict[int, float]:
     names = set(robot.joint_names)
     unknown = [k for k in d if k not in names]
     if unknown:
-        raise ArgumentError(f"{name}: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")
+        raise ArgumentError(f"{name}: unknown joints {', '.join(map(str, unknown))} "
+                            f"(joints: {', '.join(robot.joint_names)})")
     out = {}
     for k, value in d.items():
         out[robot.joint(k).index] = float(finite_vector(f"{name}['{k}']", [value], 1)[0])

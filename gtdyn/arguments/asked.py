@@ -46,11 +46,13 @@ def hybrid_problem(robot: Robot, qdd: Mapping[str, float], tau: Mapping[str, flo
     known_tau = joint_dict(robot, "tau", tau)
     both = [robot.joints[j - 1].name for j in known_qdd if j in known_tau]
     if both:
-        raise ArgumentError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, not both")
+        raise ArgumentError(f"qdd, tau: joints {', '.join(both)} are given in both; give each joint's q̈ or its τ, "
+                            "not both")
     passive_qdd = [robot.joints[j - 1].name for j in known_qdd if not robot.joints[j - 1].actuated]
     if passive_qdd:
         raise ArgumentError(f"qdd: joints {', '.join(passive_qdd)} are passive (τ = 0), so their q̈ is solved for")
-    passive_tau = [robot.joints[j - 1].name for j, t in known_tau.items() if not robot.joints[j - 1].actuated and t != 0]
+    passive_tau = [robot.joints[j - 1].name for j, t in known_tau.items()
+                   if not robot.joints[j - 1].actuated and t != 0]
     if passive_tau:
         raise ArgumentError(f"tau: joints {', '.join(passive_tau)} are passive, so their torque is 0")
     known_tau.update({j.index: 0.0 for j in robot.joints if not j.actuated})
@@ -124,11 +126,12 @@ def place_contacts(robot: Robot, contacts) -> tuple[PlacedContact, ...]:
             raise ArgumentError(f"{where}: unknown link or frame '{contact.link}' (links: {', '.join(robot.frames)})")
         body, bTf = robot.frames[contact.link]
         if robot.is_fixed(body):
-            raise ArgumentError(f"{where}: '{contact.link}' is welded to the world, so a contact on it constrains nothing")
+            raise ArgumentError(f"{where}: '{contact.link}' is welded to the world, so a contact on it constrains "
+                                "nothing")
         point = finite_vector(f"{where}.point", contact.point, 3)
         if np.max(np.abs(point)) > MAX_LENGTH:  # else the dynamics overflow, and the error names another input
-            raise ArgumentError(f"{where}.point: {np.max(np.abs(point)):g} m from the frame is beyond the ±{MAX_LENGTH:g} "
-                                "m gtdyn accepts for any length")
+            raise ArgumentError(f"{where}.point: {np.max(np.abs(point)):g} m from the frame is beyond the "
+                                f"±{MAX_LENGTH:g} m gtdyn accepts for any length")
         link = robot.link(body)
         iTc = link.lTcom.inverse().compose(bTf).compose(gtsam.Pose3(gtsam.Rot3(), point))
         placed.append(PlacedContact(contact, k, CONTACT_KINDS[contact.kind], link.index, iTc))
@@ -169,7 +172,8 @@ def qdd_joint_names(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
         raise ArgumentError(f"qdd_joints: expected a list of joint names, got {type(qdd_joints).__name__}") from None
     unknown = [n for n in names if n not in robot.joint_names]
     if unknown:
-        raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} (joints: {', '.join(robot.joint_names)})")
+        raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} "
+                            f"(joints: {', '.join(robot.joint_names)})")
     return names
 
 
@@ -183,7 +187,8 @@ def external_wrenches_in_com(robot: Robot, wrenches) -> dict[int, np.ndarray]:
     out: dict[int, np.ndarray] = {}
     for frame, wrench in wrenches.items():
         if frame not in robot.frames:
-            raise ArgumentError(f"external_wrenches: unknown link or frame '{frame}' (links: {', '.join(robot.frames)})")
+            raise ArgumentError(f"external_wrenches: unknown link or frame '{frame}' "
+                                f"(links: {', '.join(robot.frames)})")
         body, bTf = robot.frames[frame]
         if robot.is_fixed(body):
             raise ArgumentError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")

@@ -29,6 +29,6 @@ from gtdyn.bench.timing import Progress, Timing, measure, measure_interleaved, p
 
 __all__ = ["BASELINE", "BATCH_STATES", "CHAIN_SIZES", "PAPER_US", "PROBLEMS", "Progress", "Row", "State", "THREADS",
            "Timing", "bench_compiled", "bench_orderings", "bench_pinocchio", "bench_scaling", "benchmark_state",
-           "chain_orderings", "chain_with_urdf", "compile_timed", "compiled_batch_table", "compiled_call_table", "compiled_tables",
-           "executed_operations", "machine_description", "markdown_table", "measure", "measure_interleaved",
-           "paired_ratio", "paper_table", "write_csv"]
+           "chain_orderings", "chain_with_urdf", "compile_timed", "compiled_batch_table", "compiled_call_table",
+           "compiled_tables", "executed_operations", "machine_description", "markdown_table", "measure",
+           "measure_interleaved", "paired_ratio", "paper_table", "write_csv"]

@@ -294,7 +294,8 @@ def bench_compiled(robot: Robot, path, kind: str, state: State, orderings: Itera
                     row.measures[f"{key}{t}_x_pinocchio"] = paired_ratio(row.timings[f"{key}{t}_us"],
                                                                         row.timings[f"pin_parallel{t}_us"])
             if pin:
-                theirs = pin.answers(pin.parallel(QP, VP, XP, threads[0])() if kind != "hybrid" else pin.loop(QP, VP, XP)())
+                theirs = pin.answers(pin.parallel(QP, VP, XP, threads[0])() if kind != "hybrid"
+                                     else pin.loop(QP, VP, XP)())
                 for ours in (solver.batch(Q, V, X), unchecked.batch(Q, V, X)):
                     ours = np.concatenate(ours, axis=1) if kind == "hybrid" else ours
                     row.measures["batch_max_error"] = max(row.measures.get("batch_max_error", 0.0),

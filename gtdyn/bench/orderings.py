@@ -73,7 +73,8 @@ def benchmark_state(robot: Robot, seed: int = 0) -> State:
     n = robot.num_dofs
     q, v, qdd = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n), rng.uniform(-2, 2, n)
     act = robot.actuated_joint_names
-    if robot.loop_joints:  # random independent joints (actuated first) near the rest assembly; the others close the loops
+    if robot.loop_joints:
+        # random independent joints (actuated first) near the rest assembly; the others close the loops
         free = independent_joints(robot, act)
         s = close_loops(robot, {k: rng.uniform(-0.2, 0.2) for k in free}, {k: rng.uniform(-1, 1) for k in free},
                         {k: rng.uniform(-2, 2) for k in free})
@@ -106,8 +107,10 @@ def bench_orderings(robot: Robot, kind: str, state: State, orderings: Iterable[s
             progress(f"{robot.name} {kind} {name}")
         ordering = resolve_ordering(name, robot, problem, graph_qr)
         row = Row(robot.name, robot.num_dofs, kind, name)
-        row.timings["elim_us"] = measure(lambda: graph_qr.eliminateSequential(ordering, gtsam.EliminateQR), repeat, inner, warmup)
-        row.timings["elim_constrained_us"] = measure(lambda: graph_hard.eliminateSequential(ordering), repeat, inner, warmup)
+        row.timings["elim_us"] = measure(lambda: graph_qr.eliminateSequential(ordering, gtsam.EliminateQR),
+                                         repeat, inner, warmup)
+        row.timings["elim_constrained_us"] = measure(lambda: graph_hard.eliminateSequential(ordering),
+                                                     repeat, inner, warmup)
         if end_to_end:
             row.timings["solve_us"] = measure(lambda: _solve(robot, state, kind, name), repeat, inner, warmup)
         result = _solve(robot, state, kind, name)
@@ -119,7 +122,9 @@ def bench_orderings(robot: Robot, kind: str, state: State, orderings: Iterable[s
         if progress:
             progress(f"{robot.name} hybrid featherstone")
         row = Row(robot.name, robot.num_dofs, kind, "featherstone (3 passes)")
-        three = lambda: featherstone_hybrid_dynamics(robot, state.q, state.v, state.known_qdd, state.known_tau)
+        def three():
+            return featherstone_hybrid_dynamics(robot, state.q, state.v, state.known_qdd, state.known_tau)
+
         row.timings["solve_us"] = measure(three, repeat, inner, warmup)
         row.max_error = _error(three(), state)
         rows.append(row)

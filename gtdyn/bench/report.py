@@ -206,7 +206,8 @@ def paper_table(rows: list[Row]) -> str:
         for method, us in paper.items():
             r = next((r for r in rows if r.problem == kind and r.method == method), None)
             if r is None:
-                lines.append(f"| {kind} {method.upper()} | {us} | {us / base_paper:.2f} | – | – | – | – | – | – | – | – |")
+                lines.append(f"| {kind} {method.upper()} | {us} | {us / base_paper:.2f} "
+                             "| – | – | – | – | – | – | – | – |")
                 continue
             call, fast = _median(r, "call_us"), _median(r, "fast_us")
             lines.append(
@@ -225,4 +226,5 @@ def paper_table(rows: list[Row]) -> str:
 
 def compiled_tables(rows: list[Row], kinds=("inverse", "forward", "hybrid")) -> str:
     """Per problem: the single-call table, then the batch table."""
-    return "\n".join(t for kind in kinds for t in (compiled_call_table(rows, kind), compiled_batch_table(rows, kind)) if t)
+    return "\n".join(t for kind in kinds
+                     for t in (compiled_call_table(rows, kind), compiled_batch_table(rows, kind)) if t)

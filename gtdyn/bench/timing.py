@@ -40,7 +40,8 @@ def measure(fn: Callable[[], object], repeat: int, inner: int, warmup: int) -> T
     return Timing(tuple(samples))
 
 
-def measure_interleaved(fns: dict[str, Callable[[], object]], repeat: int, inner: int, warmup: int) -> dict[str, Timing]:
+def measure_interleaved(fns: dict[str, Callable[[], object]], repeat: int, inner: int,
+                        warmup: int) -> dict[str, Timing]:
     """``measure`` of several functions side by side: each of ``repeat`` rounds takes one sample of every
     function, in turn (in the given order on even rounds, reversed on odd ones), so that the drift of a shared
     machine reaches them all alike and sample k of one can be paired with sample k of another."""

@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default 0)")
         p.add_argument("--base-accel", metavar="WX,WY,WZ,VX,VY,VZ",
                        help="a floating base's acceleration (the twist's derivative) in rad/s² and m/s², for inverse "
-                            "dynamics (default 0) and hybrid (default: free, solved for); forward dynamics solves for it")
+                            "dynamics (default 0) and hybrid (default: free, solved for); forward dynamics solves for "
+                            "it")
         p.add_argument("--ordering", help=f"one of {', '.join(STRATEGIES)} (default colamd), or comma-separated "
                                           "labels such as t3,t2,t1,F1,F2,F3,A3,A2,A1")
         p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
@@ -124,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     robot_arg(p)
     problem_args(p, allow_all=False, default="inverse")
     p.add_argument("--out", metavar="PREFIX",
-                   help="output path prefix: writes PREFIX.FORMAT and PREFIX.dot (default ROBOT_PROBLEM_ORDERING in the "
-                        "current directory); a directory (an existing one, or a path ending in /) gets "
+                   help="output path prefix: writes PREFIX.FORMAT and PREFIX.dot (default ROBOT_PROBLEM_ORDERING in "
+                        "the current directory); a directory (an existing one, or a path ending in /) gets "
                         "ROBOT_PROBLEM_ORDERING.FORMAT and .dot inside it")
     p.add_argument("--format", choices=["png", "svg", "pdf"], default="png", help="picture format (default png)")
     p.add_argument("--steps", action="store_true", help="also draw the graph after each batch (paper Fig. 5)")
@@ -134,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="time each ordering's compiled solver against Pinocchio (--reference: the "
                                      "reference path)",
                        description="Time each ordering's compiled solver (gtdyn.compile) against Pinocchio, sample by\n"
-                                   "sample in the same process: single calls (checked, and with checks=False), batches\n"
+                                   "sample in the same process: single calls (checked, and with checks=False), "
+                                   "batches\n"
                                    "against pin.*InParallel on the same threads, compile seconds cold and cached.\n"
                                    "--reference times the reference path's elimination instead (GTSAM, per ordering,\n"
                                    "as the paper's Tables I-II). Progress goes to stderr, tables to stdout.",

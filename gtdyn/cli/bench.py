@@ -39,7 +39,7 @@ def _plan(args, chosen: list[str] | None) -> dict[str, list[str]]:
         skipped = [o for o in chosen or () if o not in plan[k]]
         if skipped:
             warnings.warn(f"--orderings: {', '.join(skipped)} {'does' if len(skipped) == 1 else 'do'} not apply to "
-                          f"{k} dynamics, skipped: timing {', '.join(plan[k])} for it")
+                          f"{k} dynamics, skipped: timing {', '.join(plan[k])} for it", stacklevel=2)
     return plan
 
 
@@ -145,7 +145,8 @@ def _reference(args, robot, plan, threads) -> None:
     progress.done = progress.total - 1
     progress("done")
     about = B.machine_description(args.repeat, args.inner, args.warmup)
-    text = [f"# gtdyn benchmark: {robot.name}, reference path", "", about, ""] + [B.markdown_table(rows, k) for k in problems]
+    text = ([f"# gtdyn benchmark: {robot.name}, reference path", "", about, ""]
+            + [B.markdown_table(rows, k) for k in problems])
     print("\n".join(text))
     if args.out:
         with writing(args.out):

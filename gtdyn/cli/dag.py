@@ -44,7 +44,8 @@ def cmd_dag(args) -> None:
         with writing(written[-1]):
             draw_elimination_steps(r.graph, r.elimination_ordering, written[-1], robot=robot,
                                    progress=Progress("drawing the elimination steps"))
-    print(f"{args.problem} dynamics of {robot.name} ({base_text(robot)}), ordering {s.ordering}: {','.join(r.ordering)}")
+    print(f"{args.problem} dynamics of {robot.name} ({base_text(robot)}), ordering {s.ordering}: "
+          f"{','.join(r.ordering)}")
     print(f"{m['edges']} DAG edges, fill-in {m['fill_in']}, ~{m['ops']:.0f} multiply-adds, "
           f"largest clique {m['largest_clique']}")
     print("wrote " + ", ".join(written))

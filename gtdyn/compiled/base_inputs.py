@@ -88,9 +88,11 @@ def base_states(robot: Robot, problem: str, count: int, base_pose, base_twist, b
                 raise ArgumentError(f"{name}: expected an array of shape ({count}, 6)") from None
             a = np.array([pose_argument(f"base_pose[{k}]", p).matrix() for k, p in enumerate(value)])
         if a.shape != (count, *shape):
-            raise ArgumentError(f"{name}: expected an array of shape ({count}, {', '.join(map(str, shape))}), got {a.shape}")
+            raise ArgumentError(f"{name}: expected an array of shape ({count}, {', '.join(map(str, shape))}), "
+                                f"got {a.shape}")
         return a.reshape(count, -1)
 
     given = base_accel if problem == "inverse" else base_wrench
-    return np.hstack([rows("base_pose", base_pose, (4, 4), _IDENTITY), rows("base_twist", base_twist, (6,), np.zeros(6)),
+    return np.hstack([rows("base_pose", base_pose, (4, 4), _IDENTITY),
+                      rows("base_twist", base_twist, (6,), np.zeros(6)),
                       rows(given_name(problem), given, (6,), np.zeros(6))])

@@ -34,7 +34,8 @@ def robot_fingerprint(robot: Robot) -> bytes:
         parts += [link.name.encode(), np.float64(link.mass).tobytes(), np.asarray(link.inertia, float).tobytes(),
                   link.lTcom.matrix().tobytes()]
     for joint in robot.joints:  # the limits bound the sample states that choose the pivots
-        parts += [f"{joint.name}|{joint.type}|{joint.parent}|{joint.child}|{joint.actuated}|{joint.closes_loop}".encode(),
+        parts += [(f"{joint.name}|{joint.type}|{joint.parent}|{joint.child}|{joint.actuated}|"
+                   f"{joint.closes_loop}").encode(),
                   np.asarray(joint.screw_axis, float).tobytes(), joint.rest_pose.matrix().tobytes(),
                   np.array([joint.armature, joint.lower, joint.upper], float).tobytes()]
     for t in robot.transmissions:
@@ -44,8 +45,8 @@ def robot_fingerprint(robot: Robot) -> bytes:
 
 
 # The modules whose source decides the generated code (the ordering is part of the key by value).
-CODE = ("compiled", "equations.py", "spatial.py", "problem.py", "arguments", "dynamics/graph.py", "dynamics/reference.py",
-        "kinematics", "linear/elimination.py", "linear/system.py", "model")
+CODE = ("compiled", "equations.py", "spatial.py", "problem.py", "arguments", "dynamics/graph.py",
+        "dynamics/reference.py", "kinematics", "linear/elimination.py", "linear/system.py", "model")
 
 
 def code_fingerprint() -> str:

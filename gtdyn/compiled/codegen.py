@@ -112,8 +112,10 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states."""
     n = robot.num_dofs
     factor = trace.Function("factor", samples["q"].shape[1])
-    q = [factor.load(j, samples["q"][j], _identifier(keys.pretty(keys.joint_angle_key(j + 1)), f"q{j + 1}")) for j in range(n)]
-    v = [factor.load(n + j, samples["v"][j], _identifier(keys.pretty(keys.joint_vel_key(j + 1)), f"v{j + 1}")) for j in range(n)]
+    q = [factor.load(j, samples["q"][j], _identifier(keys.pretty(keys.joint_angle_key(j + 1)), f"q{j + 1}"))
+         for j in range(n)]
+    v = [factor.load(n + j, samples["v"][j], _identifier(keys.pretty(keys.joint_vel_key(j + 1)), f"v{j + 1}"))
+         for j in range(n)]
     inputs = {}
 
     def given(j: int, key: int):
@@ -131,8 +133,9 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
                                   for k, i in enumerate(base_inputs.ROTATION)], dtype=object).reshape(3, 3)
         base_twist = np.array([factor.load(first + TWIST + k, samples["twist"][k], f"V0_{k}")
                                for k in range(6)], dtype=object)
+        # the acceleration (inverse) or the wrench (forward, hybrid)
         given = np.array([factor.load(first + GIVEN + k, samples["given"][k], f"base_given_{k}")
-                          for k in range(6)], dtype=object)  # the acceleration (inverse) or the wrench (forward, hybrid)
+                          for k in range(6)], dtype=object)
         traced_problem = dataclasses.replace(traced_problem, **{"base_accel" if problem.kind == "inverse" else
                                                                 "base_wrench": given})
     coupled = _coupling_ok(robot, q, v, traced_problem)
@@ -402,8 +405,8 @@ def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, cl
         y = [trace.div(value, growth) for value in u]
     condition = trace.sqrt(growth)
     fn.comment("certificate: well conditioned, accurate, and every loop closed")
-    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) * _valid_inputs(fn, layout) \
-        * slots.use(fn, coupled)
+    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) \
+        * _valid_inputs(fn, layout) * slots.use(fn, coupled)
     for pose_gap, twist_gap in closure.values():
         gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
         ok = ok * trace.le(_squared_norm(gaps), CLOSURE_LIMIT ** 2)

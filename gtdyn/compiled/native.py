@@ -42,7 +42,7 @@ def target_id() -> str:
 
 
 def _constant(x: float) -> str:
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", float(x)))[0]
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
 
 
 def function_ir(fn: trace.Function, prefix: str) -> str:

@@ -75,8 +75,10 @@ class CompiledSolver:
         self.checks = bool(checks)
         self._entry = "main" if self.checks else "fast"
         self._main = self._native.entry[self._entry]
-        self._passive = np.array([j.index - 1 for j in robot.joints if not j.actuated
-                                  and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))], int)
+        self._passive = np.array([j.index - 1 for j in robot.joints
+                                  if not j.actuated
+                                  and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))],
+                                 int)
         self._owner = get_ident()
         self._last = self._ws
         self._views = self._workspace_views(self._ws)

@@ -25,7 +25,8 @@ def sample_query(robot: Robot, kind: str, qdd_joints, samples, k: int, contacts=
                           contacts=contacts, gravity=gravity)
 
 
-def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
+def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLES,
+                  seed: int = 0) -> dict[str, np.ndarray]:
     """``count`` random states (q, v and the given x), as arrays of shape (n, count); on closed loops they close
     every loop (``close_loops`` from random independent joints). Reproducible."""
     rng = np.random.default_rng(seed)

@@ -39,10 +39,12 @@ from gtdyn.problem import Problem
 
 
 def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, gravity,
-                       external_wrenches: Mapping[int, np.ndarray] | None = None) -> Iterator[tuple[LinearEquation, dict, bool]]:
+                       external_wrenches: Mapping[int, np.ndarray] | None = None
+                       ) -> Iterator[tuple[LinearEquation, dict, bool]]:
     """The equations of the linear dynamics graph, in graph order, as (equation, roles, soft): eq. 5 and 7 per
     joint, eq. 6 per moving link (and a floating base), a contact equation per contact, a planar factor per
-    planar loop and soft minimum-norm factors on torques and contact forces where the problem asks for them. ``roles`` maps each coefficient name to a ``Key`` (an unknown) or a known value.
+    planar loop and soft minimum-norm factors on torques and contact forces where the problem asks for them.
+    ``roles`` maps each coefficient name to a ``Key`` (an unknown) or a known value.
 
     ``external_wrenches[i]`` is a wrench on link i from its environment, in link i's CoM frame. The same
     equations, written on traced values, are what ``gtdyn.compiled`` turns into code.

@@ -98,7 +98,8 @@ class DynamicsResult:
         return [values[name] for name, _ in layout]
 
     def __repr__(self) -> str:
-        rows = "\n".join(f"  {n:>12s}  q̈ = {a: .6g}  τ = {t: .6g}" for n, a, t in zip(self.robot.joint_names, self.qdd, self.tau))
+        rows = "\n".join(f"  {n:>12s}  q̈ = {a: .6g}  τ = {t: .6g}"
+                         for n, a, t in zip(self.robot.joint_names, self.qdd, self.tau))
         return f"DynamicsResult({self.problem} dynamics of '{self.robot.name}', ordering {self.ordering}):\n{rows}"
 
 

@@ -15,7 +15,8 @@ from gtdyn.model.robot import Robot
 
 
 def inverse_dynamics(robot: Robot, q, v, qdd, *, base_pose=None, base_twist=None, base_accel=None, contacts=None,
-                     gravity=GRAVITY, external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
+                     gravity=GRAVITY, external_wrenches=None, ordering=None, elimination="qr",
+                     planar=None) -> DynamicsResult:
     """Torques τ that produce joint accelerations ``qdd`` at state (q, v).
 
     ``external_wrenches`` maps a link (or merged frame) name to the wrench [m; f] its environment applies

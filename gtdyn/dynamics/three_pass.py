@@ -43,7 +43,8 @@ def featherstone_hybrid_dynamics(robot: Robot, q, v, qdd, tau, *, gravity=GRAVIT
     fixed-base trees without transmissions: its passes lock and free joints one by one, which a loop, a
     coupling or a free base would tie together (``hybrid_dynamics`` covers those)."""
     robot = robot_argument(robot)
-    unsupported = [what for what, present in (("a floating base", robot.floating_base), ("closed loops", robot.loop_joints),
+    unsupported = [what for what, present in (("a floating base", robot.floating_base),
+                                              ("closed loops", robot.loop_joints),
                                               ("transmissions", robot.transmissions)) if present]
     if unsupported:
         raise ArgumentError(f"robot: featherstone_hybrid_dynamics covers fixed-base trees without transmissions; "

@@ -57,7 +57,8 @@ def inconsistent(robot: Robot, kin: KinematicState, problem: Problem, backward_e
         for contact, residual in contact_residuals(robot, kin, problem, qdd):
             if residual > 1e-8 * (1 + np.max(np.abs(qdd), initial=0.0)):
                 return ArgumentError(f"qdd: the motion breaks contact {contact.number} ({contact.contact.kind} on "
-                                     f"'{contact.contact.link}'): its acceleration constraint is off by {residual:.3g}; "
+                                     f"'{contact.contact.link}'): its acceleration constraint is off by "
+                                     f"{residual:.3g}; "
                                      "a contact must not accelerate (use forward dynamics with the contacts to find "
                                      "a motion that keeps them)")
     if robot.loop_joints and not np.any(np.isnan(qdd)):
@@ -67,20 +68,22 @@ def inconsistent(robot: Robot, kin: KinematicState, problem: Problem, backward_e
                                         f"{residual:.3g}; compute consistent ones with gtdyn.close_loops")
     prescribed = [j for j in problem.known_qdd if j in problem.known_tau]  # passive joints with q̈ given
     if prescribed:
-        free = dataclasses.replace(problem, known_qdd={j: a for j, a in problem.known_qdd.items() if j not in prescribed},
+        free = dataclasses.replace(problem,
+                                   known_qdd={j: a for j, a in problem.known_qdd.items() if j not in prescribed},
                                    kind="hybrid")
         try:
             achievable = solve_free(free)
         except (IndeterminateSystemError, ValueError):
             achievable = None
         if achievable is not None:
-            wrong = [j for j in prescribed if abs(achievable[j - 1] - problem.known_qdd[j]) > 1e-8 * (1 + abs(achievable[j - 1]))]
+            wrong = [j for j in prescribed
+                     if abs(achievable[j - 1] - problem.known_qdd[j]) > 1e-8 * (1 + abs(achievable[j - 1]))]
             if wrong:
                 detail = ", ".join(f"{robot.joints[j - 1].name} (asked {problem.known_qdd[j]:.6g}, the dynamics give "
                                    f"{achievable[j - 1]:.6g})" for j in wrong)
-                return ArgumentError(f"qdd: the actuated joints cannot produce the requested q̈ of passive joints {detail}, "
-                                     "given the other joints' q̈; prescribe passive joints' q̈ only as the dynamics give it, "
-                                     "or use hybrid_dynamics to solve for it")
+                return ArgumentError(f"qdd: the actuated joints cannot produce the requested q̈ of passive joints "
+                                     f"{detail}, given the other joints' q̈; prescribe passive joints' q̈ only as the "
+                                     "dynamics give it, or use hybrid_dynamics to solve for it")
     reasons = []  # what can make given values inconsistent, for this robot and problem
     if robot.floating_base and problem.contacts and problem.base_accel is not None:
         names = ", ".join(f"{c.contact.kind} on '{c.contact.link}'" for c in problem.contacts)

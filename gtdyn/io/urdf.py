@@ -3,9 +3,10 @@
 Every element and number gtdyn reads is checked as it is read, with the file, element and line in each
 message; visuals, collisions, transmissions, Gazebo tags and the like are ignored. (gtdyn reads URDF itself rather
 than through yourdfpy, whose import pulled in trimesh and scipy: see benchmarks/results/design_measurements.md.)
-The root link is taken as fixed to the world. ``floating`` and ``planar`` joints are reported as unsupported by ``build_robot``;
-``<mimic>`` joints are read with their coupling (``JointSpec.mimic``), which ``load_robot`` enforces unless
-asked for ``transmissions="independent"``: then they are independent joints, with a ``ModelWarning``.
+The root link is taken as fixed to the world. ``floating`` and ``planar`` joints are reported as unsupported by
+``build_robot``; ``<mimic>`` joints are read with their coupling (``JointSpec.mimic``), which ``load_robot``
+enforces unless asked for ``transmissions="independent"``: then they are independent joints, with a
+``ModelWarning``.
 """
 
 from __future__ import annotations

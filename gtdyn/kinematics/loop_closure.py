@@ -130,7 +130,7 @@ def _gauss_newton(robot: Robot, pose_factors: gtsam.NonlinearFactorGraph, given:
     for link in robot.links:
         values.insert(keys.pose_key(link.index), kin.wT[link.index])
     error = _squared_error(graph, values)
-    for iteration in range(1, MAX_ITERATIONS + 1):
+    for iteration in range(1, MAX_ITERATIONS + 1):  # noqa: B007 (the count is reported after the loop)
         linear = graph.linearize(values)
         for i in range(linear.size()):  # exact equations: unit weights, so Householder QR applies
             linear.at(i).setModel(False, np.ones(linear.at(i).rows()))
@@ -147,7 +147,8 @@ def _gauss_newton(robot: Robot, pose_factors: gtsam.NonlinearFactorGraph, given:
         if step * np.max(np.abs(delta.vector()), initial=0.0) < STEP_TOLERANCE:  # (no joints: empty)
             break
     q_all = np.array([values.atVector(keys.joint_angle_key(j.index))[0] for j in robot.joints])
-    residual = max((float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size())), default=0.0)
+    residual = max((float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size())),
+                   default=0.0)
     if residual > 1e-9:
         raise LoopClosureError(f"q: no assembly closes the loops from these independent joint values "
                                f"(residual {residual:.3g} after {iteration} Gauss–Newton steps); the loop may be out "
@@ -159,12 +160,14 @@ def _squared_error(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> f
     return sum(float(np.sum(graph.at(i).unwhitenedError(values) ** 2)) for i in range(graph.size()))
 
 
-def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int, v: np.ndarray | None = None) -> np.ndarray:
+def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int,
+                v: np.ndarray | None = None) -> np.ndarray:
     """The linear velocity (order 1, eq. 4) or acceleration (order 2, eq. 5) problem around every joint."""
     kin = forward_kinematics(robot, q, np.zeros(robot.num_dofs) if v is None else v)
     graph = _rate_graph(robot, kin, given, order)
     rate_key = keys.joint_vel_key if order == 1 else keys.joint_accel_key
-    solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph), owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
+    solution = eliminate(graph, gtsam.Ordering.ColamdGaussianFactorGraph(graph),
+                         owner=lambda key: keys.owner(robot, key)).bayes_net.optimize()
     return np.array([given[j.index] if j.index in given else solution.at(rate_key(j.index))[0] for j in robot.joints])
 
 
@@ -216,7 +219,8 @@ def independent_joints(robot: Robot, preferred: Iterable[str] = (), q=None) -> l
     if unknown_names:
         raise ArgumentError(f"preferred: unknown joints {', '.join(map(str, unknown_names))} "
                             f"(joints: {', '.join(robot.joint_names)})")
-    graph = _rate_graph(robot, forward_kinematics(robot, q, np.zeros(robot.num_dofs)), {}, order=1)  # every rate unknown
+    # every rate unknown
+    graph = _rate_graph(robot, forward_kinematics(robot, q, np.zeros(robot.num_dofs)), {}, order=1)
     A, _ = graph.jacobian()
     columns = sorted(set(graph.keyVector()))  # jacobian() orders its columns by key
     offsets = np.cumsum([0] + [keys.dim(k) for k in columns])

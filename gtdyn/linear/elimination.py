@@ -92,7 +92,8 @@ def eliminate(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering, *, method
     if condition > WARN_CONDITION and warn:
         warnings.warn(IllConditionedWarning(
             f"the dynamics equations are ill-conditioned (condition estimate {condition:.2g}): results may differ "
-            f"between orderings in digits beyond the {int(np.log10(1 / (condition * np.finfo(float).eps)))}th; the weak "
+            f"between orderings in digits beyond the {int(np.log10(1 / (condition * np.finfo(float).eps)))}th; "
+            "the weak "
             f"direction involves {_named(weakest, owner)}"), stacklevel=_user_stacklevel())
     return Elimination(bayes_net, condition, weakest, method)
 
@@ -109,7 +110,8 @@ def condition_estimate(bayes_net: gtsam.GaussianBayesNet, squared_norms: dict[in
     scale = np.sqrt(np.concatenate(columns))
     starts = np.cumsum([0] + dims)
     if not np.all(scale > 0):  # an unknown in no equation
-        return float("inf"), [k for k, smallest in zip(key_list, np.minimum.reduceat(scale, starts[:-1])) if not smallest > 0]
+        return float("inf"), [k for k, smallest in zip(key_list, np.minimum.reduceat(scale, starts[:-1]))
+                              if not smallest > 0]
     w = _start_vector(len(scale))  # same start in every ordering: same estimate
     x = _values(key_list, starts.tolist(), w / scale)  # D⁻¹ w, as GTSAM's VectorValues
     growth = 0.0
@@ -180,7 +182,8 @@ def free_variables(graph: gtsam.GaussianFactorGraph, squared_norms: dict[int, np
         B = np.where(scale > 0, A / np.where(scale > 0, scale, 1.0), 0.0)
     try:
         _, s, Vt = np.linalg.svd(B)
-    except np.linalg.LinAlgError:  # numbers too wild for an SVD (an overflowing state): the caller's estimate names them
+    except np.linalg.LinAlgError:
+        # numbers too wild for an SVD (an overflowing state): the caller's estimate names them
         return []
     rank = int(np.sum(s > s[0] / condition_limit)) if s.size and s[0] > 0 else 0
     null = Vt[rank:]

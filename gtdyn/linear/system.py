@@ -26,7 +26,8 @@ def noise(dim: int, constrained: bool) -> gtsam.noiseModel.Base:
 _NOISE: dict[tuple[int, bool], gtsam.noiseModel.Base] = {}
 
 
-def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray, constrained: bool = False) -> gtsam.JacobianFactor:
+def linear_factor(terms: list[tuple[int, np.ndarray]], rhs: np.ndarray,
+                  constrained: bool = False) -> gtsam.JacobianFactor:
     """A JacobianFactor Σ A_k x_k = rhs on any number of keys.
 
     GTSAM's Python constructors stop at three keys; beyond that (a link with several child joints) the

@@ -128,7 +128,8 @@ def _requested_transmissions(joint_specs: dict, blocks, src: str) -> list[tuple[
     within ±MAX_RATIO. A fixed joint's own transmission is dropped with a warning (it has no coordinate)."""
     wanted = [(js.name, ((js.mimic[0], js.mimic[1]),), js.mimic[2], f"{js.name} mimics {js.mimic[0]}")
               for js in joint_specs.values() if js.mimic is not None]
-    wanted += [(b.joint, b.drives, b.offset, f"{b.joint} driven by {', '.join(j for j, _ in b.drives)}") for b in blocks]
+    wanted += [(b.joint, b.drives, b.offset, f"{b.joint} driven by {', '.join(j for j, _ in b.drives)}")
+               for b in blocks]
     unused = [label for name, _, _, label in wanted if joint_specs.get(name) and joint_specs[name].type == "fixed"]
     if unused:  # as in Talos's grippers: a fixed joint has no coordinate to couple, so there is nothing to drive
         warnings.warn(f"{src}: fixed joint(s) with a transmission, ignored: {'; '.join(unused)}", ModelWarning,
@@ -282,8 +283,8 @@ def _spanning_tree(root: str, joints: dict, links: dict, src: str) -> tuple[list
         frontier = next_frontier
     unreachable = [name for name in links if name not in reached]
     if unreachable:
-        raise ModelError(f"{src}: links {', '.join(unreachable)} cannot be reached from the base '{root}' by going from "
-                         "parent to child (they are disconnected, or their joints form a cycle among themselves)")
+        raise ModelError(f"{src}: links {', '.join(unreachable)} cannot be reached from the base '{root}' by going "
+                         "from parent to child (they are disconnected, or their joints form a cycle among themselves)")
     tree = {js.name for js in tree_joint_of.values()}
     order: list[JointSpec] = []
     stack = [js for js in reversed(by_parent.get(root, [])) if js.name in tree]
@@ -355,8 +356,9 @@ def _make_joint(js: JointSpec, index: int, links: dict, fixed_root: str | None, 
     axis = np.asarray(js.axis, float)
     joint_screw = np.concatenate([axis, np.zeros(3)]) if js.type != "prismatic" else np.concatenate([np.zeros(3), axis])
     kind = "prismatic" if js.type == "prismatic" else "revolute"
-    return Joint(js.name, index, kind, js.parent, js.child, pTj, _frozen(axis), _frozen(Ad(jTcdyn.inverse()) @ joint_screw),
-                 pdynTp.compose(pTj).compose(jTcdyn), js.lower, js.upper, js.effort, js.velocity, js.actuated, closes_loop)
+    return Joint(js.name, index, kind, js.parent, js.child, pTj, _frozen(axis),
+                 _frozen(Ad(jTcdyn.inverse()) @ joint_screw), pdynTp.compose(pTj).compose(jTcdyn), js.lower,
+                 js.upper, js.effort, js.velocity, js.actuated, closes_loop)
 
 
 def _check_determined(robot: Robot) -> None:

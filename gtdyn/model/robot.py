@@ -181,13 +181,15 @@ class Robot:
         try:
             return self._topology.joint_by_name[name]
         except (KeyError, TypeError):
-            raise KeyError(f"robot '{self.name}' has no joint '{name}' (joints: {', '.join(self.joint_names)})") from None
+            raise KeyError(f"robot '{self.name}' has no joint '{name}' "
+                           f"(joints: {', '.join(self.joint_names)})") from None
 
     def link(self, name: str) -> Link:
         try:
             return self._topology.link_by_name[name]
         except (KeyError, TypeError):
-            raise KeyError(f"robot '{self.name}' has no moving link '{name}' (links: {', '.join(self.link_names)})") from None
+            raise KeyError(f"robot '{self.name}' has no moving link '{name}' "
+                           f"(links: {', '.join(self.link_names)})") from None
 
     def is_base(self, link_name: str) -> bool:
         return link_name == self.base.name
@@ -261,7 +263,8 @@ class Robot:
         names = list(names)
         unknown = [n for n in names if n not in self.joint_names]
         if unknown:
-            raise ArgumentError(f"with_actuated: unknown joints {', '.join(unknown)} (joints: {', '.join(self.joint_names)})")
+            raise ArgumentError(f"with_actuated: unknown joints {', '.join(unknown)} "
+                                f"(joints: {', '.join(self.joint_names)})")
         joints = tuple(dataclasses.replace(j, actuated=j.name in names) for j in self.joints)
         return dataclasses.replace(self, joints=joints)
 

@@ -62,7 +62,8 @@ def scaling_plot(rows: list, path: str, title: str) -> None:
     for col, kind in enumerate(kinds):
         sub = [r for r in rows if r.problem == kind and r.robot.startswith("chain")]
         for method in dict.fromkeys(r.method for r in sub):
-            pts = sorted((r.dofs, r.timings["elim_us"].median_us, r.measures["edges"]) for r in sub if r.method == method)
+            pts = sorted((r.dofs, r.timings["elim_us"].median_us, r.measures["edges"])
+                         for r in sub if r.method == method)
             n, t, e = zip(*pts)
             axes[0][col].plot(n, t, marker="o", label=method)
             axes[1][col].plot(n, e, marker="o", label=method)

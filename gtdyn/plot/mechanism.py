@@ -30,7 +30,8 @@ def joint_positions(robot: Robot, q) -> dict[str, np.ndarray]:
     for joint in robot.joints:
         parent = robot.link(joint.parent)
         # a fixed base's dynamics frame is its link frame; every other body's is its CoM frame
-        wTlink = kin.wT[parent.index] if robot.is_fixed(joint.parent) else kin.wT[parent.index].compose(parent.lTcom.inverse())
+        wTlink = (kin.wT[parent.index] if robot.is_fixed(joint.parent)
+                  else kin.wT[parent.index].compose(parent.lTcom.inverse()))
         out[joint.name] = wTlink.transformFrom(joint.origin.translation())
     return out
 
@@ -69,14 +70,19 @@ def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None =
     if base and not robot.floating_base:  # the ground, under the joints on a fixed base
         xs = [p[0] for p in base]
         ax.plot([min(xs) - 0.1, max(xs) + 0.1], [min(p[1] for p in base) - 0.05] * 2, color="#666666", linewidth=3)
-    ax.legend(handles=[Line2D([], [], marker="o", color="w", markerfacecolor="black", markeredgecolor="black", label="actuated joint"),
-                       Line2D([], [], marker="o", color="w", markerfacecolor="white", markeredgecolor="black", label="passive joint"),
-                       Line2D([], [], marker="o", color="w", markerfacecolor="white", markeredgecolor="red", label="closes a loop"),
-                       Line2D([], [], marker="o", color="w", markerfacecolor="black", markersize=4, label="centre of mass")],
+    ax.legend(handles=[Line2D([], [], marker="o", color="w", markerfacecolor="black", markeredgecolor="black",
+                              label="actuated joint"),
+                       Line2D([], [], marker="o", color="w", markerfacecolor="white", markeredgecolor="black",
+                              label="passive joint"),
+                       Line2D([], [], marker="o", color="w", markerfacecolor="white", markeredgecolor="red",
+                              label="closes a loop"),
+                       Line2D([], [], marker="o", color="w", markerfacecolor="black", markersize=4,
+                              label="centre of mass")],
               fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.set_aspect("equal")
     loops = len(robot.loop_joints)
-    ax.set_title(title or f"{robot.name}: {robot.num_dofs} joints, {loops} loop{'s' if loops != 1 else ''}", fontsize=10)
+    ax.set_title(title or f"{robot.name}: {robot.num_dofs} joints, {loops} loop{'s' if loops != 1 else ''}",
+                 fontsize=10)
     ax.margins(0.15)
     if path:
         tight_layout(fig)
