@@ -5,14 +5,29 @@ Random robots carry off-diagonal inertias, rotated inertial frames and prismatic
 ~1e-12 and round-off O(ε/h)·|f| ~1e-10·|f|, so anything above ~1e-7 is a wrong derivative, not noise.
 """
 
+import dataclasses
+
 import gtsam
 import numpy as np
 import pytest
 
 from gtdyn import keys as K
-from gtdyn.factors import (MinTorqueFactor, PlanarFactor, PoseFactor, TorqueFactor, TwistAccelFactor, TwistFactor,
-                           WrenchFactor)
+from gtdyn.errors import ArgumentError
+from gtdyn.factors import (
+    ContactFactor,
+    MinTorqueFactor,
+    PlanarFactor,
+    PoseFactor,
+    PoseIntegrationFactor,
+    TorqueFactor,
+    TransmissionFactor,
+    TwistAccelFactor,
+    TwistFactor,
+    WrenchFactor,
+)
+from gtdyn.factors.integration import right_jacobian
 from gtdyn.model.random import random_robot
+from gtdyn.model.robot import Transmission
 
 POINTS = 50
 STEP = 1e-6
@@ -150,8 +165,9 @@ def test_planar_factor(point):
 
 def test_minimum_torque_factor(point):
     rng, _ = point
-    f = MinTorqueFactor(K.torque_key(1))
-    check(f, random_values(rng, dict.fromkeys(f.keys())))
+    for key in (K.torque_key(1), K.contact_key(2, 3)):  # a torque, or a contact force's least norm
+        f = MinTorqueFactor(key)
+        check(f, random_values(rng, dict.fromkeys(f.keys())))
 
 
 def test_joint_factors_of_a_loop_closing_onto_the_base(point):
@@ -162,5 +178,92 @@ def test_joint_factors_of_a_loop_closing_onto_the_base(point):
     parent = (None, None, None) if p == 0 else (K.pose_key(p), K.twist_key(p), K.twist_accel_key(p))
     q, v, a = K.joint_angle_key(j), K.joint_vel_key(j), K.joint_accel_key(j)
     for f in (PoseFactor(joint, parent[0], None, q), TwistFactor(joint, None, parent[1], q, v),
-              TwistAccelFactor(joint, None, parent[2], q, v, a, None), PlanarFactor(K.wrench_key(j), None, rng.normal(size=3))):
+              TwistAccelFactor(joint, None, parent[2], q, v, a, None),
+              PlanarFactor(K.wrench_key(j), None, rng.normal(size=3))):
         check(f, random_values(rng, dict.fromkeys(f.keys())))
+
+
+def random_pose(rng, scale: float = 1.0) -> gtsam.Pose3:
+    return gtsam.Pose3(gtsam.Rot3.Expmap(rng.normal(size=3) * scale), rng.normal(size=3) * scale)
+
+
+def test_wrench_factor_of_a_floating_base_with_contacts(point):
+    """A floating base's eq. 6: the wrench F0 of its environment in the place of a joint's, its child joints,
+    and a point and a surface contact on it (their force and wrench variables)."""
+    rng, robot = point
+    M = rng.normal(size=(3, 3))
+    base = dataclasses.replace(robot.base, mass=float(rng.uniform(1, 5)), inertia=M @ M.T + 0.1 * np.eye(3))
+    children = [(c, K.wrench_key(c.index), K.joint_angle_key(c.index)) for c in robot.child_joints(base.name)]
+    contacts = [(random_pose(rng), 3, K.contact_key(1, 3)), (random_pose(rng), 6, K.contact_key(2, 6))]
+    f = WrenchFactor(base, K.twist_accel_key(0), K.twist_key(0), K.pose_key(0), [K.wrench_key(0)], children,
+                     gravity=rng.normal(size=3) * 5, external=rng.normal(size=6), contacts=contacts)
+    assert len(f.keys()) == 4 + 2 * len(children) + 2
+    check(f, random_values(rng, dict.fromkeys(f.keys())))
+
+
+def test_joint_factors_on_a_floating_base(point):
+    """A joint whose parent is a floating base: the base's pose, twist and acceleration are variables."""
+    rng, robot = point
+    joint = robot.child_joints(robot.base.name)[0]
+    j = joint.index
+    q, v, a = K.joint_angle_key(j), K.joint_vel_key(j), K.joint_accel_key(j)
+    for f in (PoseFactor(joint, K.pose_key(0), K.pose_key(j), q),
+              TwistFactor(joint, K.twist_key(j), K.twist_key(0), q, v),
+              TwistAccelFactor(joint, K.twist_accel_key(j), K.twist_accel_key(0), q, v, a, K.twist_key(j))):
+        check(f, random_values(rng, dict.fromkeys(f.keys())))
+
+
+def test_torque_factor_with_transmissions_and_armature(point):
+    """Eq. 7 with the constraint forces of two transmissions (shares 1 and −ratio) and an armature's J q̈."""
+    rng, robot = point
+    joint = dataclasses.replace(robot.joints[int(rng.integers(robot.num_dofs))], armature=float(rng.uniform(0.1, 2)))
+    j = joint.index
+    f = TorqueFactor(joint, K.wrench_key(j), K.torque_key(j),
+                     [(K.transmission_key(1), 1.0), (K.transmission_key(2), -float(rng.normal() * 5))],
+                     K.joint_accel_key(j))
+    assert list(f.keys()) == [K.wrench_key(j), K.torque_key(j), K.transmission_key(1), K.transmission_key(2),
+                              K.joint_accel_key(j)]
+    check(f, random_values(rng, dict.fromkeys(f.keys())))
+    with pytest.raises(ArgumentError, match="^a: "):
+        TorqueFactor(joint, K.wrench_key(j), K.torque_key(j))
+
+
+@pytest.mark.parametrize("dim", [3, 6])
+def test_contact_factor(point, dim):
+    rng, _ = point
+    f = ContactFactor(random_pose(rng), dim, K.twist_accel_key(2), K.twist_key(2))
+    assert len(f.keys()) == (2 if dim == 3 else 1)
+    check(f, random_values(rng, dict.fromkeys(f.keys())))
+
+
+def test_transmission_factor(point):
+    rng, _ = point
+    ratios = tuple(float(r) for r in rng.normal(size=2) * 4)
+    t = Transmission("belt", 3, ((1, ratios[0]), (2, ratios[1])), offset=0.3)
+    for key, offset in ((K.joint_angle_key, t.offset), (K.joint_accel_key, 0.0)):
+        f = TransmissionFactor(t, key(3), [key(1), key(2)], offset)
+        values = random_values(rng, dict.fromkeys(f.keys()))
+        check(f, values)
+        x = [values.atVector(key(j))[0] for j in (3, 1, 2)]
+        assert abs(f.unwhitenedError(values)[0] - (x[0] - ratios[0] * x[1] - ratios[1] * x[2] - offset)) < 1e-12
+
+
+def test_the_right_jacobian_series_is_gtsams(point):
+    rng, _ = point
+    xi, u = rng.normal(size=6), rng.normal(size=6)
+    J, _ = right_jacobian(xi, u)
+    np.testing.assert_allclose(J, gtsam.Pose3.ExpmapDerivative(xi), atol=1e-12)
+
+
+def test_pose_integration_factor(point):
+    """A base's pose from its twist on SE(3), under each weighting, at poses one step apart (|ξ| ≲ 1)."""
+    rng, _ = point
+    T_k, V_k, T_next, V_next = (K.at_step(key, s) for key, s in ((K.pose_key(0), 4), (K.twist_key(0), 4),
+                                                                  (K.pose_key(0), 5), (K.twist_key(0), 5)))
+    for weights in ("explicit", "implicit", "trapezoidal", tuple(rng.normal(size=2))):
+        f = PoseIntegrationFactor(T_k, V_k, T_next, V_next, 10 ** rng.uniform(-3, 0), weights)
+        values = random_values(rng, dict.fromkeys(f.keys()))
+        start = random_pose(rng)
+        values.update(T_k, start)
+        values.update(T_next, start.compose(gtsam.Pose3.Expmap(rng.normal(size=6) * 0.4)))
+        check(f, values)

@@ -10,7 +10,7 @@ from test_factor_jacobians import POINTS, check
 
 from gtdyn import keys as K
 from gtdyn.errors import ArgumentError
-from gtdyn.factors import IntegrationFactor, integration_factors, joint_prior
+from gtdyn.factors import IntegrationFactor, base_integration_factors, integration_factors, joint_prior
 from gtdyn.factors.integration import RULES
 
 SCHEMES = list(RULES)
@@ -177,3 +177,35 @@ def test_other_bad_arguments():
     # zero-weight derivatives may be None and are not keys
     f = IntegrationFactor(q(1, 0), None, q(1, 1), v(1, 1), 0.01, "implicit")
     assert list(f.keys()) == [q(1, 0), q(1, 1), v(1, 1)]
+
+
+@pytest.mark.parametrize("rule", SCHEMES)
+def test_a_floating_base_integrates_on_se3(rule, rng):
+    """The base's factors between steps k and k+1: pose from twist on SE(3), twist from acceleration (6-vectors);
+    Jacobians against central differences; at a constant body twist V and zero acceleration every rule is exact,
+    pose_{k+1} = pose_k · Exp(Δt V)."""
+    from test_factor_jacobians import random_pose
+
+    k, dt = 3, 0.05
+    pose_level, twist_level = base_integration_factors(k, dt, rule)
+    T, V, A = ([K.at_step(key(0), s) for s in (k, k + 1)] for key in (K.pose_key, K.twist_key, K.twist_accel_key))
+    assert set(twist_level.keys()) <= {V[0], V[1], A[0], A[1]} and set(pose_level.keys()) <= {T[0], T[1], V[0], V[1]}
+    twist = rng.normal(size=6)
+    values = gtsam.Values()
+    start = random_pose(rng)
+    values.insert(T[0], start)
+    values.insert(T[1], start.compose(gtsam.Pose3.Expmap(dt * twist)))
+    for key, value in ((V[0], twist), (V[1], twist), (A[0], np.zeros(6)), (A[1], np.zeros(6))):
+        values.insert(key, value)
+    for factor in (pose_level, twist_level):
+        assert np.max(np.abs(factor.unwhitenedError(values))) < 1e-14
+        moved = gtsam.Values(values)
+        moved.update(V[1], twist + rng.normal(size=6))
+        moved.update(A[1], rng.normal(size=6))
+        check(factor, moved)
+    with pytest.raises(ArgumentError, match="^rule: "):
+        base_integration_factors(k, dt, "rk4")
+    with pytest.raises(ArgumentError, match="^k: "):
+        base_integration_factors(-1, dt)
+    with pytest.raises(ArgumentError, match="^model: "):
+        IntegrationFactor(V[0], A[0], V[1], A[1], dt, model=gtsam.noiseModel.Unit.Create(1))

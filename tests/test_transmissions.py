@@ -513,21 +513,16 @@ def test_a_fully_geared_chain_matches_the_projected_reference_in_every_ordering(
         assert rel_err(gtdyn.forward_dynamics(robot, q, v, tau, ordering=ordering).qdd, qdd) < TOL, ordering
 
 
-def test_what_does_not_cover_transmissions_yet_says_so(geared):
-    """The variational integrator, estimation and the full nonlinear graph have no transmission factors: they
-    refuse a coupled robot rather than simulate or estimate the uncoupled one. The classical integrators keep
-    the coupling (their steps are affine in q, q̇)."""
-    from gtdyn.factors.full_graph import full_dynamics_graph
-
+def test_the_variational_integrator_refuses_transmissions_and_the_classical_ones_keep_them(geared):
+    """The variational integrator's DRNEA has no constraint forces: it refuses a coupled robot rather than
+    simulate the uncoupled one. The classical integrators keep the coupling (their steps are affine in q, q̇).
+    Estimation and the full nonlinear graph cover transmissions (tests/test_estimation.py,
+    tests/test_nonlinear_graph.py)."""
     _, robot = geared
     q = np.zeros(3)
     q[robot.joint_names.index("rotor_joint")] = OFFSET
     with pytest.raises(gtdyn.ArgumentError, match="variational integrator covers trees without transmissions"):
         gtdyn.simulate(robot, q, np.zeros(3), dt=1e-3, steps=2, method="variational")
-    with pytest.raises(gtdyn.ArgumentError, match="estimation does not cover transmissions"):
-        gtdyn.trajectory_inverse_dynamics(robot, [0.0, 0.01], np.tile(q, (2, 1)), sigma_q=1e-3)
-    with pytest.raises(gtdyn.ArgumentError, match="no transmission factors"):
-        full_dynamics_graph(robot)
     run = gtdyn.simulate(robot, q, np.zeros(3), tau=[0.5, 0.2, 0.0], dt=1e-3, steps=200, method="rk4")
     rotor, j1 = robot.joint_names.index("rotor_joint"), robot.joint_names.index("j1")
     assert np.max(np.abs(run.q[:, rotor] - (N * run.q[:, j1] + OFFSET))) < 1e-12

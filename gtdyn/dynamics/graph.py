@@ -63,7 +63,7 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
             "a": problem.known_qdd[j] if j in problem.known_qdd else Key(keys.joint_accel_key(j)),
         }, False
         # eq. 7, with the constraint forces of the transmissions the joint takes part in
-        shares = transmission_shares(robot, j)
+        shares = robot.transmission_shares(j)
         roles = {"F": Key(keys.wrench_key(j)),
                  "tau": problem.known_tau[j] if j in problem.known_tau else Key(keys.torque_key(j))}
         roles.update({f"L{k}": Key(keys.transmission_key(number)) for k, (number, _) in enumerate(shares)})
@@ -102,17 +102,6 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
     for contact in problem.contacts:
         if contact.number in problem.minimum_contact:
             yield minimum_norm_equation(contact.dim), {"x": Key(keys.contact_key(contact.number, contact.dim))}, True
-
-
-def transmission_shares(robot: Robot, j: int) -> list[tuple[int, float]]:
-    """(transmission number, joint j's share of its constraint force) for each transmission joint j takes part in:
-    1 for the driven joint, −ratio for a driving one (virtual work of q_dependent − Σ ratio_k q_k)."""
-    out = []
-    for number, transmission in enumerate(robot.transmissions, start=1):
-        if transmission.dependent == j:
-            out.append((number, 1.0))
-        out += [(number, -ratio) for k, ratio in transmission.terms if k == j]
-    return out
 
 
 def coupled_transmissions(robot: Robot, problem: Problem) -> list:

@@ -5,14 +5,14 @@ Each step k adds the full dynamics graph at step k (Newton–Euler equations, lo
 loop-closing joints' pose, twist and acceleration factors, the planar factor of planar loops), the known
 torques, the integration factors from step k − 1 and the encoder readings; the smoother keeps the newest
 step and the ``lag`` steps before it as variables and folds older ones into a Gaussian prior on the window
-(marginalisation by elimination). The wheel offers ``gtsam.IncrementalFixedLagSmoother`` (iSAM2: each update relinearises and
-re-eliminates only what the new factors touch) and ``gtsam.BatchFixedLagSmoother`` (Levenberg–Marquardt on the
-whole window at every update); the first is the default, about 10 ms per step on the four-bar.
+(marginalisation by elimination). The wheel offers ``gtsam.IncrementalFixedLagSmoother`` (iSAM2: each update
+relinearises and re-eliminates only what the new factors touch) and ``gtsam.BatchFixedLagSmoother``
+(Levenberg–Marquardt on the whole window at every update); the first is the default (timings:
+``benchmarks/verify_estimation.py``).
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,13 +21,32 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.arguments import finite_vector, gravity_vector, joint_vector
+from gtdyn.arguments import (
+    choice,
+    finite_vector,
+    gravity_vector,
+    joint_vector,
+    pose_argument,
+    positive_number,
+    positive_vector,
+    whole_number,
+)
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
-from gtdyn.estimation.steps import (between_steps, check_robot, integrated_joints, joint_key, planar_normals,
-                                    state_values, step_graph)
+from gtdyn.estimation.steps import (
+    BaseState,
+    between_steps,
+    check_robot,
+    coupled,
+    integrated_joints,
+    joint_key,
+    planar_normals,
+    state_values,
+    step_graph,
+)
 from gtdyn.factors.integration import RULES
 from gtdyn.kinematics.loop_closure import project
+from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
 
 SMOOTHERS = ("incremental", "batch")
@@ -37,7 +56,8 @@ _QUANTITIES = (K.joint_angle_key, K.joint_vel_key, K.joint_accel_key, K.torque_k
 @dataclass(frozen=True, eq=False)
 class StateEstimate:
     """The estimate at step ``k`` (time ``t`` = k Δt): joint angles ``q``, velocities ``v``, accelerations
-    ``qdd`` and torques ``tau``, in ``robot.joint_names`` order."""
+    ``qdd`` and torques ``tau``, in ``robot.joint_names`` order; a floating base's ``base_pose`` (4×4, world ←
+    root link), ``base_twist`` and ``base_accel`` (root link frame), None on a fixed base."""
 
     k: int
     t: float
@@ -45,6 +65,9 @@ class StateEstimate:
     v: np.ndarray
     qdd: np.ndarray
     tau: np.ndarray
+    base_pose: np.ndarray | None = None
+    base_twist: np.ndarray | None = None
+    base_accel: np.ndarray | None = None
 
 
 class FixedLagEstimator:
@@ -64,6 +87,13 @@ class FixedLagEstimator:
     passive torques zero. ``smoother``: "incremental" (``gtsam.IncrementalFixedLagSmoother``) or "batch"
     (``gtsam.BatchFixedLagSmoother``, slower).
 
+    Transmissions: the driven joints follow their drives through the coupling factors and are not integrated.
+    A floating base (in free flight: no wrench from its environment) needs its pose read at every step,
+    ``update(reading, base_pose=T)`` (4×4 or ``gtsam.Pose3``, world ← root link), with standard deviation
+    ``sigma_base`` ([rotation (rad); translation (m)], one number or six); ``base_twist0`` (root link frame,
+    default zero) is the initial guess of its twist, with standard deviation ``sigma_v0``. Its pose, twist
+    and acceleration are estimated with the joints, integrated by the same ``rule`` on SE(3).
+
     A gyroscope on the four-bar's coupler would read zero: on the parallelogram the coupler translates
     without turning, so it carries no information and the encoder is the only sensor used.
 
@@ -74,12 +104,10 @@ class FixedLagEstimator:
     def __init__(self, robot: Robot, dt: float, lag: int, encoder_joints: str | Sequence[str], sigma_encoder,
                  tau_of_step: Callable[[int], np.ndarray] | np.ndarray, *, q0, v0=None, sigma_q0: float = 0.05,
                  sigma_v0: float = 0.5, sigma_tau: float = 0.01, rule: str = "trapezoidal", gravity=GRAVITY,
-                 smoother: str = "incremental"):
+                 smoother: str = "incremental", sigma_base=None, base_twist0=None):
         self.robot = robot = check_robot(robot)
-        self.dt = _positive_number("dt", dt)
-        if isinstance(lag, bool) or not isinstance(lag, numbers.Integral) or lag < 1:
-            raise ArgumentError(f"lag: expected a whole number of steps ≥ 1, got {lag!r}")
-        self.lag = int(lag)
+        self.dt = positive_number("dt", dt)
+        self.lag = whole_number("lag", lag, 1)
         names = [encoder_joints] if isinstance(encoder_joints, str) else list(encoder_joints) \
             if isinstance(encoder_joints, Sequence) else None
         if not names or any(not isinstance(name, str) or name not in robot.joint_names for name in names):
@@ -88,20 +116,26 @@ class FixedLagEstimator:
         if len(set(names)) != len(names):
             raise ArgumentError(f"encoder_joints: a joint given twice in {names}")
         self.encoder_joints = names
-        sigma = np.broadcast_to(_positive_vector("sigma_encoder", sigma_encoder, len(names)), (len(names),))
+        sigma = np.broadcast_to(positive_vector("sigma_encoder", sigma_encoder, len(names)), (len(names),))
         self._encoder_models = [gtsam.noiseModel.Isotropic.Sigma(1, float(s)) for s in sigma]
         self._tau = _torque_source(robot, tau_of_step)
         q0 = joint_vector(robot, "q0", q0)
         v0 = np.zeros(robot.num_dofs) if v0 is None else joint_vector(robot, "v0", v0)
-        self.sigma_q0, self.sigma_v0 = _positive_number("sigma_q0", sigma_q0), _positive_number("sigma_v0", sigma_v0)
-        self._tau_model = gtsam.noiseModel.Isotropic.Sigma(1, _positive_number("sigma_tau", sigma_tau))
-        if not isinstance(rule, str) or rule not in RULES:
-            raise ArgumentError(f"rule: {rule!r} is not one of {', '.join(RULES)}")
-        self.rule = rule
+        self.sigma_q0, self.sigma_v0 = positive_number("sigma_q0", sigma_q0), positive_number("sigma_v0", sigma_v0)
+        self._tau_model = gtsam.noiseModel.Isotropic.Sigma(1, positive_number("sigma_tau", sigma_tau))
+        self.rule = choice("rule", rule, RULES)
         self.gravity = gravity_vector(gravity)
-        if smoother not in SMOOTHERS:
-            raise ArgumentError(f"smoother: {smoother!r} is not one of {', '.join(SMOOTHERS)}")
+        choice("smoother", smoother, SMOOTHERS)
+        self._base_model = self._base_twist0 = None
+        if robot.floating_base:
+            if sigma_base is None:
+                raise ArgumentError(f"sigma_base: '{robot.name}' has a floating base, whose pose readings need a "
+                                    "standard deviation (rad and m, one number or six)")
+            self._base_model = gtsam.noiseModel.Diagonal.Sigmas(
+                np.array(np.broadcast_to(positive_vector("sigma_base", sigma_base, 6), (6,))))
+            self._base_twist0 = np.zeros(6) if base_twist0 is None else finite_vector("base_twist0", base_twist0, 6)
         self._joints = integrated_joints(robot, q0)
+        q0, v0, _ = coupled(robot, q0, v0, np.zeros(robot.num_dofs))
         self._q0, self._v0 = self._closed(q0, v0, q0) if robot.loop_joints else (q0, v0)
         self._planar = planar_normals(robot, self._q0)
         params = gtsam.ISAM2Params()
@@ -119,19 +153,25 @@ class FixedLagEstimator:
         """The number of steps added so far (the next update is step k)."""
         return len(self.estimates)
 
-    def update(self, reading) -> StateEstimate:
-        """Add the next step with its encoder ``reading`` (a number, or one per encoder joint) and return the
-        filtered estimate of that step."""
+    def update(self, reading, base_pose=None) -> StateEstimate:
+        """Add the next step with its encoder ``reading`` (a number, or one per encoder joint) — and, on a floating
+        base, the reading ``base_pose`` of its root link's pose — and return the filtered estimate of that step."""
         z = finite_vector("reading", np.atleast_1d(np.asarray(reading, dtype=float)) if _numeric(reading) else reading,
                           len(self.encoder_joints))
         k, robot = self.k, self.robot
+        if robot.floating_base and base_pose is None:
+            raise ArgumentError(f"base_pose: '{robot.name}' has a floating base: its pose reading is needed at "
+                                "every step")
+        if base_pose is not None and not robot.floating_base:
+            raise ArgumentError(f"base_pose: '{robot.name}' has a fixed base")
+        measured = None if base_pose is None else pose_argument("base_pose", base_pose)
         tau = self._tau(k)
         graph = step_graph(robot, k, self.gravity, self._planar)  # with passive joints' τ = 0
         for joint in robot.joints:
             if joint.actuated:
                 j = joint.index
                 graph.add(gtsam.PriorFactorVector(joint_key(K.torque_key, j, k), tau[j - 1:j], self._tau_model))
-        for name, value, model in zip(self.encoder_joints, z, self._encoder_models):
+        for name, value, model in zip(self.encoder_joints, z, self._encoder_models, strict=True):
             key = joint_key(K.joint_angle_key, robot.joint(name).index, k)
             graph.add(gtsam.PriorFactorVector(key, np.array([value]), model))
         if k == 0:
@@ -141,13 +181,22 @@ class FixedLagEstimator:
                                                   gtsam.noiseModel.Isotropic.Sigma(1, self.sigma_q0)))
                 graph.add(gtsam.PriorFactorVector(joint_key(K.joint_vel_key, j, 0), v[j - 1:j],
                                                   gtsam.noiseModel.Isotropic.Sigma(1, self.sigma_v0)))
+            base = None if measured is None else BaseState(measured, self._base_twist0)
+            if base is not None:
+                graph.add(gtsam.PriorFactorVector(K.at_step(K.twist_key(0), 0),
+                                                  base_frame.twist_to_com(robot) @ self._base_twist0,
+                                                  gtsam.noiseModel.Isotropic.Sigma(6, self.sigma_v0)))
         else:
-            graph.push_back(between_steps(self._joints, k - 1, self.dt, self.rule))
+            graph.push_back(between_steps(self._joints, k - 1, self.dt, self.rule, floating_base=robot.floating_base))
             q, v = self._predict(self.estimates[-1])
+            base = self._predict_base(self.estimates[-1])
+        if measured is not None:
+            graph.add(gtsam.PriorFactorPose3(K.at_step(K.pose_key(0), k), base_frame.pose_to_com(robot, measured),
+                                             self._base_model))
         actuated = np.array([joint.actuated for joint in robot.joints])
-        values = state_values(robot, k, q, v, tau=np.where(actuated, tau, 0.0), gravity=self.gravity)
+        values = state_values(robot, k, q, v, tau=np.where(actuated, tau, 0.0), gravity=self.gravity, base=base)
         self._smoother.update(graph, values, {key: k * self.dt for key in values.keys()})
-        estimate = self._estimate(k, self._smoother.calculateEstimateVector)
+        estimate = self._estimate(k, self._smoother.calculateEstimateVector, self._smoother.calculateEstimatePose3)
         self.estimates.append(estimate)
         return estimate
 
@@ -155,20 +204,37 @@ class FixedLagEstimator:
         """The smoothed estimates of the steps still in the window, oldest first."""
         values = self._smoother.calculateEstimate()
         first = joint_key(K.joint_angle_key, 1, 0)
-        return [self._estimate(k, values.atVector) for k in range(max(0, self.k - self.lag - 1), self.k)
+        return [self._estimate(k, values.atVector, values.atPose3) for k in range(max(0, self.k - self.lag - 1), self.k)
                 if values.exists(K.at_step(first, k))]
 
-    def _estimate(self, k: int, read) -> StateEstimate:
-        """Step k's joint quantities, ``read(key)`` giving each as a 1-vector."""
-        joints = self.robot.joints
-        return StateEstimate(k, k * self.dt, *(np.array([read(joint_key(kind, j.index, k))[0] for j in joints])
-                                               for kind in _QUANTITIES))
+    def _estimate(self, k: int, read, read_pose) -> StateEstimate:
+        """Step k's joint quantities, ``read(key)`` giving each as a 1-vector (and a floating base's, with
+        ``read_pose``)."""
+        robot = self.robot
+        base = {}
+        if robot.floating_base:
+            to_link = base_frame.twist_to_link(robot)
+            base = {"base_pose": base_frame.pose_to_link(robot, read_pose(K.at_step(K.pose_key(0), k))).matrix(),
+                    "base_twist": to_link @ read(K.at_step(K.twist_key(0), k)),
+                    "base_accel": to_link @ read(K.at_step(K.twist_accel_key(0), k))}
+        return StateEstimate(k, k * self.dt, *(np.array([read(joint_key(kind, j.index, k))[0] for j in robot.joints])
+                                               for kind in _QUANTITIES), **base)
 
     def _predict(self, last: StateEstimate) -> tuple[np.ndarray, np.ndarray]:
-        """The next step's starting point: the independent joints moved by a Taylor step, the loops closed."""
+        """The next step's starting point: the independent joints moved by a Taylor step (the driven ones with
+        them), the loops closed."""
         q = last.q + self.dt * last.v + 0.5 * self.dt ** 2 * last.qdd
         v = last.v + self.dt * last.qdd
         return self._closed(q, v, last.q) if self.robot.loop_joints else (q, v)
+
+    def _predict_base(self, last: StateEstimate) -> BaseState | None:
+        """A floating base's next pose and twist by a Taylor step on SE(3) (root link frame), or None."""
+        if last.base_pose is None:
+            return None
+        h = self.dt
+        step = h * last.base_twist + 0.5 * h * h * last.base_accel
+        pose = gtsam.Pose3(last.base_pose).compose(gtsam.Pose3.Expmap(step))
+        return BaseState(pose, last.base_twist + h * last.base_accel)
 
     def _closed(self, q, v, guess) -> tuple[np.ndarray, np.ndarray]:
         return project(self.robot, {j: q[j - 1] for j in self._joints}, {j: v[j - 1] for j in self._joints}, guess)
@@ -180,22 +246,6 @@ class FixedLagEstimator:
 
 def _numeric(x) -> bool:
     return isinstance(x, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(x, bool)
-
-
-def _positive_number(name: str, x) -> float:
-    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x <= 0:
-        raise ArgumentError(f"{name}: expected a finite number > 0, got {x!r}")
-    return float(x)
-
-
-def _positive_vector(name: str, x, n: int) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float) if not isinstance(x, (bool, str)) else None
-    except (TypeError, ValueError):
-        a = None
-    if a is None or a.shape not in ((), (n,)) or not np.all(np.isfinite(a)) or not np.all(a > 0):
-        raise ArgumentError(f"{name}: expected a finite number > 0 or {n} of them, got {x!r}")
-    return a
 
 
 def _torque_source(robot: Robot, tau) -> Callable[[int], np.ndarray]:

@@ -1,31 +1,48 @@
 """Building blocks of graphs over time steps: one step's dynamics factors, the integration factors between two
-steps, and a step's values from a dynamics solve."""
+steps, and a step's values from a dynamics solve.
+
+A floating base is body 0 of the full graph: its pose, twist and acceleration (of its CoM frame) are variables
+joined across steps by ``base_integration_factors``, and the wrench F0 its environment applies is held at zero
+(free flight). Users give and get the base's quantities in its root link frame; ``gtdyn.model.base_frame`` moves
+them. Transmissions: the full graph's coupling factors carry the driven joints, so only the others are
+integrated."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics
 from gtdyn.arguments import robot_argument
+from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics
+from gtdyn.equations import torque_equation
 from gtdyn.errors import ArgumentError
-from gtdyn.factors import integration_factors, joint_prior
+from gtdyn.factors import base_integration_factors, integration_factors, joint_prior
 from gtdyn.factors.full_graph import full_dynamics_graph
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.kinematics.loop_closure import independent_joints
 from gtdyn.kinematics.loops import loop_plane_normal
+from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
+
+
+@dataclass(frozen=True, eq=False)
+class BaseState:
+    """A floating base's state in its root link frame: ``pose`` (world ← root link), ``twist`` [ω; v] and
+    ``accel`` (its time derivative; None: solved for by the dynamics)."""
+
+    pose: gtsam.Pose3
+    twist: np.ndarray
+    accel: np.ndarray | None = None
 
 
 def check_robot(robot) -> Robot:
     robot_argument(robot)
-    if robot.floating_base:
-        raise ArgumentError(f"robot: estimation covers fixed bases so far; '{robot.name}' has a floating base")
-    if robot.transmissions:  # the full nonlinear graph has no transmission factors yet
-        raise ArgumentError(f"robot: estimation does not cover transmissions yet; '{robot.name}' has "
-                            f"{', '.join(t.name for t in robot.transmissions)} (load it with "
-                            "transmissions='approximate' or 'independent')")
+    if robot.floating_base and robot.loop_joints:
+        raise ArgumentError(f"robot: estimation covers floating bases on trees; '{robot.name}' floats and has "
+                            "closed loops")
     return robot
 
 
@@ -36,7 +53,7 @@ def planar_normals(robot: Robot, q: np.ndarray) -> dict[int, np.ndarray]:
     whose joints outside the loop, if any, turn about the same normal)."""
     kin = forward_kinematics(robot, q, np.zeros(robot.num_dofs))
     out = {}
-    for joint, loop in zip(robot.loop_joints, robot.loops):
+    for joint, loop in zip(robot.loop_joints, robot.loops, strict=True):
         normal = loop_plane_normal(robot, kin, loop)
         if normal is not None:
             out[joint.index] = normal
@@ -44,29 +61,38 @@ def planar_normals(robot: Robot, q: np.ndarray) -> dict[int, np.ndarray]:
 
 
 def integrated_joints(robot: Robot, q: np.ndarray) -> list[int]:
-    """Indices of the joints that carry integration factors: every joint of a tree; on closed loops the
-    independent joints only (actuated ones first), the loops' pose, twist and acceleration factors carrying
-    the others. Integrating every joint of a loop would over-determine the step: the integrators' q_{k+1} would
-    have to close the loops too, which no one-step rule does exactly."""
+    """Indices of the joints that carry integration factors: every joint of a tree but those a transmission
+    drives (its coupling factors carry them); on closed loops the independent joints only (actuated ones
+    first), the loops' pose, twist and acceleration factors carrying the others. Integrating every joint of a
+    loop (or a driven joint too) would over-determine the step: the integrators' q_{k+1} would have to close
+    the loops too, which no one-step rule does exactly."""
+    driven = {t.dependent for t in robot.transmissions}
     if not robot.loop_joints:
-        return [j.index for j in robot.joints]
-    return [robot.joint(name).index for name in independent_joints(robot, robot.actuated_joint_names, q)]
+        return [j.index for j in robot.joints if j.index not in driven]
+    return [robot.joint(name).index for name in independent_joints(robot, robot.actuated_joint_names, q)
+            if robot.joint(name).index not in driven]
 
 
 def step_graph(robot: Robot, k: int, gravity, planar: dict[int, np.ndarray]) -> gtsam.NonlinearFactorGraph:
-    """The full dynamics graph at step k, with hard priors τ = 0 on the passive joints."""
-    graph = full_dynamics_graph(robot, gravity, planar=planar, step=k)
+    """The full dynamics graph at step k, with hard priors τ = 0 on the passive joints; a floating base is in
+    free flight (no wrench from the environment, so no F0 variable)."""
+    graph = full_dynamics_graph(robot, gravity, planar=planar, step=k, free_flight=True)
     for joint in robot.joints:
         if not joint.actuated:
             graph.add(joint_prior(K.at_step(K.torque_key(joint.index), k), 0.0))
     return graph
 
 
-def between_steps(joints: list[int], k: int, dt: float, rule: str, model=None) -> gtsam.NonlinearFactorGraph:
-    """The integration factors (position and velocity level) of ``joints`` between steps k and k + 1."""
+def between_steps(joints: list[int], k: int, dt: float, rule: str, model=None,
+                  floating_base: bool = False) -> gtsam.NonlinearFactorGraph:
+    """The integration factors (position and velocity level) of ``joints`` between steps k and k + 1, and of a
+    floating base (pose on SE(3) and twist) if ``floating_base``."""
     graph = gtsam.NonlinearFactorGraph()
     for j in joints:
         for factor in integration_factors(j, k, dt, rule, model):
+            graph.add(factor)
+    if floating_base:
+        for factor in base_integration_factors(k, dt, rule, model):
             graph.add(factor)
     return graph
 
@@ -76,21 +102,38 @@ def joint_key(kind, j: int, k: int) -> int:
     return K.at_step(kind(j), k)
 
 
-def state_values(robot: Robot, k: int, q, v, *, qdd=None, tau=None, gravity) -> gtsam.Values:
+def coupled(robot: Robot, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q, q̇, q̈) with each driven joint's entries set from its drives: q = Σ ratio q_k + offset, and so q̇, q̈.
+    Rows may be samples (arrays (N, n)) or one state (n,)."""
+    q, v, a = (np.array(x, dtype=float) for x in (q, v, a))
+    for t in robot.transmissions:
+        d = t.dependent - 1
+        for x, offset in ((q, t.offset), (v, 0.0), (a, 0.0)):
+            x[..., d] = sum(ratio * x[..., j - 1] for j, ratio in t.terms) + offset
+    return q, v, a
+
+
+def state_values(robot: Robot, k: int, q, v, *, qdd=None, tau=None, gravity,
+                 base: BaseState | None = None) -> gtsam.Values:
     """Every variable of step k at a state that closes the loops: inverse dynamics when ``qdd`` is given (on
     an underactuated robot, whose passive joints' q̈ the dynamics decide, hybrid dynamics with the actuated
-    joints' q̈ and the passive joints' τ = 0), else forward dynamics with torques ``tau``."""
-    passive = [joint.name for joint in robot.joints if not joint.actuated]
+    joints' q̈ and the passive joints' τ = 0), else forward dynamics with torques ``tau``. A floating base's
+    state is ``base`` (root link frame): inverse dynamics with its acceleration given (the graph's free flight
+    may then violate eq. 6 of the base, for the optimiser to restore), forward dynamics its acceleration in free
+    flight."""
+    passive = [joint.name for joint in robot.joints if not joint.actuated and not _driven(robot, joint.index)]
+    on_base = {} if base is None else {"base_pose": base.pose, "base_twist": base.twist}
     if qdd is not None and passive and len(independent_joints(robot, robot.actuated_joint_names, q)) > \
             len(robot.actuated_joint_names):
         names = robot.joint_names
         r = hybrid_dynamics(robot, q, v, qdd={n: qdd[names.index(n)] for n in robot.actuated_joint_names},
-                            tau={n: 0.0 for n in passive}, gravity=gravity)
+                            tau={n: 0.0 for n in passive}, gravity=gravity, **on_base)
     elif qdd is not None:
-        r = inverse_dynamics(robot, q, v, qdd, gravity=gravity)
+        r = inverse_dynamics(robot, q, v, qdd, gravity=gravity, **on_base,
+                             **({} if base is None else {"base_accel": base.accel}))
     else:
-        r = forward_dynamics(robot, q, v, tau, gravity=gravity)
-    kin = forward_kinematics(robot, q, v)
+        r = forward_dynamics(robot, q, v, tau, gravity=gravity, **on_base)
+    kin = forward_kinematics(robot, q, v, *((base.pose, base.twist) if base is not None else ()))
     values = gtsam.Values()
 
     def put(key: int, value) -> None:
@@ -102,14 +145,34 @@ def state_values(robot: Robot, k: int, q, v, *, qdd=None, tau=None, gravity) -> 
                        (K.torque_key(j), r.tau)):
             put(key, [x[j - 1]])
         put(K.wrench_key(j), r.wrenches[joint.name])
-    for link in robot.links:
-        i = link.index
+    for body in ((robot.base,) if robot.floating_base else ()) + robot.links:
+        i = body.index
         values.insert(K.at_step(K.pose_key(i), k), kin.wT[i])
-        put(K.twist_key(i), r.twists[link.name])
-        put(K.twist_accel_key(i), r.twist_accels[link.name])
+        put(K.twist_key(i), r.twists[body.name])
+        put(K.twist_accel_key(i), r.twist_accels[body.name])
+    for number, t in enumerate(robot.transmissions, start=1):  # λ from the driven joint's eq. 7 (its share is 1)
+        d = t.dependent
+        joint = robot.joints[d - 1]
+        eq = torque_equation(joint.screw_axis, (1.0,), joint.armature)
+        x = {"F": r.wrenches[joint.name], "tau": r.tau[d - 1], "L0": 0.0, "a": r.qdd[d - 1]}
+        put(K.transmission_key(number), eq.error({name: x[name] for name in eq.coefficients}))
     return values
+
+
+def _driven(robot: Robot, j: int) -> bool:
+    return any(t.dependent == j for t in robot.transmissions)
 
 
 def joint_series(values: gtsam.Values, robot: Robot, kind, steps) -> np.ndarray:
     """A joint quantity (``kind``: e.g. ``keys.torque_key``) over ``steps``: rows in time, columns by joint."""
     return np.array([[values.atVector(K.at_step(kind(j.index), k))[0] for j in robot.joints] for k in steps])
+
+
+def base_series(values: gtsam.Values, robot: Robot, steps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A floating base's pose (4×4, world ← root link), twist and acceleration (root link frame) over ``steps``."""
+    to_link = base_frame.twist_to_link(robot)
+    poses = np.array([base_frame.pose_to_link(robot, values.atPose3(K.at_step(K.pose_key(0), k))).matrix()
+                      for k in steps])
+    twists, accels = (np.array([to_link @ values.atVector(K.at_step(key, k)) for k in steps])
+                      for key in (K.twist_key(0), K.twist_accel_key(0)))
+    return poses, twists, accels

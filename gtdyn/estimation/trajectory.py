@@ -11,7 +11,6 @@ explains the samples best.
 from __future__ import annotations
 
 import math
-import numbers
 import re
 import time
 import warnings
@@ -21,11 +20,23 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.arguments import gravity_vector
+from gtdyn.arguments import choice, gravity_vector, positive_vector, whole_number
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError, ConvergenceWarning, IndeterminateSystemError
-from gtdyn.estimation.steps import (between_steps, check_robot, integrated_joints, joint_key, joint_series,
-                                    planar_normals, state_values, step_graph)
+from gtdyn.estimation.base_motion import base_motion, measured_base_poses
+from gtdyn.estimation.snap import SnapFactor
+from gtdyn.estimation.steps import (
+    base_series,
+    between_steps,
+    check_robot,
+    coupled,
+    integrated_joints,
+    joint_key,
+    joint_series,
+    planar_normals,
+    state_values,
+    step_graph,
+)
 from gtdyn.factors.integration import RULES
 from gtdyn.kinematics.loop_closure import project, solve_rates
 from gtdyn.model.robot import Robot
@@ -42,7 +53,9 @@ class TrajectoryEstimate:
     penalty), ``initial_error`` the error at the start, ``iterations`` the optimiser's count (Levenberg–Marquardt
     plus any Gauss–Newton iterations); ``smoothness`` the snap prior's s per joint and ``cutoff`` its cut-off
     frequency (s/σ)^¼ (rad/s); ``seconds`` the wall time; ``graph`` and ``values`` are the factor graph and its
-    solution (keys ``keys.at_step(key, k)``)."""
+    solution (keys ``keys.at_step(key, k)``). A floating base's estimated ``base_pose`` (N, 4, 4; world ← root
+    link), ``base_twist`` and ``base_accel`` (N, 6; [angular; linear] in the root link frame, the acceleration
+    the derivative of the body twist) are None on a fixed base."""
 
     robot: Robot
     rule: str
@@ -59,6 +72,9 @@ class TrajectoryEstimate:
     seconds: float
     graph: gtsam.NonlinearFactorGraph
     values: gtsam.Values
+    base_pose: np.ndarray | None = None
+    base_twist: np.ndarray | None = None
+    base_accel: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return (f"TrajectoryEstimate('{self.robot.name}', {len(self.t)} samples, {self.rule}, error {self.error:.3g} "
@@ -66,7 +82,8 @@ class TrajectoryEstimate:
 
 
 def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: str = "trapezoidal",
-                                gravity=GRAVITY, smoothness=None, max_iterations: int = 50) -> TrajectoryEstimate:
+                                gravity=GRAVITY, smoothness=None, max_iterations: int = 50, base_pose=None,
+                                sigma_base=None, base_smoothness=None) -> TrajectoryEstimate:
     """The torques (and velocities, accelerations) that explain joint angles measured at times ``t``.
 
     ``t``: N ≥ 3 increasing times (s; the steps need not be equal); ``q_measured``: array (N, n), one row per
@@ -100,6 +117,21 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
     joints carry integration factors and snap priors, passive joints' τ are fixed at zero and planar loops
     get the planar factor.
 
+    Transmissions: the driven joints follow their drives through the coupling factors (q, q̇ and q̈); only the
+    others are integrated, a driven joint's τ is zero (the transmission's constraint force λ drives it) and its
+    samples are priors like the others'.
+
+    Floating bases (in free flight: the environment applies no wrench, F0 = 0). Their motion must be measured:
+    ``base_pose``, an array (N, 4, 4) of the root link's pose in the world at each sample (or N ``gtsam.Pose3``),
+    Gaussian priors with standard deviation ``sigma_base`` ([rotation (rad); translation (m)] about the base's
+    CoM frame, one number or six; default the smallest of ``sigma_q``). The base's pose is integrated from its
+    twist on SE(3) and its twist from its acceleration by the same ``rule`` (``gtdyn.factors.base_integration_
+    factors``, as ``gtdyn.simulate`` moves it), and its acceleration gets a snap prior with ``base_smoothness``
+    (one number or six; default: σ_base (2π / 16 Δt)⁴ as for the joints, or the largest ``smoothness`` when that
+    is given). Estimated with the joints: the base's pose, twist and acceleration (``base_pose``,
+    ``base_twist``, ``base_accel`` of the result, root link frame), which the joints' motion and F0 = 0 tie to
+    the joints' through the dynamics.
+
     Initial values: the graph's kinematic part (measurement priors, integration factors and snap priors on
     the integrated joints) is linear in q, q̇, q̈ and is solved exactly; on closed loops the other joints
     then close the loops around it, and ``inverse_dynamics`` at each sample gives τ, the wrenches and the
@@ -115,27 +147,22 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
     t = _times(t)
     N = len(t)
     q_measured = _samples(robot, q_measured, N)
-    sigma = _positive(robot, "sigma_q", sigma_q)
-    if not isinstance(rule, str) or rule not in RULES:
-        raise ArgumentError(f"rule: {rule!r} is not one of {', '.join(RULES)}")
+    sigma = _positive(robot.num_dofs, "sigma_q", sigma_q)
+    choice("rule", rule, RULES)
     gravity = gravity_vector(gravity)
-    if smoothness is None:
-        step = float(np.mean(np.diff(t)))
-        try:
-            with np.errstate(over="ignore"):
-                smoothness = sigma * (2 * math.pi * CUTOFF_FRACTION / step) ** 4
-        except OverflowError:  # Python's float power raises where numpy's gives inf
-            smoothness = np.inf
-        if not np.all(np.isfinite(smoothness)):
-            raise ArgumentError(f"t: time steps of {step:g} s (on average) are too small: the default smoothness "
-                                "σ (2π / 16 Δt)⁴ overflows; are the times in seconds?")
-    s = _positive(robot, "smoothness", smoothness)
-    if isinstance(max_iterations, bool) or not isinstance(max_iterations, numbers.Integral) or max_iterations < 1:
-        raise ArgumentError(f"max_iterations: expected a whole number ≥ 1, got {max_iterations!r}")
+    s = _positive(robot.num_dofs, "smoothness", _default_smoothness(t, sigma) if smoothness is None else smoothness)
+    max_iterations = whole_number("max_iterations", max_iterations, 1)
+    base = None
+    if base_pose is not None or robot.floating_base:
+        poses = measured_base_poses(robot, base_pose, N)
+        sigma_b = _positive(6, "sigma_base", np.min(sigma) if sigma_base is None else sigma_base)
+        if base_smoothness is None:
+            base_smoothness = _default_smoothness(t, sigma_b) if smoothness is None else np.max(s)
+        base = (poses, sigma_b, _positive(6, "base_smoothness", base_smoothness))
 
     started = time.perf_counter()
     try:
-        return _estimate(robot, t, q_measured, sigma, s, rule, gravity, int(max_iterations), started)
+        return _estimate(robot, t, q_measured, sigma, s, rule, gravity, max_iterations, started, base)
     except RuntimeError as e:  # GTSAM's, from an elimination that found a variable undetermined
         if isinstance(e, IndeterminateSystemError) or "Indeterminate linear system" not in str(e):
             raise
@@ -149,8 +176,9 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
 
 
 def _estimate(robot: Robot, t, q_measured, sigma, s, rule: str, gravity, max_iterations: int,
-              started: float) -> TrajectoryEstimate:
-    """``trajectory_inverse_dynamics`` once its arguments are checked."""
+              started: float, base=None) -> TrajectoryEstimate:
+    """``trajectory_inverse_dynamics`` once its arguments are checked; ``base``: a floating base's measured poses
+    (root link frame), σ and smoothness."""
     N = len(t)
     joints = integrated_joints(robot, q_measured[0])
     kinematic = _kinematic_graph(joints, t, q_measured, sigma, s, rule)
@@ -158,10 +186,14 @@ def _estimate(robot: Robot, t, q_measured, sigma, s, rule: str, gravity, max_ite
     planar = planar_normals(robot, q0[0])
     graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
     graph.push_back(kinematic)
+    states = [None] * N
+    if base is not None:
+        base_graph, states = base_motion(robot, t, *base, rule, _solve_qr)
+        graph.push_back(base_graph)
     for k in range(N):
         graph.push_back(step_graph(robot, k, gravity, planar))
-        values.insert(state_values(robot, k, q0[k], v0[k], qdd=a0[k], gravity=gravity))
-        for j in (joint.index for joint in robot.joints if joint.index not in joints):  # closed loops' other joints
+        values.insert(state_values(robot, k, q0[k], v0[k], qdd=a0[k], gravity=gravity, base=states[k]))
+        for j in (joint.index for joint in robot.joints if joint.index not in joints):  # loops' others, driven joints
             graph.add(gtsam.PriorFactorVector(joint_key(K.joint_angle_key, j, k), q_measured[k, j - 1:j],
                                               gtsam.noiseModel.Isotropic.Sigma(1, sigma[j - 1])))
     initial_error = graph.error(values)
@@ -172,7 +204,9 @@ def _estimate(robot: Robot, t, q_measured, sigma, s, rule: str, gravity, max_ite
         q=joint_series(result, robot, K.joint_angle_key, steps), v=joint_series(result, robot, K.joint_vel_key, steps),
         qdd=joint_series(result, robot, K.joint_accel_key, steps), tau=joint_series(result, robot, K.torque_key, steps),
         error=float(graph.error(result)), initial_error=float(initial_error), iterations=iterations,
-        smoothness=s, cutoff=(s / sigma) ** 0.25, seconds=time.perf_counter() - started, graph=graph, values=result)
+        smoothness=s, cutoff=(s / sigma) ** 0.25, seconds=time.perf_counter() - started, graph=graph, values=result,
+        **(dict(zip(("base_pose", "base_twist", "base_accel"), base_series(result, robot, steps), strict=True))
+           if base else {}))
 
 
 HARD_TOLERANCE = 1e-9  # largest residual of a hard factor accepted as satisfied
@@ -221,23 +255,6 @@ def _hard_residual(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> f
                 if graph.at(i).noiseModel().isConstrained()), default=0.0)
 
 
-class SnapFactor(gtsam.CustomFactor):
-    """e = (x_{k+1} − x_k)/h₁ − (x_k − x_{k−1})/h₀ for a scalar x (here q̈): the change of its rate over two
-    steps h₀, h₁, with standard deviation s (h₀ + h₁)/2 — a prior N(0, s²) on the rate's derivative."""
-
-    def __init__(self, previous: int, current: int, following: int, h0: float, h1: float, s: float):
-        c = (1.0 / h0, -1.0 / h0 - 1.0 / h1, 1.0 / h1)
-        keys = [previous, current, following]
-        J = [np.full((1, 1), ci) for ci in c]
-
-        def error(this, values, H):
-            if H is not None:
-                H[0], H[1], H[2] = J
-            return np.array([sum(ci * values.atVector(key)[0] for ci, key in zip(c, keys))])
-
-        super().__init__(gtsam.noiseModel.Isotropic.Sigma(1, s * (h0 + h1) / 2), keys, error)
-
-
 def _times(t) -> np.ndarray:
     try:
         a = np.asarray(t, dtype=float)
@@ -272,18 +289,23 @@ def _samples(robot: Robot, q, N: int) -> np.ndarray:
     return a
 
 
-def _positive(robot: Robot, name: str, x) -> np.ndarray:
-    """One positive number, or one per joint, as a vector of n."""
-    n = robot.num_dofs
-    if isinstance(x, bool):
-        raise ArgumentError(f"{name}: expected a number > 0 or {n} of them, got {x!r}")
+def _positive(n: int, name: str, x) -> np.ndarray:
+    """One positive number, or one per joint (or per base coordinate), as a vector of n."""
+    return np.broadcast_to(positive_vector(name, x, n), (n,)).astype(float)
+
+
+def _default_smoothness(t: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """s = σ (2π / 16 Δt)⁴, Δt the mean step: the snap prior's cut-off at 1/16 of the sampling rate."""
+    step = float(np.mean(np.diff(t)))
     try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"{name}: expected a number > 0 or {n} of them, got {x!r}") from None
-    if a.shape not in ((), (n,)) or not np.all(np.isfinite(a)) or not np.all(a > 0):
-        raise ArgumentError(f"{name}: expected a finite number > 0 or {n} of them (one per joint), got {x!r}")
-    return np.broadcast_to(a, (n,)).astype(float)
+        with np.errstate(over="ignore"):
+            smoothness = sigma * (2 * math.pi * CUTOFF_FRACTION / step) ** 4
+    except OverflowError:  # Python's float power raises where numpy's gives inf
+        smoothness = np.inf
+    if not np.all(np.isfinite(smoothness)):
+        raise ArgumentError(f"t: time steps of {step:g} s (on average) are too small: the default smoothness "
+                            "σ (2π / 16 Δt)⁴ overflows; are the times in seconds?")
+    return smoothness
 
 
 def _kinematic_graph(joints: list[int], t: np.ndarray, q: np.ndarray, sigma: np.ndarray, s: np.ndarray, rule: str,
@@ -318,7 +340,7 @@ def _initial_motion(robot: Robot, joints: list[int], t: np.ndarray, q: np.ndarra
     series = [np.array([[x.at(joint_key(kind, j, k))[0] if j in joints else q[k, j - 1] for j in range(1, n + 1)]
                         for k in range(N)]) for kind in (K.joint_angle_key, K.joint_vel_key, K.joint_accel_key)]
     if not robot.loop_joints:
-        return tuple(series)
+        return coupled(robot, *series)
     Q, V, A = (np.empty((N, n)) for _ in range(3))
     guess = q[0]
     for k in range(N):

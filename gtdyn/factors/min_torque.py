@@ -1,21 +1,31 @@
-"""Minimum-torque factor (paper 001 §VII): a soft τ = 0 that picks the least-norm torques of a redundantly
-actuated mechanism from the hard dynamics constraints."""
+"""Minimum-norm factor (paper 001 §VII): ``minimum_norm_equation`` of ``gtdyn.equations``, a soft x = 0 that picks
+the least-norm torques of a redundantly actuated mechanism (or the least-norm contact forces of a robot standing
+on more contacts than its motion determines) from the hard dynamics constraints."""
 
 from __future__ import annotations
 
 import gtsam
-import numpy as np
 
-from gtdyn.factors.base import scalar
+from gtdyn import keys as K
+from gtdyn.arguments import positive_number
+from gtdyn.equations import minimum_norm_equation
+from gtdyn.factors.base import coefficient_jacobians, evaluate, fill
 
 
 class MinTorqueFactor(gtsam.CustomFactor):
-    """e = τ with unit weight (a soft factor: combine with hard constraints and constrained elimination)."""
+    """e = x with standard deviation ``sigma`` (a soft factor: combine with hard constraints and constrained
+    elimination). Key: x — a torque τ_j, or any vector variable (a contact force, of ``keys.dim`` entries)."""
 
     def __init__(self, tau: int, sigma: float = 1.0):
-        def error(this, values, H):
-            if H is not None:
-                H[0] = np.ones((1, 1))
-            return np.array([scalar(values, tau)])
+        eq = minimum_norm_equation(K.dim(tau))
+        roles = {"x": tau}
+        jacobians = coefficient_jacobians(eq, roles)
 
-        super().__init__(gtsam.noiseModel.Isotropic.Sigma(1, sigma), [tau], error)
+        def minimum_norm_error(this, values, H):
+            e, _ = evaluate(eq, roles, values)
+            if H is not None:
+                fill(H, [tau], jacobians)
+            return e
+
+        super().__init__(gtsam.noiseModel.Isotropic.Sigma(K.dim(tau), positive_number("sigma", sigma)), [tau],
+                         minimum_norm_error)

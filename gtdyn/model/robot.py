@@ -202,6 +202,16 @@ class Robot:
                 if x is not None:
                     x[t.dependent - 1] = t.follow(x, position)
 
+    def transmission_shares(self, j: int) -> list[tuple[int, float]]:
+        """(transmission number, joint j's share of its constraint force λ) for each transmission joint j takes part
+        in: 1 for the driven joint, −ratio for a driving one (virtual work of q_dependent − Σ ratio_k q_k)."""
+        out = []
+        for number, transmission in enumerate(self.transmissions, start=1):
+            if transmission.dependent == j:
+                out.append((number, 1.0))
+            out += [(number, -ratio) for k, ratio in transmission.terms if k == j]
+        return out
+
     def is_fixed(self, link_name: str) -> bool:
         """Whether a link (or the body a frame was merged into) is welded to the world: a fixed base."""
         return self.is_base(link_name) and not self.floating_base
