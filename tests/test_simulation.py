@@ -45,7 +45,8 @@ def test_each_method_converges_to_the_reference_at_its_order(rr, method):
     want = reference(duration)
     errors = []
     for h in (dt, dt / 2):
-        tr = simulate(rr, Q0, V0, tau=TAU, dt=h, steps=int(round(duration / h)), method=method, gravity=GRAVITY_IN_PLANE)
+        tr = simulate(rr, Q0, V0, tau=TAU, dt=h, steps=int(round(duration / h)), method=method,
+                      gravity=GRAVITY_IN_PLANE)
         errors.append(np.max(np.abs(tr.q[-1] - want)))
     order = np.log2(errors[0] / errors[1])
     assert abs(order - ORDER[method]) < 0.3, (method, errors, order)
@@ -92,6 +93,28 @@ def test_a_controller_holds_the_arm(rr):
     assert np.max(np.abs(tr.q[-1] - target)) < 1e-3 and np.max(np.abs(tr.v[-1])) < 1e-2, (tr.q[-1], tr.v[-1])
 
 
+@pytest.mark.parametrize("method", ["rk4", "variational"])
+def test_simulate_is_one_loop_over_a_stepper(rr, method):
+    """The stepper interface: ``record`` writes sample k, ``advance`` takes step k. Driving the tree's stepper (or
+    the variational one) by hand over the run's ``Samples`` reproduces simulate's arrays bit for bit."""
+    from gtdyn.simulation.steppers import JointStepper, Samples
+    from gtdyn.simulation.variational_stepper import VariationalStepper
+
+    steps, dt, gravity = 20, 0.01, np.array(GRAVITY_IN_PLANE)
+    forward = gtdyn.compile(rr, "forward", ordering="aba", gravity=gravity)
+    out = Samples.allocate(rr, steps, dt)
+    torque = lambda k, t, q, v: TAU  # noqa: E731
+    stepper = (VariationalStepper(rr, Q0, V0, torque, dt, out.t, gravity, forward) if method == "variational"
+               else JointStepper(Q0, V0, torque, False, method, dt, forward))
+    for k in range(steps):
+        stepper.record(k, out.t[k], out)
+        stepper.advance(k, out.t[k])
+    stepper.record(steps, out.t[steps], out)
+    run = simulate(rr, Q0, V0, tau=TAU, dt=dt, steps=steps, method=method, gravity=GRAVITY_IN_PLANE)
+    for name in ("t", "q", "v", "qdd", "tau"):
+        assert np.array_equal(getattr(run, name), getattr(out, name)), name
+
+
 def test_energies_match_pinocchio():
     robot = gtdyn.load_robot("puma560")
     ref = PinocchioModel(gtdyn.bundled_path("puma560"), robot)
@@ -128,7 +151,8 @@ def test_torques_that_are_not_real_numbers_are_named(rr):
         for tau in bad:
             with pytest.raises(gtdyn.ArgumentError, match="^tau: expected"):
                 simulate(rr, Q0, V0, tau=tau, dt=1e-3, steps=10)
-            with pytest.raises(gtdyn.ArgumentError, match="^tau: the controller returned a bad torque at t = 0 s: tau: "):
+            with pytest.raises(gtdyn.ArgumentError,
+                               match="^tau: the controller returned a bad torque at t = 0 s: tau: "):
                 simulate(rr, Q0, V0, tau=lambda t, q, v, tau=tau: tau, dt=1e-3, steps=10)
         for name, q0, v0 in (("q0", Q0 + 1j, V0), ("v0", Q0, [0.4 + 1j, 0.0])):
             with pytest.raises(gtdyn.ArgumentError, match=f"^{name}: expected real numbers"):

@@ -21,52 +21,23 @@ regions of the functions, then slots for values one function computes and anothe
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments.asked import TRANSMISSION_TOLERANCE
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
+from gtdyn.compiled.certificate import coupling_ok, finite, main, valid_inputs
 from gtdyn.compiled.kinematics import traced_kinematics
+from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
-from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
-from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
 from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem, answer_layout
 
-CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
-ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
 _NO_PIVOT = float("nan")  # a structurally singular column: its NaN fails the certificate, the reference path raises
-CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
 
-
-@dataclass
-class Layout:
-    n: int
-    outputs: int
-    rows: int
-    unknowns: int
-    base_inputs: int = 0  # a floating base's pose (16), twist (6) and given acceleration or wrench (6)
-    start: dict[str, int] = field(default_factory=dict)
-    size: int = 0
-
-    def __post_init__(self):
-        sizes = {"inputs": self.inputs, "out": self.outputs + 3, "rhs": self.rows, "sol": self.unknowns,
-                 "zt": self.unknowns, "yt": self.rows, "xr": self.unknowns, "res": self.rows}
-        for name, size in sizes.items():
-            self.start[name] = self.size
-            self.size += size
-
-    @property
-    def inputs(self) -> int:
-        return 3 * self.n + self.base_inputs
-
-    @property
-    def status(self) -> int:
-        return self.start["out"] + self.outputs
 
 
 @dataclass
@@ -78,29 +49,6 @@ class Program:
     plan: Plan
     outputs: list[tuple]  # per output entry: ("unknown", column) / ("input", ws index) / ("zero", 0) /
     # ("combination", [(column, coefficient), …]) — a floating base's quantity moved to its root link frame
-
-
-class _Slots:
-    """Values computed in one function and read in another go through a slot of ``ws``."""
-
-    def __init__(self, layout: Layout):
-        self.layout, self.index, self.loaded = layout, {}, {}
-
-    def use(self, fn: trace.Function, x):
-        if not trace.is_sym(x) or x.fn is fn:
-            return x
-        key = (x.fn.name, x.id)
-        if key not in self.index:
-            self.index[key] = self.layout.size
-            self.layout.size += 1
-        memo = (fn.name, key)
-        if memo not in self.loaded:
-            self.loaded[memo] = fn.load(self.index[key], val=x.val, name=x.fn.names.get(x.id))
-        return self.loaded[memo]
-
-    def write_back(self, functions: dict[str, trace.Function]) -> None:
-        for (name, sym_id), index in self.index.items():
-            functions[name].store(index, functions[name].syms[sym_id])
 
 
 def _identifier(text: str, fallback: str) -> str:
@@ -138,7 +86,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
                           for k in range(6)], dtype=object)
         traced_problem = dataclasses.replace(traced_problem, **{"base_accel" if problem.kind == "inverse" else
                                                                 "base_wrench": given})
-    coupled = _coupling_ok(robot, q, v, traced_problem)
+    coupled = coupling_ok(robot, q, v, traced_problem)
     factor.comment("forward kinematics: poses and twists, root → leaves")
     kin, closure = traced_kinematics(robot, q, v, base_rotation, base_twist)
     factor.comment("the rows of eq. 5–7 at this state")
@@ -151,12 +99,12 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
             column[key, c] = len(column)
     outputs = _outputs(robot, problem, column)
     layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot))
-    slots = _Slots(layout)
+    slots = Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)
     functions["solve_t"] = _solve_transposed(plan, column, layout, slots)
     functions["residual"] = _residual(plan, column, layout, slots)
-    functions["main"] = _main(functions, plan, column, layout, slots, closure, outputs, coupled)
+    functions["main"] = main(functions, plan, column, layout, slots, closure, outputs, coupled)
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     slots.write_back(functions)
     return Program(functions, layout, plan, outputs)
@@ -208,7 +156,7 @@ def _passive(robot: Robot, j: int) -> bool:
     return not robot.joints[j - 1].actuated
 
 
-def _solve(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Function:
+def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.Function:
     fn = trace.Function("solve")
     rhs_start = layout.start["rhs"]
     t = [fn.load(rhs_start + i, name=f"rhs{i}") for i in range(len(plan.rows))]
@@ -251,7 +199,7 @@ def _off_pivot(row: dict, key: int, c: int):
                 yield (other, k), coefficient
 
 
-def _solve_transposed(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Function:
+def _solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.Function:
     """Aᵀ y = z: with M A = U (M the row operations), y = Mᵀ U⁻ᵀ z."""
     fn = trace.Function("solve_t")
     z = {kc: fn.load(layout.start["zt"] + col) for kc, col in column.items()}
@@ -271,7 +219,7 @@ def _solve_transposed(plan: Plan, column: dict, layout: Layout, slots: _Slots) -
     return fn
 
 
-def _residual(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.Function:
+def _residual(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.Function:
     fn = trace.Function("residual")
     x = {kc: fn.load(layout.start["xr"] + col) for kc, col in column.items()}
     for i, row in enumerate(plan.rows):
@@ -283,24 +231,7 @@ def _residual(plan: Plan, column: dict, layout: Layout, slots: _Slots) -> trace.
     return fn
 
 
-def _coupling_ok(robot: Robot, q: list, v: list, problem: Problem):
-    """1.0 if the inputs keep every transmission (q, q̇, and q̈ where all of a transmission's are given) to the
-    reference path's ``TRANSMISSION_TOLERANCE``, else 0.0: a state that breaks one goes to the reference path,
-    which names the joint."""
-    ok = 1.0
-    for t in robot.transmissions:
-        series = [(lambda j: q[j - 1], t.offset), (lambda j: v[j - 1], 0.0)]
-        if all(j in problem.known_qdd for j in (t.dependent, *(k for k, _ in t.terms))):
-            series.append((lambda j: problem.known_qdd[j], 0.0))
-        for value, offset in series:
-            expected = sum((ratio * value(k) for k, ratio in t.terms), 0.0) + offset
-            gap = value(t.dependent) - expected
-            bound = TRANSMISSION_TOLERANCE * (1.0 + trace.fabs(expected))
-            ok = ok * trace.le(gap * gap, bound * bound)
-    return ok
-
-
-def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, outputs, coupled=1.0) -> trace.Function:
+def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, outputs, coupled=1.0) -> trace.Function:
     """``checks=False``: factor and solve only — Pinocchio's contract, an answer without a verdict. A non-finite
     answer, or inputs that break a transmission, still get status 0 (and so the reference path's error)."""
     fn = trace.Function("fast")
@@ -310,108 +241,8 @@ def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, ou
         fn.store(start["rhs"] + i, slots.use(fn, row.rhs))
     fn.call(functions["solve"])
     x = [fn.load(start["sol"] + k) for k in range(len(column))]
-    _store_outputs(fn, layout, outputs, x)
-    fn.store(layout.status, _finite(x) * _valid_inputs(fn, layout) * slots.use(fn, coupled))
+    store_outputs(fn, layout, outputs, x)
+    fn.store(layout.status, finite(x) * valid_inputs(fn, layout) * slots.use(fn, coupled))
     return fn
 
 
-def _store_outputs(fn: trace.Function, layout: Layout, outputs, x: list) -> None:
-    """Each output entry: a solved unknown, a given input passed through, or 0 (τ of a passive joint)."""
-    for i, (source, index) in enumerate(outputs):
-        if source == "combination":
-            value = sum((coefficient * x[c] for c, coefficient in index), 0.0)
-        else:
-            value = x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0
-        fn.store(layout.start["out"] + i, value)
-
-
-def _inputs(fn: trace.Function, layout: Layout) -> list:
-    """Every input, loaded: one that the equations never read (q1 of a planar arm about a vertical axis) must
-    still not be NaN."""
-    return [fn.load(i) for i in range(layout.start["inputs"], layout.start["inputs"] + layout.inputs)]
-
-
-def _valid_inputs(fn: trace.Function, layout: Layout):
-    """1.0 if every input is finite and a floating base's pose input is a rigid transform (RᵀR = I to 1e-9 per
-    entry, det R > 0, last row 0 0 0 1: what ``gtdyn.arguments.pose_argument`` accepts), else 0.0."""
-    ok = _finite(_inputs(fn, layout))
-    if layout.base_inputs:
-        first = layout.start["inputs"] + 3 * layout.n + POSE
-        R = np.array([fn.load(first + i) for i in base_inputs.ROTATION], dtype=object).reshape(3, 3)
-        last_row = [fn.load(first + 12 + k) - (1.0 if k == 3 else 0.0) for k in range(4)]
-        gram = R.T @ R - np.eye(3)
-        det = R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0]) \
-            + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0])
-        ok = ok * trace.le(_squared_norm(list(gram.ravel())), 1e-18) * trace.le(-det, 0.0) \
-            * trace.le(_squared_norm(last_row), 0.0)
-    return ok
-
-
-def _finite(values: list):
-    """1.0 if every value is finite (their sum is), else 0.0."""
-    return trace.le(trace.fabs(sum(values, 0.0)), float(np.finfo(float).max))
-
-
-def _squared_norm(values) -> object:
-    return trace.dot(values, values)
-
-
-def _main(functions, plan: Plan, column: dict, layout: Layout, slots: _Slots, closure: dict, outputs,
-          coupled=1.0) -> trace.Function:
-    fn = trace.Function("main")
-    start, M = layout.start, len(plan.rows)
-    fn.call(functions["factor"])
-    b = [slots.use(fn, row.rhs) for row in plan.rows]
-
-    def solve(rhs):
-        for i, value in enumerate(rhs):
-            fn.store(start["rhs"] + i, value)
-        fn.call(functions["solve"])
-        return [fn.load(start["sol"] + k) for k in range(len(column))]
-
-    def residual(x):
-        for k, value in enumerate(x):
-            fn.store(start["xr"] + k, value)
-        fn.call(functions["residual"])
-        return [fn.load(start["res"] + i) for i in range(M)]
-
-    fn.comment("solve, then one step of iterative refinement with the original rows")
-    x = solve(b)
-    x = [a + d for a, d in zip(x, solve(residual(x)))]
-    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
-    squared_norms = [0.0] * len(column)
-    for row in plan.rows:
-        for key, block in row.coef.items():
-            for k, coefficient in enumerate(block):
-                c = slots.use(fn, coefficient)
-                squared_norms[column[key, k]] = squared_norms[column[key, k]] + c * c
-    r = residual(x)
-    a_norm = trace.sqrt(sum(squared_norms, 0.0))
-    backward = trace.div(trace.sqrt(_squared_norm(r)),
-                         a_norm * trace.sqrt(_squared_norm(x)) + trace.sqrt(_squared_norm(b)) + 1e-300)
-    fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
-    scale = [trace.sqrt(s) for s in squared_norms]
-    w0 = np.random.default_rng(0).standard_normal(len(column))  # gtdyn.linear.elimination.condition_estimate
-    w0 /= np.linalg.norm(w0)
-    y = [trace.div(float(w), s) for w, s in zip(w0, scale)]
-    growth = 1.0
-    for _ in range(INVERSE_ITERATIONS):
-        for k, value in enumerate(y):
-            fn.store(start["zt"] + k, value)
-        fn.call(functions["solve_t"])
-        u = solve([fn.load(start["yt"] + i) for i in range(M)])
-        z = [s * value for s, value in zip(scale, u)]
-        growth = trace.sqrt(_squared_norm(z))
-        y = [trace.div(value, growth) for value in u]
-    condition = trace.sqrt(growth)
-    fn.comment("certificate: well conditioned, accurate, and every loop closed")
-    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) \
-        * _valid_inputs(fn, layout) * slots.use(fn, coupled)
-    for pose_gap, twist_gap in closure.values():
-        gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
-        ok = ok * trace.le(_squared_norm(gaps), CLOSURE_LIMIT ** 2)
-    _store_outputs(fn, layout, outputs, x)
-    fn.store(layout.status, ok)
-    fn.store(layout.status + 1, condition)
-    fn.store(layout.status + 2, backward)
-    return fn

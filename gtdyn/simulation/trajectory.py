@@ -36,9 +36,11 @@ class Trajectory:
     @cached_property
     def _energies(self) -> np.ndarray:  # computed on first use: a forward-kinematics pass per sample
         if self.base_pose is None:
-            return np.array([energies(self.robot, q, v, self.gravity) for q, v in zip(self.q, self.v)]).reshape(-1, 2)
+            return np.array([energies(self.robot, q, v, self.gravity)
+                             for q, v in zip(self.q, self.v, strict=True)]).reshape(-1, 2)
         return np.array([energies(self.robot, q, v, self.gravity, gtsam.Pose3(T), twist)
-                         for q, v, T, twist in zip(self.q, self.v, self.base_pose, self.base_twist)]).reshape(-1, 2)
+                         for q, v, T, twist in zip(self.q, self.v, self.base_pose, self.base_twist,
+                                                   strict=True)]).reshape(-1, 2)
 
     @property
     def kinetic(self) -> np.ndarray:
@@ -57,11 +59,12 @@ class Trajectory:
 
     def __repr__(self) -> str:
         drift = np.max(np.abs(self.energy - self.energy[0]))
-        return (f"Trajectory({self.method} on '{self.robot.name}', {len(self.t) - 1} steps of {self.t[1] - self.t[0]:g} s, "
-                f"energy drift up to {drift:.3g} J)")
+        return (f"Trajectory({self.method} on '{self.robot.name}', {len(self.t) - 1} steps of "
+                f"{self.t[1] - self.t[0]:g} s, energy drift up to {drift:.3g} J)")
 
 
-def energies(robot: Robot, q: np.ndarray, v: np.ndarray, gravity, base_pose=None, base_twist=None) -> tuple[float, float]:
+def energies(robot: Robot, q: np.ndarray, v: np.ndarray, gravity, base_pose=None,
+             base_twist=None) -> tuple[float, float]:
     """Kinetic energy Σ ½ Vᵢᵀ Gᵢ Vᵢ (each body's twist and spatial inertia in its CoM frame) and potential energy
     −Σ mᵢ g · pᵢ (pᵢ the CoM in the world) at one state; a floating base is one of the bodies."""
     kin = forward_kinematics(robot, q, v, base_pose, base_twist)

@@ -1,0 +1,131 @@
+"""The checked call's certificate, as generated code: ``main`` solves, refines once, and computes the backward
+error and the condition estimate of the reference path (same start vector, same steps); its status is 1 only when
+the answer is certified — well conditioned, accurate, every input finite and a floating base's pose rigid, every
+loop closed and every transmission kept — and 0 when the caller must ask the reference path."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gtdyn.arguments.asked import TRANSMISSION_TOLERANCE
+from gtdyn.arguments.query import POSE
+from gtdyn.compiled import base_inputs, trace
+from gtdyn.compiled.layout import Layout, Slots, store_outputs
+from gtdyn.compiled.plan import Plan
+from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
+from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
+from gtdyn.model.robot import Robot
+from gtdyn.problem import Problem
+
+CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
+ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
+CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
+
+
+def coupling_ok(robot: Robot, q: list, v: list, problem: Problem):
+    """1.0 if the inputs keep every transmission (q, q̇, and q̈ where all of a transmission's are given) to the
+    reference path's ``TRANSMISSION_TOLERANCE``, else 0.0: a state that breaks one goes to the reference path,
+    which names the joint."""
+    ok = 1.0
+    for t in robot.transmissions:
+        series = [(lambda j: q[j - 1], t.offset), (lambda j: v[j - 1], 0.0)]
+        if all(j in problem.known_qdd for j in (t.dependent, *(k for k, _ in t.terms))):
+            series.append((lambda j: problem.known_qdd[j], 0.0))
+        for value, offset in series:
+            expected = sum((ratio * value(k) for k, ratio in t.terms), 0.0) + offset
+            gap = value(t.dependent) - expected
+            bound = TRANSMISSION_TOLERANCE * (1.0 + trace.fabs(expected))
+            ok = ok * trace.le(gap * gap, bound * bound)
+    return ok
+
+
+def inputs(fn: trace.Function, layout: Layout) -> list:
+    """Every input, loaded: one that the equations never read (q1 of a planar arm about a vertical axis) must
+    still not be NaN."""
+    return [fn.load(i) for i in range(layout.start["inputs"], layout.start["inputs"] + layout.inputs)]
+
+
+def valid_inputs(fn: trace.Function, layout: Layout):
+    """1.0 if every input is finite and a floating base's pose input is a rigid transform (RᵀR = I to 1e-9 per
+    entry, det R > 0, last row 0 0 0 1: what ``gtdyn.arguments.pose_argument`` accepts), else 0.0."""
+    ok = finite(inputs(fn, layout))
+    if layout.base_inputs:
+        first = layout.start["inputs"] + 3 * layout.n + POSE
+        R = np.array([fn.load(first + i) for i in base_inputs.ROTATION], dtype=object).reshape(3, 3)
+        last_row = [fn.load(first + 12 + k) - (1.0 if k == 3 else 0.0) for k in range(4)]
+        gram = R.T @ R - np.eye(3)
+        det = R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0]) \
+            + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0])
+        ok = ok * trace.le(squared_norm(list(gram.ravel())), 1e-18) * trace.le(-det, 0.0) \
+            * trace.le(squared_norm(last_row), 0.0)
+    return ok
+
+
+def finite(values: list):
+    """1.0 if every value is finite (their sum is), else 0.0."""
+    return trace.le(trace.fabs(sum(values, 0.0)), float(np.finfo(float).max))
+
+
+def squared_norm(values) -> object:
+    return trace.dot(values, values)
+
+
+def main(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict, outputs,
+          coupled=1.0) -> trace.Function:
+    fn = trace.Function("main")
+    start, M = layout.start, len(plan.rows)
+    fn.call(functions["factor"])
+    b = [slots.use(fn, row.rhs) for row in plan.rows]
+
+    def solve(rhs):
+        for i, value in enumerate(rhs):
+            fn.store(start["rhs"] + i, value)
+        fn.call(functions["solve"])
+        return [fn.load(start["sol"] + k) for k in range(len(column))]
+
+    def residual(x):
+        for k, value in enumerate(x):
+            fn.store(start["xr"] + k, value)
+        fn.call(functions["residual"])
+        return [fn.load(start["res"] + i) for i in range(M)]
+
+    fn.comment("solve, then one step of iterative refinement with the original rows")
+    x = solve(b)
+    x = [a + d for a, d in zip(x, solve(residual(x)))]
+    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
+    squared_norms = [0.0] * len(column)
+    for row in plan.rows:
+        for key, block in row.coef.items():
+            for k, coefficient in enumerate(block):
+                c = slots.use(fn, coefficient)
+                squared_norms[column[key, k]] = squared_norms[column[key, k]] + c * c
+    r = residual(x)
+    a_norm = trace.sqrt(sum(squared_norms, 0.0))
+    backward = trace.div(trace.sqrt(squared_norm(r)),
+                         a_norm * trace.sqrt(squared_norm(x)) + trace.sqrt(squared_norm(b)) + 1e-300)
+    fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
+    scale = [trace.sqrt(s) for s in squared_norms]
+    w0 = np.random.default_rng(0).standard_normal(len(column))  # gtdyn.linear.elimination.condition_estimate
+    w0 /= np.linalg.norm(w0)
+    y = [trace.div(float(w), s) for w, s in zip(w0, scale)]
+    growth = 1.0
+    for _ in range(INVERSE_ITERATIONS):
+        for k, value in enumerate(y):
+            fn.store(start["zt"] + k, value)
+        fn.call(functions["solve_t"])
+        u = solve([fn.load(start["yt"] + i) for i in range(M)])
+        z = [s * value for s, value in zip(scale, u)]
+        growth = trace.sqrt(squared_norm(z))
+        y = [trace.div(value, growth) for value in u]
+    condition = trace.sqrt(growth)
+    fn.comment("certificate: well conditioned, accurate, and every loop closed")
+    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) \
+        * valid_inputs(fn, layout) * slots.use(fn, coupled)
+    for pose_gap, twist_gap in closure.values():
+        gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
+        ok = ok * trace.le(squared_norm(gaps), CLOSURE_LIMIT ** 2)
+    store_outputs(fn, layout, outputs, x)
+    fn.store(layout.status, ok)
+    fn.store(layout.status + 1, condition)
+    fn.store(layout.status + 2, backward)
+    return fn

@@ -1,0 +1,68 @@
+"""The workspace ``ws`` of generated code: where inputs, outputs, right-hand sides, solutions and scratch vectors
+start (``Layout``), the slots through which one function reads what another computed (``Slots``), and how the
+answer is written (``store_outputs``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gtdyn.compiled import trace
+
+
+@dataclass
+class Layout:
+    n: int
+    outputs: int
+    rows: int
+    unknowns: int
+    base_inputs: int = 0  # a floating base's pose (16), twist (6) and given acceleration or wrench (6)
+    start: dict[str, int] = field(default_factory=dict)
+    size: int = 0
+
+    def __post_init__(self):
+        sizes = {"inputs": self.inputs, "out": self.outputs + 3, "rhs": self.rows, "sol": self.unknowns,
+                 "zt": self.unknowns, "yt": self.rows, "xr": self.unknowns, "res": self.rows}
+        for name, size in sizes.items():
+            self.start[name] = self.size
+            self.size += size
+
+    @property
+    def inputs(self) -> int:
+        return 3 * self.n + self.base_inputs
+
+    @property
+    def status(self) -> int:
+        return self.start["out"] + self.outputs
+
+
+class Slots:
+    """Values computed in one function and read in another go through a slot of ``ws``."""
+
+    def __init__(self, layout: Layout):
+        self.layout, self.index, self.loaded = layout, {}, {}
+
+    def use(self, fn: trace.Function, x):
+        if not trace.is_sym(x) or x.fn is fn:
+            return x
+        key = (x.fn.name, x.id)
+        if key not in self.index:
+            self.index[key] = self.layout.size
+            self.layout.size += 1
+        memo = (fn.name, key)
+        if memo not in self.loaded:
+            self.loaded[memo] = fn.load(self.index[key], val=x.val, name=x.fn.names.get(x.id))
+        return self.loaded[memo]
+
+    def write_back(self, functions: dict[str, trace.Function]) -> None:
+        for (name, sym_id), index in self.index.items():
+            functions[name].store(index, functions[name].syms[sym_id])
+
+
+def store_outputs(fn: trace.Function, layout: Layout, outputs, x: list) -> None:
+    """Each output entry: a solved unknown, a given input passed through, or 0 (τ of a passive joint)."""
+    for i, (source, index) in enumerate(outputs):
+        if source == "combination":
+            value = sum((coefficient * x[c] for c, coefficient in index), 0.0)
+        else:
+            value = x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0
+        fn.store(layout.start["out"] + i, value)
