@@ -33,7 +33,8 @@ def puma(seeds: int) -> bool:
     robot = gtdyn.load_robot("puma560")
     zero = np.zeros(6)
     g0 = gtdyn.inverse_dynamics(robot, PUMA_Q0, zero, zero).tau
-    inertia = np.array([gtdyn.inverse_dynamics(robot, PUMA_Q0, zero, e).tau[i] - g0[i] for i, e in enumerate(np.eye(6))])
+    inertia = np.array([gtdyn.inverse_dynamics(robot, PUMA_Q0, zero, e).tau[i] - g0[i]
+                        for i, e in enumerate(np.eye(6))])
 
     def tau(t, q=None, v=None):
         return g0 + 3.0 * inertia * np.sin(DRIVE * t)
@@ -98,7 +99,8 @@ def four_bar(seeds: int, steps: int) -> bool:
         filtered = np.sqrt(np.mean((q - truth.q[:, 0]) ** 2))
         settled = np.sqrt(np.mean((q[10:] - truth.q[10:, 0]) ** 2))
         print(f"  seed {seed}: readings RMSE {np.sqrt(np.mean((readings - truth.q[:, 0]) ** 2)):.4f}, filtered "
-              f"{filtered:.4f} ({settled:.4f} after 0.1 s), smoothed 10 steps back {np.sqrt(np.mean(np.square(smoothed))):.4f} "
+              f"{filtered:.4f} ({settled:.4f} after 0.1 s), smoothed 10 steps back "
+              f"{np.sqrt(np.mean(np.square(smoothed))):.4f} "
               f"rad; {per_step:.1f} ms per update (window() included)")
         ok &= filtered < 0.6 * sigma and settled < 0.5 * sigma
     readings = truth.q[:31, 0] + sigma * np.random.default_rng(0).standard_normal(31)

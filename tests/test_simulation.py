@@ -128,7 +128,7 @@ def test_energies_match_pinocchio():
 
 
 def test_bad_arguments_are_named(rr):
-    cases = [(dict(method="leapfrog"), "method: 'leapfrog'"), (dict(dt=0.0), "dt: expected a positive"),
+    cases = [(dict(method="leapfrog"), "method: 'leapfrog'"), (dict(dt=0.0), "dt: expected a finite number > 0"),
              (dict(steps=0), "steps"), (dict(tau=np.zeros((3, 2))), "tau: expected"),
              (dict(tau=lambda t, q, v: [1.0]), "tau: the controller returned a bad torque")]
     for extra, message in cases:

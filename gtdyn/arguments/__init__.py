@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import gtsam
 import numpy as np
 
+from gtdyn import keys
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 
@@ -158,3 +159,17 @@ def positive_vector(name: str, x, n: int) -> np.ndarray:
     if a is None or a.shape not in ((), (n,)) or not np.all(np.isfinite(a)) or not np.all(a > 0):
         raise ArgumentError(f"{name}: expected a finite number > 0 or {n} of them, got {_shown(x)}")
     return a
+
+
+def noise_model(name: str, model, dim: int) -> gtsam.noiseModel.Base:
+    """``model`` if it is a ``dim``-dimensional gtsam noise model."""
+    if not isinstance(model, gtsam.noiseModel.Base) or model.dim() != dim:
+        raise ArgumentError(f"{name}: expected a {dim}-dimensional gtsam noise model, got {model!r}")
+    return model
+
+
+def distinct_keys(name: str, key_list: list[int]) -> list[int]:
+    """``key_list`` if no variable appears twice in it."""
+    if len(set(key_list)) != len(key_list):
+        raise ArgumentError(f"{name}: expected distinct variables, got {', '.join(map(keys.label, key_list))}")
+    return key_list

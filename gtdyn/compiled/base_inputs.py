@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.arguments import pose_argument
+from gtdyn.arguments.base import base_rows
 from gtdyn.arguments.query import BASE_INPUTS, POSE, TWIST, packed_base
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
@@ -78,21 +78,7 @@ def base_states(robot: Robot, problem: str, count: int, base_pose, base_twist, b
         checked_base(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # raises the error, if any
         return np.zeros((count, 0))
 
-    def rows(name: str, value, shape: tuple[int, ...], default: np.ndarray) -> np.ndarray:
-        if value is None:
-            return np.broadcast_to(default, (count, default.size))
-        try:
-            a = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            if name != "base_pose":
-                raise ArgumentError(f"{name}: expected an array of shape ({count}, 6)") from None
-            a = np.array([pose_argument(f"base_pose[{k}]", p).matrix() for k, p in enumerate(value)])
-        if a.shape != (count, *shape):
-            raise ArgumentError(f"{name}: expected an array of shape ({count}, {', '.join(map(str, shape))}), "
-                                f"got {a.shape}")
-        return a.reshape(count, -1)
-
     given = base_accel if problem == "inverse" else base_wrench
-    return np.hstack([rows("base_pose", base_pose, (4, 4), _IDENTITY),
-                      rows("base_twist", base_twist, (6,), np.zeros(6)),
-                      rows(given_name(problem), given, (6,), np.zeros(6))])
+    return np.hstack([base_rows("base_pose", base_pose, count, (4, 4), _IDENTITY),
+                      base_rows("base_twist", base_twist, count, (6,), np.zeros(6)),
+                      base_rows(given_name(problem), given, count, (6,), np.zeros(6))])

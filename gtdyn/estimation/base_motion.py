@@ -8,31 +8,11 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.arguments import pose_argument
-from gtdyn.errors import ArgumentError
 from gtdyn.estimation.snap import SnapFactor
 from gtdyn.estimation.steps import BaseState
 from gtdyn.factors import base_integration_factors
 from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
-
-
-def measured_base_poses(robot: Robot, base_pose, N: int) -> list[gtsam.Pose3]:
-    """The measured poses of a floating base's root link, one per sample."""
-    if not robot.floating_base:
-        raise ArgumentError(f"base_pose: '{robot.name}' has a fixed base (load it with base=\"floating\")")
-    if base_pose is None:
-        raise ArgumentError(f"base_pose: '{robot.name}' has a floating base, whose motion must be measured: give its "
-                            f"root link's pose at each sample, an array ({N}, 4, 4)")
-    if isinstance(base_pose, np.ndarray) or not isinstance(base_pose, (list, tuple)):
-        poses = np.asarray(base_pose, dtype=float) if not isinstance(base_pose, str) else np.empty(0)
-        if poses.shape != (N, 4, 4):
-            raise ArgumentError(f"base_pose: expected an array ({N}, 4, 4), one pose per time in t, got shape "
-                                f"{poses.shape}")
-        base_pose = list(poses)
-    if len(base_pose) != N:
-        raise ArgumentError(f"base_pose: expected {N} poses, one per time in t, got {len(base_pose)}")
-    return [pose_argument(f"base_pose[{k}]", T) for k, T in enumerate(base_pose)]
 
 
 def base_motion(robot: Robot, t: np.ndarray, poses: list[gtsam.Pose3], sigma: np.ndarray, s: np.ndarray,

@@ -26,11 +26,12 @@ from gtdyn.arguments import (
     finite_vector,
     gravity_vector,
     joint_vector,
-    pose_argument,
     positive_number,
     positive_vector,
     whole_number,
 )
+from gtdyn.arguments.base import base_pose_reading
+from gtdyn.arguments.series import joint_name_list, step_torques
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
 from gtdyn.estimation.steps import (
@@ -108,17 +109,10 @@ class FixedLagEstimator:
         self.robot = robot = check_robot(robot)
         self.dt = positive_number("dt", dt)
         self.lag = whole_number("lag", lag, 1)
-        names = [encoder_joints] if isinstance(encoder_joints, str) else list(encoder_joints) \
-            if isinstance(encoder_joints, Sequence) else None
-        if not names or any(not isinstance(name, str) or name not in robot.joint_names for name in names):
-            raise ArgumentError(f"encoder_joints: expected a joint name or a list of them (joints of '{robot.name}': "
-                                f"{', '.join(robot.joint_names)}), got {encoder_joints!r}")
-        if len(set(names)) != len(names):
-            raise ArgumentError(f"encoder_joints: a joint given twice in {names}")
-        self.encoder_joints = names
+        self.encoder_joints = names = joint_name_list(robot, "encoder_joints", encoder_joints)
         sigma = np.broadcast_to(positive_vector("sigma_encoder", sigma_encoder, len(names)), (len(names),))
         self._encoder_models = [gtsam.noiseModel.Isotropic.Sigma(1, float(s)) for s in sigma]
-        self._tau = _torque_source(robot, tau_of_step)
+        self._tau = step_torques(robot, tau_of_step)
         q0 = joint_vector(robot, "q0", q0)
         v0 = np.zeros(robot.num_dofs) if v0 is None else joint_vector(robot, "v0", v0)
         self.sigma_q0, self.sigma_v0 = positive_number("sigma_q0", sigma_q0), positive_number("sigma_v0", sigma_v0)
@@ -159,12 +153,7 @@ class FixedLagEstimator:
         z = finite_vector("reading", np.atleast_1d(np.asarray(reading, dtype=float)) if _numeric(reading) else reading,
                           len(self.encoder_joints))
         k, robot = self.k, self.robot
-        if robot.floating_base and base_pose is None:
-            raise ArgumentError(f"base_pose: '{robot.name}' has a floating base: its pose reading is needed at "
-                                "every step")
-        if base_pose is not None and not robot.floating_base:
-            raise ArgumentError(f"base_pose: '{robot.name}' has a fixed base")
-        measured = None if base_pose is None else pose_argument("base_pose", base_pose)
+        measured = base_pose_reading(robot, base_pose)
         tau = self._tau(k)
         graph = step_graph(robot, k, self.gravity, self._planar)  # with passive joints' τ = 0
         for joint in robot.joints:
@@ -246,29 +235,3 @@ class FixedLagEstimator:
 
 def _numeric(x) -> bool:
     return isinstance(x, (numbers.Real, np.ndarray, list, tuple)) and not isinstance(x, bool)
-
-
-def _torque_source(robot: Robot, tau) -> Callable[[int], np.ndarray]:
-    """``torque(k)``: the known torques of step k, checked when asked for."""
-    n = robot.num_dofs
-    if callable(tau):
-        def call(k: int) -> np.ndarray:
-            try:
-                return joint_vector(robot, "tau_of_step", tau(k))
-            except ArgumentError as e:
-                raise ArgumentError(f"tau_of_step: bad torques for step {k}: {e}") from None
-        return call
-    try:
-        array = np.asarray(tau, dtype=float) if not isinstance(tau, str) else None
-    except (TypeError, ValueError):
-        array = None
-    if array is None or array.ndim != 2 or array.shape[1] != n or not np.all(np.isfinite(array)):
-        raise ArgumentError(f"tau_of_step: expected a callable k -> {n} torques or a finite array of shape "
-                            f"(steps, {n}), got {type(tau).__name__}"
-                            + (f" of shape {array.shape}" if array is not None else ""))
-
-    def row(k: int) -> np.ndarray:
-        if k >= len(array):
-            raise ArgumentError(f"tau_of_step: no torques for step {k} (the array has {len(array)} rows)")
-        return array[k]
-    return row

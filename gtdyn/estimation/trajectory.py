@@ -21,9 +21,10 @@ import numpy as np
 
 from gtdyn import keys as K
 from gtdyn.arguments import choice, gravity_vector, positive_vector, whole_number
+from gtdyn.arguments.series import base_pose_samples, joint_samples, sample_times
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError, ConvergenceWarning, IndeterminateSystemError
-from gtdyn.estimation.base_motion import base_motion, measured_base_poses
+from gtdyn.estimation.base_motion import base_motion
 from gtdyn.estimation.snap import SnapFactor
 from gtdyn.estimation.steps import (
     base_series,
@@ -144,9 +145,9 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
     every integration factor; Gauss–Newton iterations restore them before Levenberg–Marquardt resumes.
     """
     robot = check_robot(robot)
-    t = _times(t)
+    t = sample_times(t)
     N = len(t)
-    q_measured = _samples(robot, q_measured, N)
+    q_measured = joint_samples(robot, q_measured, N)
     sigma = _positive(robot.num_dofs, "sigma_q", sigma_q)
     choice("rule", rule, RULES)
     gravity = gravity_vector(gravity)
@@ -154,7 +155,7 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
     max_iterations = whole_number("max_iterations", max_iterations, 1)
     base = None
     if base_pose is not None or robot.floating_base:
-        poses = measured_base_poses(robot, base_pose, N)
+        poses = base_pose_samples(robot, base_pose, N)
         sigma_b = _positive(6, "sigma_base", np.min(sigma) if sigma_base is None else sigma_base)
         if base_smoothness is None:
             base_smoothness = _default_smoothness(t, sigma_b) if smoothness is None else np.max(s)
@@ -253,40 +254,6 @@ def _solve_qr(linear: gtsam.GaussianFactorGraph) -> gtsam.VectorValues:
 def _hard_residual(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> float:
     return max((float(np.max(np.abs(graph.at(i).unwhitenedError(values)))) for i in range(graph.size())
                 if graph.at(i).noiseModel().isConstrained()), default=0.0)
-
-
-def _times(t) -> np.ndarray:
-    try:
-        a = np.asarray(t, dtype=float)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"t: expected a sequence of times, got {type(t).__name__}") from None
-    if a.ndim != 1 or len(a) < 3:
-        raise ArgumentError(f"t: expected a 1-D sequence of at least 3 times, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ArgumentError("t: non-finite values")
-    if not np.all(np.diff(a) > 0):
-        k = int(np.argmax(~(np.diff(a) > 0)))
-        raise ArgumentError(f"t: expected strictly increasing times, got t[{k}] = {a[k]:g} "
-                            f"then t[{k + 1}] = {a[k + 1]:g}")
-    with np.errstate(divide="ignore", over="ignore"):
-        finite_rates = np.all(np.isfinite(1.0 / np.diff(a)))  # the integration and snap factors divide by Δt
-    if not finite_rates:
-        raise ArgumentError(f"t: time steps down to {np.min(np.diff(a)):g} s are too small to invert (1/Δt overflows)")
-    return a
-
-
-def _samples(robot: Robot, q, N: int) -> np.ndarray:
-    n = robot.num_dofs
-    try:
-        a = np.asarray(q, dtype=float)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"q_measured: expected an array of shape ({N}, {n}), got {type(q).__name__}") from None
-    if a.shape != (N, n):
-        raise ArgumentError(f"q_measured: expected shape ({N}, {n}) (one row per time in t, one column per joint of "
-                            f"'{robot.name}': {', '.join(robot.joint_names)}), got {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ArgumentError("q_measured: non-finite values")
-    return a
 
 
 def _positive(n: int, name: str, x) -> np.ndarray:

@@ -25,7 +25,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.arguments import choice, positive_number, whole_number
+from gtdyn.arguments import choice, distinct_keys, noise_model, positive_number, whole_number
 from gtdyn.errors import ArgumentError
 from gtdyn.factors.base import fill, hard
 from gtdyn.spatial import ad
@@ -53,11 +53,7 @@ def _weights(weights) -> tuple[float, float]:
 
 
 def _model(model, dim: int) -> gtsam.noiseModel.Base:
-    if model is None:
-        return hard(dim)
-    if not isinstance(model, gtsam.noiseModel.Base) or model.dim() != dim:
-        raise ArgumentError(f"model: expected a {dim}-dimensional gtsam noise model, got {model!r}")
-    return model
+    return hard(dim) if model is None else noise_model("model", model, dim)
 
 
 def _slopes(dx_k, dx_next, h: float, w_k: float, w_next: float) -> dict[int, float]:
@@ -69,9 +65,7 @@ def _slopes(dx_k, dx_next, h: float, w_k: float, w_next: float) -> dict[int, flo
 
 
 def _distinct(keys: list[int]) -> list[int]:
-    if len(set(keys)) != len(keys):
-        raise ArgumentError(f"keys: expected distinct variables, got {', '.join(map(K.label, keys))}")
-    return keys
+    return distinct_keys("keys", keys)
 
 
 class IntegrationFactor(gtsam.CustomFactor):

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import math
-import os
 import sys
 import time
-from collections.abc import Callable
 
-import gtsam
 import numpy as np
 
-from gtdyn.arguments import finite_vector, gravity_vector, joint_vector, pose_argument, real_array, robot_argument
-from gtdyn.arguments.asked import check_passive_torques, check_transmissions
+from gtdyn.arguments import choice, robot_argument
+from gtdyn.arguments.query import ask
+from gtdyn.arguments.series import check_trajectory_memory, simulation_torques, time_grid
 from gtdyn.compiled import compile as compile_solver
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
@@ -46,23 +43,17 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     ``base_accel`` record it.
     """
     robot_argument(robot)
-    if method not in METHODS:
-        raise ArgumentError(f"method: '{method}' is not one of {', '.join(METHODS)}")
-    dt = float(finite_vector("dt", [dt], 1)[0])
-    if not dt > 0:
-        raise ArgumentError(f"dt: expected a positive time step, got {dt}")
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ArgumentError(f"steps: expected a positive whole number, got {steps!r}")
-    _check_memory(robot, steps)
-    if not math.isfinite(dt * int(steps)):  # Python floats: inf, no numpy warning
-        raise ArgumentError(f"dt: {steps} steps of {dt:g} s end at t = inf; dt × steps must be a finite time")
-    q = joint_vector(robot, "q0", q0)
-    v = joint_vector(robot, "v0", v0)
-    check_transmissions(robot, q, v, names=("q0", "v0"))  # here, or the first step would name the solver's q
-    gravity = gravity_vector(gravity)
-    torque = _torque_source(robot, tau, steps)
+    choice("method", method, METHODS)
+    dt, steps = time_grid(dt, steps)
+    check_trajectory_memory(robot, steps)
+    # the start, checked as any forward-dynamics question (q0, v0, couplings, gravity, base): here, or the first
+    # step would name the compiled solver's arguments
+    start = ask(robot, "forward", q0, v0, tau=np.zeros(robot.num_dofs), base_pose=base_pose, base_twist=base_twist,
+                gravity=gravity, q_names=("q0", "v0"))
+    q, v, gravity = start.q, start.v, start.gravity
+    torque = simulation_torques(robot, tau, steps)
     forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks)
-    base_pose, base_twist = _base_state(robot, base_pose, base_twist)
+    base_pose, base_twist = (None, None) if start.base is None else (start.base.pose, start.base.twist)
     if robot.floating_base and robot.loop_joints:
         raise ArgumentError(f"robot: simulate covers closed loops on a fixed base; '{robot.name}' floats")
     if robot.loop_joints and method == "variational":
@@ -101,72 +92,6 @@ def _run(stepper: Stepper, out: Samples, report: _Progress) -> None:
             report(k + 1)
     record(steps, times[steps], out)
     report.done()
-
-
-def _base_state(robot: Robot, base_pose, base_twist):
-    """A floating base's start (Pose3, twist); ArgumentError for base arguments on a fixed base."""
-    if not robot.floating_base:
-        given = [name for name, value in (("base_pose", base_pose), ("base_twist", base_twist)) if value is not None]
-        if given:
-            raise ArgumentError(f"{', '.join(given)}: robot '{robot.name}' has a fixed base")
-        return None, None
-    return (gtsam.Pose3() if base_pose is None else pose_argument("base_pose", base_pose),
-            np.zeros(6) if base_twist is None else finite_vector("base_twist", base_twist, 6))
-
-
-def _torque_source(robot: Robot, tau, steps: int) -> Callable[[int, float, np.ndarray, np.ndarray], np.ndarray]:
-    """``torque(k, t, q, v)``: the torque during step k (at time t, state (q, v)), checked once up front (a
-    controller's at every call). Passive joints' torques are checked here, where they are still called tau: the
-    compiled solver would name them its x."""
-    n = robot.num_dofs
-    passive = any(not j.actuated for j in robot.joints)
-    if tau is None:
-        zero = np.zeros(n)
-        return lambda k, t, q, v: zero
-    if callable(tau):
-        def controller(k, t, q, v):
-            try:
-                torque = joint_vector(robot, "tau", tau(t, q, v))
-                if passive:
-                    check_passive_torques(robot, "tau", torque)
-                return torque
-            except ArgumentError as e:
-                raise ArgumentError(f"tau: the controller returned a bad torque at t = {t:g} s: {e}") from None
-        return controller
-    expected = f"None, a vector of {n}, an array of shape ({steps}, {n}) or a callable (t, q, v) -> tau"
-    array = real_array("tau", tau, expected)
-    if array.shape == (n,):
-        constant = joint_vector(robot, "tau", array)
-        check_passive_torques(robot, "tau", constant)
-        return lambda k, t, q, v: constant
-    if array.shape != (steps, n):
-        raise ArgumentError(f"tau: expected {expected}; got {type(tau).__name__} of shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ArgumentError("tau: non-finite values")
-    check_passive_torques(robot, "tau", np.max(np.abs(array), axis=0))  # nonzero where any step's torque is
-    return lambda k, t, q, v: array[min(k, steps - 1)]
-
-
-def _check_memory(robot: Robot, steps: int) -> None:
-    """ArgumentError naming ``steps`` when the trajectory's arrays cannot be held: more bytes than the machine's
-    memory, or than numpy can allocate (it would fail with its own MemoryError, or the run would swap)."""
-    n = robot.num_dofs
-    # per sample: q, v, q̈, τ; t and the three energies; a floating base's pose, twist and acceleration; closure
-    per_sample = 4 * n + 4 + (16 + 6 + 6 if robot.floating_base else 0) + (1 if robot.loop_joints else 0)
-    need = (steps + 1) * per_sample * 8
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):  # not every system says
-        memory = None
-    try:
-        if memory is not None and need > memory:
-            raise MemoryError
-        np.empty(need, dtype=np.uint8)  # freed at once, its pages never touched: can numpy allocate this much?
-    except (MemoryError, ValueError, OverflowError):
-        size = f"{need / 2**30:.3g} GiB" if need < 2**1000 else "more bytes than exist"
-        raise ArgumentError(f"steps: {steps} steps of '{robot.name}' need {size} for the trajectory's arrays, more "
-                            "than this machine can allocate; simulate fewer steps (or several runs, each starting "
-                            "where the last ended)") from None
 
 
 class _Progress:

@@ -140,7 +140,7 @@ class VariationalIntegrator:
                   else q + dt * state["v"])
         scale = max(1.0, float(np.max(np.abs(state["impulse"]), initial=0.0)),
                     max(float(np.max(np.abs(m))) for m in state["momentum"].values()))
-        for iteration in range(1, MAX_ITERATIONS + 1):
+        for iteration in range(1, MAX_ITERATIONS + 1):  # noqa: B007 (the count is reported after the loop)
             e, dT, mu = self.residual(u_next, state)
             if np.max(np.abs(e)) <= TOLERANCE * scale:
                 break
@@ -150,7 +150,8 @@ class VariationalIntegrator:
                 break
         else:
             raise ArgumentError(f"dt: the variational integrator did not converge in {MAX_ITERATIONS} iterations at "
-                                f"t = {state.get('t', 0.0):g} s (residual {np.max(np.abs(e)):.3g}); take a smaller step")
+                                f"t = {state.get('t', 0.0):g} s (residual {np.max(np.abs(e)):.3g}); "
+                                "take a smaller step")
         self.iterations.append(iteration)
         _, q_next = self._split(u_next)
         poses = self._poses(q_next, state["T0"].compose(dT[0]))
@@ -159,4 +160,5 @@ class VariationalIntegrator:
         p_next = self._backward(momentum, poses[0]) + self._impulse(dt / 2 * state["tau"])
         v_next = self.mass_inverse(q_next, p_next)
         tau_next = tau_next_of(q_next, v_next[6:] if self.floating else v_next)
-        return self._state(q_next, v_next, momentum, self._impulse(dt / 2 * state["tau"]), tau_next, dt, poses), iteration
+        next_state = self._state(q_next, v_next, momentum, self._impulse(dt / 2 * state["tau"]), tau_next, dt, poses)
+        return next_state, iteration

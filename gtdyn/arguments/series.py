@@ -1,0 +1,172 @@
+"""Arguments that run over time: a time grid, measured samples (times, joint angles, base poses), torque sources
+(constant, per step, or a controller) and whether a run's arrays fit in memory. Checked once, at the boundary, for
+simulation and estimation."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+
+import gtsam
+import numpy as np
+
+from gtdyn.arguments import joint_vector, pose_argument, positive_number, real_array, whole_number
+from gtdyn.arguments.asked import check_passive_torques
+from gtdyn.errors import ArgumentError
+from gtdyn.model.robot import Robot
+
+
+def time_grid(dt, steps) -> tuple[float, int]:
+    """``steps`` steps of ``dt`` seconds: a positive finite step, a whole number ≥ 1 of them, a finite end."""
+    dt = positive_number("dt", dt)
+    steps = whole_number("steps", steps, 1)
+    if not math.isfinite(dt * steps):  # Python floats: inf, no numpy warning
+        raise ArgumentError(f"dt: {steps} steps of {dt:g} s end at t = inf; dt × steps must be a finite time")
+    return dt, steps
+
+
+def joint_name_list(robot: Robot, name: str, names) -> list[str]:
+    """A joint name or a list of distinct ones, of this robot."""
+    listed = [names] if isinstance(names, str) else list(names) if isinstance(names, Sequence) else None
+    if not listed or any(not isinstance(n, str) or n not in robot.joint_names for n in listed):
+        raise ArgumentError(f"{name}: expected a joint name or a list of them (joints of '{robot.name}': "
+                            f"{', '.join(robot.joint_names)}), got {names!r}")
+    if len(set(listed)) != len(listed):
+        raise ArgumentError(f"{name}: a joint given twice in {listed}")
+    return listed
+
+
+def sample_times(t) -> np.ndarray:
+    """Sample times: at least 3, finite, strictly increasing, with steps whose inverse is finite."""
+    try:
+        a = np.asarray(t, dtype=float)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"t: expected a sequence of times, got {type(t).__name__}") from None
+    if a.ndim != 1 or len(a) < 3:
+        raise ArgumentError(f"t: expected a 1-D sequence of at least 3 times, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ArgumentError("t: non-finite values")
+    if not np.all(np.diff(a) > 0):
+        k = int(np.argmax(~(np.diff(a) > 0)))
+        raise ArgumentError(f"t: expected strictly increasing times, got t[{k}] = {a[k]:g} "
+                            f"then t[{k + 1}] = {a[k + 1]:g}")
+    with np.errstate(divide="ignore", over="ignore"):
+        finite_rates = np.all(np.isfinite(1.0 / np.diff(a)))  # the integration and snap factors divide by Δt
+    if not finite_rates:
+        raise ArgumentError(f"t: time steps down to {np.min(np.diff(a)):g} s are too small to invert (1/Δt overflows)")
+    return a
+
+
+def joint_samples(robot: Robot, q, N: int) -> np.ndarray:
+    """``q_measured``: N rows (one per sample time) of one finite value per joint."""
+    n = robot.num_dofs
+    try:
+        a = np.asarray(q, dtype=float)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"q_measured: expected an array of shape ({N}, {n}), got {type(q).__name__}") from None
+    if a.shape != (N, n):
+        raise ArgumentError(f"q_measured: expected shape ({N}, {n}) (one row per time in t, one column per joint of "
+                            f"'{robot.name}': {', '.join(robot.joint_names)}), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ArgumentError("q_measured: non-finite values")
+    return a
+
+
+def base_pose_samples(robot: Robot, base_pose, N: int) -> list[gtsam.Pose3]:
+    """The measured poses of a floating base's root link, one per sample."""
+    if not robot.floating_base:
+        raise ArgumentError(f"base_pose: '{robot.name}' has a fixed base (load it with base=\"floating\")")
+    if base_pose is None:
+        raise ArgumentError(f"base_pose: '{robot.name}' has a floating base, whose motion must be measured: give its "
+                            f"root link's pose at each sample, an array ({N}, 4, 4)")
+    if isinstance(base_pose, np.ndarray) or not isinstance(base_pose, (list, tuple)):
+        poses = np.asarray(base_pose, dtype=float) if not isinstance(base_pose, str) else np.empty(0)
+        if poses.shape != (N, 4, 4):
+            raise ArgumentError(f"base_pose: expected an array ({N}, 4, 4), one pose per time in t, got shape "
+                                f"{poses.shape}")
+        base_pose = list(poses)
+    if len(base_pose) != N:
+        raise ArgumentError(f"base_pose: expected {N} poses, one per time in t, got {len(base_pose)}")
+    return [pose_argument(f"base_pose[{k}]", T) for k, T in enumerate(base_pose)]
+
+
+def simulation_torques(robot: Robot, tau, steps: int) -> Callable[[int, float, np.ndarray, np.ndarray], np.ndarray]:
+    """``torque(k, t, q, v)``: the torque during step k (at time t, state (q, v)), checked once up front (a
+    controller's at every call). Passive joints' torques are checked here, where they are still called tau: the
+    compiled solver would name them its x."""
+    n = robot.num_dofs
+    passive = any(not j.actuated for j in robot.joints)
+    if tau is None:
+        zero = np.zeros(n)
+        return lambda k, t, q, v: zero
+    if callable(tau):
+        def controller(k, t, q, v):
+            try:
+                torque = joint_vector(robot, "tau", tau(t, q, v))
+                if passive:
+                    check_passive_torques(robot, "tau", torque)
+                return torque
+            except ArgumentError as e:
+                raise ArgumentError(f"tau: the controller returned a bad torque at t = {t:g} s: {e}") from None
+        return controller
+    expected = f"None, a vector of {n}, an array of shape ({steps}, {n}) or a callable (t, q, v) -> tau"
+    array = real_array("tau", tau, expected)
+    if array.shape == (n,):
+        constant = joint_vector(robot, "tau", array)
+        check_passive_torques(robot, "tau", constant)
+        return lambda k, t, q, v: constant
+    if array.shape != (steps, n):
+        raise ArgumentError(f"tau: expected {expected}; got {type(tau).__name__} of shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ArgumentError("tau: non-finite values")
+    check_passive_torques(robot, "tau", np.max(np.abs(array), axis=0))  # nonzero where any step's torque is
+    return lambda k, t, q, v: array[min(k, steps - 1)]
+
+
+def step_torques(robot: Robot, tau) -> Callable[[int], np.ndarray]:
+    """``torque(k)``: the known torques of step k, checked when asked for."""
+    n = robot.num_dofs
+    if callable(tau):
+        def call(k: int) -> np.ndarray:
+            try:
+                return joint_vector(robot, "tau_of_step", tau(k))
+            except ArgumentError as e:
+                raise ArgumentError(f"tau_of_step: bad torques for step {k}: {e}") from None
+        return call
+    try:
+        array = np.asarray(tau, dtype=float) if not isinstance(tau, str) else None
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.ndim != 2 or array.shape[1] != n or not np.all(np.isfinite(array)):
+        raise ArgumentError(f"tau_of_step: expected a callable k -> {n} torques or a finite array of shape "
+                            f"(steps, {n}), got {type(tau).__name__}"
+                            + (f" of shape {array.shape}" if array is not None else ""))
+
+    def row(k: int) -> np.ndarray:
+        if k >= len(array):
+            raise ArgumentError(f"tau_of_step: no torques for step {k} (the array has {len(array)} rows)")
+        return array[k]
+    return row
+
+
+def check_trajectory_memory(robot: Robot, steps: int) -> None:
+    """ArgumentError naming ``steps`` when the trajectory's arrays cannot be held: more bytes than the machine's
+    memory, or than numpy can allocate (it would fail with its own MemoryError, or the run would swap)."""
+    n = robot.num_dofs
+    # per sample: q, v, q̈, τ; t and the three energies; a floating base's pose, twist and acceleration; closure
+    per_sample = 4 * n + 4 + (16 + 6 + 6 if robot.floating_base else 0) + (1 if robot.loop_joints else 0)
+    need = (steps + 1) * per_sample * 8
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):  # not every system says
+        memory = None
+    try:
+        if memory is not None and need > memory:
+            raise MemoryError
+        np.empty(need, dtype=np.uint8)  # freed at once, its pages never touched: can numpy allocate this much?
+    except (MemoryError, ValueError, OverflowError):
+        size = f"{need / 2**30:.3g} GiB" if need < 2**1000 else "more bytes than exist"
+        raise ArgumentError(f"steps: {steps} steps of '{robot.name}' need {size} for the trajectory's arrays, more "
+                            "than this machine can allocate; simulate fewer steps (or several runs, each starting "
+                            "where the last ended)") from None
