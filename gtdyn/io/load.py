@@ -81,6 +81,26 @@ def bundled_path(name: str) -> str:
         return os.path.join(checkout, folder, filename)
 
 
+def example_robot_path(name: str) -> str | None:
+    """The URDF of example-robot-data (an optional dependency: ``pip install "gtdyn[robots]"``) whose file name is
+    ``name`` or ``name.urdf`` (``"solo12"``, ``"ur5_robot.urdf"``), or a path relative to its robots folder; None
+    when it is not installed or has no such file. ModelError when the name fits several files."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        root = str(distribution("example-robot-data").locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    except PackageNotFoundError:
+        return None
+    if os.path.isfile(os.path.join(root, name)):
+        return os.path.join(root, name)
+    wanted = {name, f"{name}.urdf"}
+    found = sorted(os.path.join(folder, f) for folder, _, files in os.walk(root) for f in files if f in wanted)
+    if len(found) > 1:
+        raise ModelError(f"'{name}' names several example-robot-data files: "
+                         f"{', '.join(os.path.relpath(f, root) for f in found)}; give one of these paths")
+    return found[0] if found else None
+
+
 BASES = ("fixed", "floating")
 
 
@@ -88,7 +108,8 @@ TRANSMISSIONS = ("independent", "exact", "approximate")
 
 
 def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmissions: str = "exact") -> Robot:
-    """Load a robot from a ``.urdf`` or ``.sdf`` file or a bundled name.
+    """Load a robot from a ``.urdf`` or ``.sdf`` file, a bundled name, or the file name of one of
+    example-robot-data's robots when that package is installed (``"solo12"``, ``"panda.urdf"``).
 
     ``base``: "fixed" welds the root link to the world, "floating" gives it six free degrees of freedom, None
     follows the file: an SDF model with a joint to ``world`` is fixed and one without floats (SDFormat's
@@ -115,6 +136,8 @@ def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmi
         raise ArgumentError(f"path_or_name {path!r:.80} contains a NUL character")
     if path in BUNDLED:
         path = bundled_path(path)
+    elif not os.path.isabs(path) and not os.path.exists(path) and (found := example_robot_path(path)):
+        path = found  # a robot of example-robot-data by file name, as Pinocchio users load them
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".urdf":
         from gtdyn.io.urdf import read_urdf
@@ -131,5 +154,6 @@ def load_robot(path_or_name: str | os.PathLike, base: str | None = None, transmi
                                 "so it has no free base to float; remove those joints from the file to float it")
         return build_robot(description, floating=base == "floating" or (base is None and description.base is None),
                            transmissions=transmissions)
-    raise ModelError(f"{path}: unsupported robot file type '{suffix or '(none)'}'; expected .urdf, .sdf "
-                     f"or a bundled name ({', '.join(BUNDLED)})")
+    raise ModelError(f"{path}: unsupported robot file type '{suffix or '(none)'}'; expected .urdf, .sdf, a bundled "
+                     f"name ({', '.join(BUNDLED)}) or the file name of an example-robot-data robot (such as solo12 "
+                     "or panda; pip install \"gtdyn[robots]\")")
