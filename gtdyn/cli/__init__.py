@@ -46,6 +46,7 @@ import gtdyn
 from gtdyn.cli.bench import cmd_bench
 from gtdyn.cli.dag import cmd_dag
 from gtdyn.cli.info import cmd_info
+from gtdyn.cli.inputs import attach_negative_values
 from gtdyn.cli.messages import CLIError, Progress, one_line, readable_warnings
 from gtdyn.cli.simulate import DEFAULT_DT, DEFAULT_OUT, DEFAULT_STEPS, cmd_simulate
 from gtdyn.cli.solve import cmd_solve
@@ -102,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a floating base's acceleration (the twist's derivative) in rad/s² and m/s², for inverse "
                             "dynamics (default 0) and hybrid (default: free, solved for); forward dynamics solves for "
                             "it")
+        p.add_argument("--wrench", action="append", metavar="FRAME=MX,MY,MZ,FX,FY,FZ",
+                       help="a wrench the environment applies to a link or frame, in its own axes: moment in N·m, "
+                            "force in N (repeat for several)")
+        p.add_argument("--contacts", metavar="FRAME[:surface],..",
+                       help="rigid contacts at the origins of these links or frames: point contacts (3 force "
+                            "components) unless :surface (a whole wrench); their forces are solved for")
         p.add_argument("--ordering", help=f"one of {', '.join(STRATEGIES)} (default colamd), or comma-separated "
                                           "labels such as t3,t2,t1,F1,F2,F3,A3,A2,A1")
         p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
@@ -195,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(attach_negative_values(parser, sys.argv[1:] if argv is None else list(argv)))
     if args.command is None:
         parser.print_help()
         return 0

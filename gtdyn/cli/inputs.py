@@ -3,6 +3,7 @@ an ordering, the robot file to read and the places to write. Anything wrong is a
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import re
@@ -46,10 +47,13 @@ def numbers(text: str, name: str) -> np.ndarray:
 
 
 def vector(text: str | None, name: str, robot: gtdyn.Robot, default: np.ndarray | None) -> np.ndarray | None:
-    """Comma-separated numbers, one per joint of ``robot``; ``default`` if not given."""
+    """Comma-separated numbers, one per joint of ``robot``, or one number for every joint (``--v 0``); ``default``
+    if not given."""
     if text is None:
         return default
     values = numbers(text, name)
+    if len(values) == 1:
+        return np.full(robot.num_dofs, values[0])
     if len(values) != robot.num_dofs:
         raise CLIError(f"--{name}: expected {robot.num_dofs} values (joints {', '.join(robot.joint_names)}), "
                        f"got {len(values)}")
@@ -104,6 +108,69 @@ def pairs(text: str | None, name: str, robot: gtdyn.Robot) -> dict[str, float] |
         raise CLIError(f"--{name}: unknown joints {', '.join(unknown)} (joints of {robot.name}: "
                        f"{', '.join(robot.joint_names)})")
     return out
+
+
+def wrenches(items: list[str] | None, robot: gtdyn.Robot) -> dict[str, np.ndarray] | None:
+    """--wrench FRAME=mx,my,mz,fx,fy,fz (repeatable): the wrench the environment applies to each link or frame, in
+    that frame's axes; None if not given."""
+    if not items:
+        return None
+    out: dict[str, np.ndarray] = {}
+    for item in items:
+        frame, _, text = item.partition("=")
+        frame = frame.strip()
+        if not _ or not frame:
+            raise CLIError(f"--wrench: expected FRAME=mx,my,mz,fx,fy,fz, got '{item}'")
+        if frame in out:
+            raise CLIError(f"--wrench: '{frame}' is given twice")
+        if frame not in robot.frames:
+            raise CLIError(f"--wrench: unknown link or frame '{frame}' (links and frames of {robot.name}: "
+                           f"{', '.join(robot.frames)})")
+        values = numbers(text, "wrench")
+        if len(values) != 6:
+            raise CLIError(f"--wrench: expected 6 values for '{frame}' (mx,my,mz in N·m, fx,fy,fz in N), got "
+                           f"{len(values)}")
+        out[frame] = values
+    return out
+
+
+def contacts(text: str | None, robot: gtdyn.Robot) -> list[gtdyn.Contact] | None:
+    """--contacts FRAME[:surface],...: rigid contacts at the origins of these links or frames (point contacts
+    unless ':surface'); None if not given."""
+    if not text:
+        return None
+    out = []
+    for item in text.split(","):
+        frame, _, kind = (x.strip() for x in item.partition(":"))
+        if frame not in robot.frames:
+            raise CLIError(f"--contacts: unknown link or frame '{frame}' (links and frames of {robot.name}: "
+                           f"{', '.join(robot.frames)})")
+        if kind not in ("", "point", "surface"):
+            raise CLIError(f"--contacts: '{item}': a contact is FRAME, FRAME:point or FRAME:surface")
+        out.append(gtdyn.Contact(frame, kind=kind or "point"))
+    return out
+
+
+def attach_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--q -0.1,0.2`` as ``--q=-0.1,0.2``: argparse reads a value that starts with '-' as an option unless it
+    is one plain negative number, so comma-separated vectors with a negative first entry could not be given."""
+    takes_value = {option for p in _parsers(parser) for action in p._actions
+                   if action.nargs is None and action.option_strings for option in action.option_strings}
+    out = []
+    for token in argv:
+        if out and out[-1] in takes_value and re.match(r"^-[\d.]", token):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
 
 
 def ordering_argument(text: str | None, problem: str):

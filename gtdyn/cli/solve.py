@@ -10,7 +10,17 @@ import numpy as np
 
 import gtdyn
 from gtdyn.arguments.query import ask
-from gtdyn.cli.inputs import base_pose, base_vector, load, ordering_argument, ordering_name, pairs, vector
+from gtdyn.cli.inputs import (
+    base_pose,
+    base_vector,
+    contacts,
+    load,
+    ordering_argument,
+    ordering_name,
+    pairs,
+    vector,
+    wrenches,
+)
 from gtdyn.cli.messages import CLIError
 from gtdyn.cli.state import default_state
 from gtdyn.cli.table import base_text, format_result, gravity_text
@@ -107,7 +117,8 @@ def _hybrid_split(robot: gtdyn.Robot, args, q, v, qdd0, base: Base | None) -> tu
             "the others, so it needs at least two (or give --qdd and --tau as joint=value pairs)")
     index = robot.joint_names.index
     if given_qdd is None or given_tau is None:
-        reference_tau = gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity, **_base_arguments(base)).tau
+        reference_tau = gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity, **_base_arguments(base),
+                                   external_wrenches=wrenches(args.wrench, robot)).tau
         if given_qdd is None and given_tau is None:
             half = len(act) // 2
             given_qdd = {n: qdd0[index(n)] for n in act[:half]}
@@ -137,7 +148,8 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
     elif problem == "forward":
         qdd = None
         tau = vector(args.tau, "tau", robot, None) if args.tau else \
-            gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity, **_base_arguments(base)).tau
+            gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity, **_base_arguments(base),
+                                   external_wrenches=wrenches(args.wrench, robot)).tau
         given = "q, q̇, τ" + (f" (0 at passive {_names(passive)})" if passive else "")
         solved = "q̈"
     else:
@@ -151,7 +163,8 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
         given += "; base pose, twist" + (", acceleration" if base.accel is not None else " (free: no wrench)")
         solved += "; base " + ("wrench" if base.accel is not None else "acceleration")
     try:
-        query = ask(robot, problem, q, v, qdd=qdd, tau=tau, gravity=args.gravity, **_base_arguments(base))
+        query = ask(robot, problem, q, v, qdd=qdd, tau=tau, gravity=args.gravity, **_base_arguments(base),
+                    external_wrenches=wrenches(args.wrench, robot), contacts=contacts(args.contacts, robot))
         result = solve_query(query, **options)
     except gtdyn.ArgumentError as e:  # one --ordering serves every problem of --problem all: say which it failed for
         if not str(e).startswith("ordering: "):

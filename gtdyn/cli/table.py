@@ -63,6 +63,19 @@ def gravity_text(g) -> str:
     return "(" + ", ".join(f"{x:g}" for x in g) + ") m/s²"
 
 
+def format_contacts(r) -> list[str]:
+    """Each contact's wrench from the environment, at the contact point with the world's axes."""
+    if not r.contact_wrenches:
+        return []
+    lines = ["  contacts: what the environment applies, at the contact point in world axes"
+             + (f" (least-norm: {', '.join(r.least_norm)})" if r.least_norm else "")]
+    for k, w in enumerate(r.contact_wrenches, start=1):
+        force = "  ".join(f"{x:12.6f}" for x in w.world[3:])
+        moment = "" if w.contact.kind == "point" else "  moment [N·m] " + "  ".join(f"{x:.6f}" for x in w.world[:3])
+        lines.append(f"  {k} {w.contact.kind} on {w.contact.link}: force [N] {force}{moment}")
+    return lines
+
+
 def format_result(s: Solved) -> str:
     """The lines ``gtdyn solve`` prints for one problem."""
     from gtdyn.analysis.metrics import metrics_of  # networkx: only once there is a result to measure
@@ -91,6 +104,7 @@ def format_result(s: Solved) -> str:
             lines.append(f"  {joint.name:<{name_width}}  {cells}".rstrip())
     if s.base is not None:
         lines += format_base(s)
+    lines += format_contacts(r)
     m = metrics_of(r)
     lines.append(f"  DAG: {m['edges']} edges, fill-in {m['fill_in']}, ~{m['ops']:.0f} multiply-adds")
     return "\n".join(lines)

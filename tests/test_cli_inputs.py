@@ -1,0 +1,49 @@
+"""Command-line inputs a Pinocchio user types (issue 20, item 7): vectors that start with a negative number, one
+number for every joint, external wrenches and contacts — each checked against the library's own answer."""
+
+import numpy as np
+
+import gtdyn
+from gtdyn.cli import main
+
+PUMA_Q = np.array([-0.1, 0.2, -0.3, 0.4, 0.5, 0.6])
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def torques(out: str, robot) -> np.ndarray:
+    """The τ column of a printed joint table."""
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split()[:1] in ([n] for n in
+                                                                                              robot.joint_names)}
+    return np.array([float(rows[name][4]) for name in robot.joint_names])
+
+
+def test_negative_vectors_one_number_for_all_joints_and_a_wrench(capsys):
+    robot = gtdyn.load_robot("puma560")
+    code, out, err = run(capsys, "solve", "--problem", "inverse", "--q", ",".join(map(str, PUMA_Q)), "--v", "0",
+                         "--qdd", "-0.5", "--wrench", "flange=0,0,0.1,0,0,-5")
+    assert code == 0, err
+    expected = gtdyn.inverse_dynamics(robot, PUMA_Q, np.zeros(6), np.full(6, -0.5),
+                                      external_wrenches={"flange": [0, 0, 0.1, 0, 0, -5]}).tau
+    assert np.allclose(torques(out, robot), expected, rtol=0, atol=5e-7)  # printed to 6 decimals
+
+
+def test_contacts_print_their_forces(capsys):
+    code, out, err = run(capsys, "solve", "quadruped", "--base", "floating", "--problem", "forward", "--contacts",
+                         "FL_foot,FR_foot,RL_foot,RR_foot:surface")
+    assert code == 0, err
+    assert "contacts: what the environment applies" in out and "4 surface on RR_foot: force [N]" in out
+
+
+def test_bad_wrenches_and_contacts_are_named(capsys):
+    for argv, message in ((("--wrench", "flange=1,2"), "--wrench: expected 6 values for 'flange'"),
+                          (("--wrench", "hand=0,0,0,0,0,1"), "--wrench: unknown link or frame 'hand'"),
+                          (("--wrench", "0,0,0,0,0,1"), "--wrench: expected FRAME=mx,my,mz,fx,fy,fz"),
+                          (("--contacts", "flange:line"), "a contact is FRAME, FRAME:point or FRAME:surface"),
+                          (("--q", "-1,2"), "--q: expected 6 values")):
+        code, _, err = run(capsys, "solve", "--problem", "inverse", *argv)
+        assert code == 1 and message in err, err
