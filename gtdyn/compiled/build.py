@@ -30,11 +30,17 @@ from gtdyn.orderings import resolve_ordering
 from gtdyn.problem import PROBLEM_KINDS, Problem
 
 
+# the fastest named orderings of compiled plans, measured (benchmarks/results/results.md)
+DEFAULT_ORDERINGS = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}
+
+
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
             contacts=None, checks: bool = True, use_cache: bool = True) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
-    keys, or a callable, as everywhere; default "colamd"). See ``CompiledSolver`` for calling it.
+    keys, or a callable, as everywhere; default ``DEFAULT_ORDERINGS``: RNEA for inverse dynamics, ABA for forward
+    and hybrid, the fastest named orderings in ``python -m benchmarks.run_all``; the reference path's default stays
+    COLAMD). See ``CompiledSolver`` for calling it.
 
     A floating base is given its pose and twist at each call (and its acceleration in inverse dynamics; in
     forward and hybrid dynamics it is free). ``contacts`` (a list of ``gtdyn.Contact``, fixed at compile time)
@@ -61,7 +67,8 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
                             "use gtdyn.inverse_dynamics(..., contacts=...)")
     samples = sample_states(robot, problem, qdd_joints, count=1)  # sample 0 of the SAMPLES a build looks at
     template, graph = template_graph(sample_query(robot, problem, qdd_joints, samples, 0, contacts, gravity))
-    gtsam_order = resolve_ordering(ordering, robot, template.problem, graph)
+    gtsam_order = resolve_ordering(DEFAULT_ORDERINGS[problem] if ordering is None else ordering, robot,
+                                   template.problem, graph)
     order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
     name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot),
                      cache.problem_signature(template.problem), order, tuple(gravity))
