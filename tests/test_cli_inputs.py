@@ -47,3 +47,12 @@ def test_bad_wrenches_and_contacts_are_named(capsys):
                           (("--q", "-1,2"), "--q: expected 6 values")):
         code, _, err = run(capsys, "solve", "--problem", "inverse", *argv)
         assert code == 1 and message in err, err
+
+
+def test_the_plot_package_lists_and_serves_what_help_shows():
+    """dir(gtdyn.plot) listed only import_module, and gtdyn.plot.trajectory raised AttributeError (issue 20)."""
+    import gtdyn.plot
+
+    assert {"draw_dag", "draw_trajectory", "trajectory", "mechanism"} <= set(dir(gtdyn.plot))
+    assert "import_module" not in dir(gtdyn.plot)
+    assert gtdyn.plot.trajectory.draw_trajectory is gtdyn.plot.draw_trajectory
