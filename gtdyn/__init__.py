@@ -14,6 +14,8 @@ This module is the user API. The documented submodules are ``gtdyn.analysis`` (D
 ``gtdyn.bench`` (timing against Pinocchio) and ``gtdyn.errors``; everything else is internal.
 """
 
+from importlib import metadata as _metadata
+
 from gtdyn.compiled import CompiledSolver, compile
 from gtdyn.dynamics.result import ContactWrench, DynamicsResult
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics, solve
@@ -44,7 +46,10 @@ __all__ = [
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
     "trajectory_inverse_dynamics",
 ]
-__version__ = "0.2.0"
+try:  # the version lives in pyproject.toml alone
+    __version__ = _metadata.version("gtdyn")
+except _metadata.PackageNotFoundError:  # a source checkout on sys.path, not installed
+    __version__ = "unknown"
 
 
 def __getattr__(name: str):  # gtdyn.draw_mechanism, without importing the drawing code up front

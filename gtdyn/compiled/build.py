@@ -8,6 +8,7 @@ checked against the reference path at sample states before it is cached.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 
@@ -29,6 +30,7 @@ from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering
 from gtdyn.problem import PROBLEM_KINDS, Problem
 
+LOG = logging.getLogger("gtdyn")  # cold compiles take seconds: say so to whoever listens (logging.INFO)
 
 # the fastest named orderings of compiled plans, measured (benchmarks/results/results.md)
 DEFAULT_ORDERINGS = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}
@@ -75,6 +77,8 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
+        LOG.info("compiling %s dynamics of '%s' (ordering %s): cold, into machine code", problem, robot.name,
+                 " ".join(keys.label(k) for k in order[:6]) + (" …" if len(order) > 6 else ""))
         samples = sample_states(robot, problem, qdd_joints)
         with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
             record = _build(robot, template.problem, order, gravity, samples, name)
@@ -84,6 +88,8 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         if use_cache:  # only code that passed its self-check is kept
             cache.store(name, record)
     solver.compile_seconds = time.perf_counter() - started
+    LOG.info("%s dynamics of '%s' ready in %.3g s (%s)", problem, robot.name, solver.compile_seconds,
+             "from the cache" if cached else "compiled")
     solver.from_cache = cached
     return solver
 

@@ -34,7 +34,7 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     "trapezoidal" or "variational" (paper 004's DEL integrator, with torques held over each step). Each step
     calls a compiled forward-dynamics solver (``gtdyn.compile``, ABA ordering; ``checks=False`` uses its
     unchecked calls: faster, without the condition verdict). ``progress``: None reports on stderr once a run
-    takes more than two seconds, True always, False never.
+    takes more than two seconds (when stderr is a terminal), True always, False never.
 
     Closed loops are integrated in their independent joints, every evaluation closing the loops around them
     (``Trajectory.closure`` reports the mismatch); the torques of passive joints are zero. A floating base
@@ -101,6 +101,8 @@ class _Progress:
     every = 64
 
     def __init__(self, steps: int, progress: bool | None):
+        if progress is None and not _is_terminal(sys.stderr):  # no carriage returns in a log file
+            progress = False
         self.steps, self.progress = steps, progress
         self.started = self.last = time.perf_counter()
         self.shown = False
@@ -117,3 +119,10 @@ class _Progress:
         if self.shown:
             print(f"\rgtdyn.simulate: {self.steps}/{self.steps} steps, {time.perf_counter() - self.started:.1f} s",
                   file=sys.stderr, flush=True)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # replaced or closed streams
+        return False
