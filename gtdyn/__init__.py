@@ -26,12 +26,20 @@ from gtdyn.errors import (
     ConvergenceWarning,
     IllConditionedWarning,
     IndeterminateSystemError,
+    JointLimitWarning,
     LoopClosureError,
     ModelError,
     ModelWarning,
 )
 from gtdyn.estimation import FixedLagEstimator, trajectory_inverse_dynamics
 from gtdyn.io.load import bundled_path, load_robot
+from gtdyn.kinematics.frames import (
+    frame_acceleration,
+    frame_bias_acceleration,
+    frame_jacobian,
+    frame_placement,
+    frame_velocity,
+)
 from gtdyn.kinematics.loop_closure import LoopState, close_loops
 from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.orderings import register_ordering
@@ -40,9 +48,10 @@ from gtdyn.simulation import Trajectory, simulate
 
 __all__ = [
     "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "ConvergenceWarning", "DynamicsResult", "GRAVITY",
-    "IllConditionedWarning", "IndeterminateSystemError", "Joint", "Link",
+    "IllConditionedWarning", "IndeterminateSystemError", "Joint", "JointLimitWarning", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
+    "frame_acceleration", "frame_bias_acceleration", "frame_jacobian", "frame_placement", "frame_velocity",
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
     "trajectory_inverse_dynamics",
 ]

@@ -43,4 +43,9 @@ class ConvergenceWarning(UserWarning):
     converged: the answer is the last iterate, not the optimum."""
 
 
+class JointLimitWarning(UserWarning):
+    """A simulated trajectory left a joint's position limits: gtdyn does not enforce limits (no limit model), so
+    the motion past them is what the joint would do without its stops."""
+
+
 GTDYN_ERRORS = (ModelError, ArgumentError, LoopClosureError, IndeterminateSystemError)

@@ -169,7 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "each step calls a compiled solver), write every sample as CSV (t, q_*, v_*,\n"
                                    "qdd_*, tau_* per joint, kinetic, potential, energy; full precision) and plot q(t)\n"
                                    "and E(t) - E(0); print the wall time, steps per second and the energy's drift.\n"
-                                   "Fixed-base trees only so far (no closed loops, no floating base).\n\n"
+                                   "Trees and closed loops on a fixed base, trees on a floating one (whose base\n"
+                                   "position and orientation are plotted too); leaving a joint's limits is warned\n"
+                                   "about (limits are not enforced).\n\n"
                                    "q0 defaults to the q of gtdyn solve's default state (gtdyn solve --help): a\n"
                                    "bundled robot's documented q, else q_k = 0.1·k inside the joint limits; v0 and\n"
                                    "τ default to 0.",

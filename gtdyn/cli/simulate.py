@@ -58,8 +58,7 @@ def cmd_simulate(args) -> None:
 
     _checked(args)
     robot = load(args.robot, args.base, args.transmissions)
-    tree = not (robot.loop_joints or robot.floating_base)  # else gtdyn.simulate says why it cannot
-    q0 = vector(args.q0, "q0", robot, default_state(robot)[0] if tree else np.zeros(robot.num_dofs))
+    q0 = vector(args.q0, "q0", robot, default_state(robot)[0])  # as documented, floating bases and loops too
     v0 = vector(args.v0, "v0", robot, np.zeros(robot.num_dofs))
     tau = vector(args.tau, "tau", robot, None)
     prefix = output_prefix(args.out, robot.name, DEFAULT_OUT)

@@ -9,12 +9,12 @@ from collections.abc import Callable
 import gtsam
 import numpy as np
 
-from gtdyn.equations import contact_equation, twist_accel_equation
+from gtdyn.equations import contact_equation
 from gtdyn.errors import ArgumentError, IndeterminateSystemError, LoopClosureError
 from gtdyn.kinematics.forward import KinematicState
+from gtdyn.kinematics.frames import link_accelerations
 from gtdyn.kinematics.loop_closure import acceleration_residuals
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
-from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
 
@@ -101,16 +101,9 @@ def inconsistent(robot: Robot, kin: KinematicState, problem: Problem, backward_e
 
 
 def contact_residuals(robot: Robot, kin: KinematicState, problem: Problem, qdd: np.ndarray):
-    """(contact, max |residual| of its acceleration constraint) for a fully given motion: V̇ root → leaf by
-    eq. 5 (V̇_c = rhs − coefficient_p V̇_p − coefficient_a q̈, as forward_kinematics does for twists), then
-    each contact's equation."""
-    A = [np.zeros(6)] * (len(robot.links) + 1)
-    if robot.floating_base:
-        A[0] = base_frame.twist_to_com(robot) @ problem.base_accel
-    for joint in robot.tree_joints:
-        j, p = joint.index, robot.link(joint.parent).index
-        eq = twist_accel_equation(kin.cTp[j], joint.screw_axis, kin.V[j], kin.v[j - 1])
-        A[j] = eq.rhs - eq.coefficients["A_p"] @ A[p] - eq.coefficients["a"] @ qdd[j - 1:j]
+    """(contact, max |residual| of its acceleration constraint) for a fully given motion: every body's V̇ by eq. 5
+    (``link_accelerations``), then each contact's equation."""
+    A = link_accelerations(robot, kin, qdd, problem.base_accel)
     for contact in problem.contacts:
         eq = contact_equation(contact.iTc, contact.dim, kin.V[contact.body])
         yield contact, float(np.max(np.abs(eq.error({"A": A[contact.body]}))))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -12,7 +13,7 @@ from gtdyn.arguments.query import ask
 from gtdyn.arguments.series import check_trajectory_memory, simulation_torques, time_grid
 from gtdyn.compiled import compile as compile_solver
 from gtdyn.equations import GRAVITY
-from gtdyn.errors import ArgumentError
+from gtdyn.errors import ArgumentError, JointLimitWarning
 from gtdyn.model.robot import Robot
 from gtdyn.simulation.closed_loops import ClosedLoopStepper
 from gtdyn.simulation.floating import FloatingStepper
@@ -62,6 +63,7 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     stepper = _stepper(robot, method, q, v, base_pose, base_twist, torque, callable(tau), dt, samples.t, gravity,
                        forward)
     _run(stepper, samples, _Progress(steps, progress))
+    _warn_past_limits(robot, samples.t, samples.q)
     return samples.trajectory(robot, method, gravity)
 
 
@@ -126,3 +128,26 @@ def _is_terminal(stream) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):  # replaced or closed streams
         return False
+
+
+# a position this far past a limit (relative to 1 + |limit|) counts as leaving it: round-off stays far below
+LIMIT_TOLERANCE = 1e-9
+
+
+def _warn_past_limits(robot: Robot, t: np.ndarray, Q: np.ndarray) -> None:
+    """One JointLimitWarning naming the first joint, the time and the position where the trajectory first leaves
+    a joint's limits; limits are not enforced (the joints have no stops in the model)."""
+    lower = np.array([j.lower for j in robot.joints])
+    upper = np.array([j.upper for j in robot.joints])
+    with np.errstate(invalid="ignore"):  # infinite limits
+        below = Q < lower - LIMIT_TOLERANCE * (1 + np.abs(lower))
+        outside = below | (Q > upper + LIMIT_TOLERANCE * (1 + np.abs(upper)))
+    if not np.any(outside):
+        return
+    k = int(np.argmax(np.any(outside, axis=1)))
+    i = int(np.argmax(outside[k]))
+    joint = robot.joints[i]
+    warnings.warn(JointLimitWarning(
+        f"joint '{joint.name}' leaves its limits [{joint.lower:g}, {joint.upper:g}] at t = {t[k]:g} s (q = "
+        f"{Q[k, i]:.6g}); gtdyn.simulate does not enforce joint limits, so the motion beyond them has no stops"),
+        stacklevel=3)
