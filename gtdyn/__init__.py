@@ -17,6 +17,17 @@ This module is the user API. The documented submodules are ``gtdyn.analysis`` (D
 from importlib import metadata as _metadata
 
 from gtdyn.compiled import CompiledSolver, compile
+from gtdyn.compiled.quantities import compile_mass_matrix
+from gtdyn.dynamics.quantities import (
+    bias_forces,
+    center_of_mass,
+    center_of_mass_jacobian,
+    centroidal_momentum,
+    gravity_torques,
+    kinetic_energy,
+    mass_matrix,
+    potential_energy,
+)
 from gtdyn.dynamics.result import ContactWrench, DynamicsResult
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics, solve
 from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynamics
@@ -53,7 +64,8 @@ __all__ = [
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
     "frame_acceleration", "frame_bias_acceleration", "frame_jacobian", "frame_placement", "frame_velocity",
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
-    "trajectory_inverse_dynamics",
+    "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
+    "compile_mass_matrix", "gravity_torques", "kinetic_energy", "mass_matrix", "potential_energy",
 ]
 try:  # the version lives in pyproject.toml alone
     __version__ = _metadata.version("gtdyn")

@@ -173,3 +173,17 @@ def distinct_keys(name: str, key_list: list[int]) -> list[int]:
     if len(set(key_list)) != len(key_list):
         raise ArgumentError(f"{name}: expected distinct variables, got {', '.join(map(keys.label, key_list))}")
     return key_list
+
+
+def covered(robot: Robot, by: str, *, loops: bool = True, floating_base: bool = True, transmissions: bool = True,
+            advice: str = "") -> Robot:
+    """``robot`` if ``by`` (what is asked of it, for the message) covers what the robot has — closed loops, a
+    floating base, transmissions — else an ArgumentError naming what it does not cover, and ``advice``."""
+    missing = [what for what, present, allowed in (("closed loops", robot.loop_joints, loops),
+                                                   ("a floating base", robot.floating_base, floating_base),
+                                                   ("transmissions", robot.transmissions, transmissions))
+               if present and not allowed]
+    if missing:
+        raise ArgumentError(f"robot: {by} does not cover {' or '.join(missing)}, and '{robot.name}' has "
+                            f"{' and '.join(missing)}" + (f" ({advice})" if advice else ""))
+    return robot

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtdyn.arguments import robot_argument
+from gtdyn.arguments import covered, robot_argument
 from gtdyn.arguments.query import ask
 from gtdyn.dynamics.reference import solve_query
 from gtdyn.dynamics.result import DynamicsResult
 from gtdyn.equations import GRAVITY
-from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
 
@@ -43,12 +42,8 @@ def featherstone_hybrid_dynamics(robot: Robot, q, v, qdd, tau, *, gravity=GRAVIT
     fixed-base trees without transmissions: its passes lock and free joints one by one, which a loop, a
     coupling or a free base would tie together (``hybrid_dynamics`` covers those)."""
     robot = robot_argument(robot)
-    unsupported = [what for what, present in (("a floating base", robot.floating_base),
-                                              ("closed loops", robot.loop_joints),
-                                              ("transmissions", robot.transmissions)) if present]
-    if unsupported:
-        raise ArgumentError(f"robot: featherstone_hybrid_dynamics covers fixed-base trees without transmissions; "
-                            f"'{robot.name}' has {' and '.join(unsupported)} (use gtdyn.hybrid_dynamics)")
+    covered(robot, "featherstone_hybrid_dynamics (it locks and frees joints one by one)", loops=False,
+            floating_base=False, transmissions=False, advice="gtdyn.hybrid_dynamics covers them")
     # the user's arguments checked once; each pass below asks its own question of the same state
     asked = ask(robot, "hybrid", q, v, qdd=qdd, tau=tau, gravity=gravity, external_wrenches=external_wrenches)
     given_qdd, given_tau = asked.problem.known_qdd, asked.problem.known_tau  # passive joints: τ = 0 given

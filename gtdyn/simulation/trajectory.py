@@ -8,6 +8,7 @@ from functools import cached_property
 import gtsam
 import numpy as np
 
+from gtdyn.dynamics.quantities import kinetic_energy_of, potential_energy_of
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.model.robot import Robot
 
@@ -65,10 +66,7 @@ class Trajectory:
 
 def energies(robot: Robot, q: np.ndarray, v: np.ndarray, gravity, base_pose=None,
              base_twist=None) -> tuple[float, float]:
-    """Kinetic energy Σ ½ Vᵢᵀ Gᵢ Vᵢ (each body's twist and spatial inertia in its CoM frame) and potential energy
-    −Σ mᵢ g · pᵢ (pᵢ the CoM in the world) at one state; a floating base is one of the bodies."""
+    """Kinetic and potential energy at one state (``gtdyn.dynamics.quantities``: Σ ½ Vᵢᵀ Gᵢ Vᵢ and −Σ mᵢ g · pᵢ over
+    the moving bodies, a floating base among them), from one forward-kinematics pass."""
     kin = forward_kinematics(robot, q, v, base_pose, base_twist)
-    bodies = (robot.base, *robot.links) if robot.floating_base else robot.links
-    kinetic = sum(0.5 * kin.V[link.index] @ link.G @ kin.V[link.index] for link in bodies)
-    potential = -sum(link.mass * np.dot(gravity, kin.wT[link.index].translation()) for link in bodies)
-    return float(kinetic), float(potential)
+    return kinetic_energy_of(robot, kin), potential_energy_of(robot, kin, gravity)
