@@ -67,11 +67,14 @@ class State:
 
 
 def benchmark_state(robot: Robot, seed: int = 0) -> State:
-    """A reproducible random state; its reference torques come from our RNEA ordering and are checked
-    against Pinocchio by the tests."""
+    """A reproducible random state within the joint limits that keeps every coupling; its reference torques come
+    from our RNEA ordering and are checked against Pinocchio by the tests."""
     rng = np.random.default_rng(seed)
     n = robot.num_dofs
-    q, v, qdd = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n), rng.uniform(-2, 2, n)
+    # within the joint limits (clipped to ±π), as every state gtdyn generates
+    lower = np.array([max(j.lower, -np.pi) for j in robot.joints])
+    upper = np.array([min(j.upper, np.pi) for j in robot.joints])
+    q, v, qdd = rng.uniform(lower, upper, n), rng.uniform(-1, 1, n), rng.uniform(-2, 2, n)
     act = robot.actuated_joint_names
     if robot.loop_joints:
         # random independent joints (actuated first) near the rest assembly; the others close the loops
