@@ -177,14 +177,22 @@ def qdd_joint_names(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
     return names
 
 
-def external_wrenches_in_com(robot: Robot, wrenches) -> dict[int, np.ndarray]:
-    """Wrenches given in link/frame coordinates → wrenches in the moving links' CoM frames, by link index."""
+WRENCH_AXES = ("local", "world_aligned")
+
+
+def external_wrenches_in_com(robot: Robot, wrenches, axes: str = "local") -> tuple[dict, tuple]:
+    """Wrenches [m; f] on links or frames, checked: those given in the frames' own axes (``axes="local"``) moved
+    to the moving links' CoM frames, by link index; those in world-aligned axes at the frames' origins
+    (``"world_aligned"``, Pinocchio's LOCAL_WORLD_ALIGNED) as (link index, fTcom, wrench), to be turned once the
+    frames' orientations are known (``gtdyn.dynamics.reference``)."""
+    choice("wrench_axes", axes, WRENCH_AXES)
     if wrenches is None:
-        return {}
+        return {}, ()
     if not isinstance(wrenches, Mapping):
         raise ArgumentError(f"external_wrenches: expected a dict from link or frame name to a wrench [m; f], got "
                             f"{type(wrenches).__name__}")
-    out: dict[int, np.ndarray] = {}
+    local: dict[int, np.ndarray] = {}
+    aligned = []
     for frame, wrench in wrenches.items():
         if frame not in robot.frames:
             raise ArgumentError(f"external_wrenches: unknown link or frame '{frame}' "
@@ -192,8 +200,11 @@ def external_wrenches_in_com(robot: Robot, wrenches) -> dict[int, np.ndarray]:
         body, bTf = robot.frames[frame]
         if robot.is_fixed(body):
             raise ArgumentError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")
-        F_f = bounded_wrench(f"external_wrenches['{frame}']", wrench)
+        F = bounded_wrench(f"external_wrenches['{frame}']", wrench)
         link = robot.link(body)
         fTcom = bTf.inverse().compose(link.lTcom)
-        out[link.index] = out.get(link.index, np.zeros(6)) + Ad(fTcom).T @ F_f
-    return out
+        if axes == "world_aligned":
+            aligned.append((link.index, fTcom, F))
+        else:
+            local[link.index] = local.get(link.index, np.zeros(6)) + Ad(fTcom).T @ F
+    return local, tuple(aligned)

@@ -47,6 +47,7 @@ class Query:
     gravity: np.ndarray
     base: BaseState | None = None
     external_wrenches: Mapping[int, np.ndarray] = field(default_factory=dict)
+    aligned_wrenches: tuple = ()  # (link index, fTcom, [m; f] in world axes at the frame): turned once q is known
 
     @property
     def kind(self) -> str:
@@ -86,7 +87,8 @@ class Query:
 
 
 def ask(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, base_twist=None, base_accel=None,
-        base_wrench=None, contacts=None, gravity=GRAVITY, external_wrenches=None, q_names=("q", "v")) -> Query:
+        base_wrench=None, contacts=None, gravity=GRAVITY, external_wrenches=None, wrench_axes="local",
+        q_names=("q", "v")) -> Query:
     """The boundary: a user's arguments checked against the robot and turned into a ``Query``. ``kind`` is
     "inverse" (``qdd``: every joint), "forward" (``tau``: every joint) or "hybrid" (``qdd``, ``tau``: dicts by
     joint name); the rest as ``gtdyn.inverse_dynamics`` documents them. ``q_names``: the names q and q̇ came as
@@ -95,12 +97,12 @@ def ask(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, ba
     problem = build_problem(robot, kind, qdd, tau)
     q, v = joint_vector(robot, q_names[0], q), joint_vector(robot, q_names[1], v)
     gravity = gravity_vector(gravity)
-    wrenches = external_wrenches_in_com(robot, external_wrenches)
+    wrenches, aligned = external_wrenches_in_com(robot, external_wrenches, wrench_axes)
     base = base_state(robot, base_pose, base_twist)
     problem = with_base(robot, dataclasses.replace(problem, contacts=place_contacts(robot, contacts)), base_accel,
                         base_wrench)
     check_transmissions(robot, q, v, problem.known_qdd, q_names)
-    return Query(robot, problem, q, v, gravity, base, wrenches)
+    return Query(robot, problem, q, v, gravity, base, wrenches, aligned)
 
 
 def packed_base(robot: Robot, kind: str, base_pose=None, base_twist=None, base_accel=None,

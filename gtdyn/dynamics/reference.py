@@ -25,6 +25,7 @@ from gtdyn.linear.elimination import METHODS, eliminate, squared_column_norms
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import remembered_ordering
 from gtdyn.problem import Problem
+from gtdyn.spatial import Ad
 
 
 def solve_query(query: Query, *, ordering=None, elimination: str = "qr", planar=None) -> DynamicsResult:
@@ -37,7 +38,8 @@ def solve_query(query: Query, *, ordering=None, elimination: str = "qr", planar=
     robot = query.robot
     with np.errstate(all="ignore"):  # overflow becomes non-finite numbers, caught by name in the verdicts
         kin = kinematics_of(query)
-    query = query.with_problem(with_loop_factors(robot, kin, query.problem, planar))
+    query = dataclasses.replace(query, problem=with_loop_factors(robot, kin, query.problem, planar),
+                                external_wrenches=wrenches_in_com(query, kin), aligned_wrenches=())
     # More actuators than a loop's degrees of freedom, or more contacts than the motion determines: the
     # least-norm contact forces, then the least-norm torques, by soft minimum-norm factors on the hard
     # equations (which needs GTSAM's constrained elimination).
@@ -64,11 +66,24 @@ def kinematics_of(query: Query) -> KinematicState:
     return forward_kinematics(query.robot, query.q, query.v, *base)
 
 
+def wrenches_in_com(query: Query, kin: KinematicState) -> dict[int, np.ndarray]:
+    """Every external wrench in its link's CoM frame: those given in world-aligned axes at a frame's origin turned
+    into the frame's own axes (F_f = diag(Rᵀ, Rᵀ) F, R the frame's orientation at this state), then moved to the
+    CoM frame as the local ones were at the boundary (``external_wrenches_in_com``)."""
+    out = dict(query.external_wrenches)
+    for i, fTcom, F in query.aligned_wrenches:
+        R = kin.wT[i].compose(fTcom.inverse()).rotation().matrix()
+        F_f = np.concatenate([R.T @ F[:3], R.T @ F[3:]])
+        out[i] = out.get(i, np.zeros(6)) + Ad(fTcom).T @ F_f
+    return out
+
+
 def template_graph(query: Query) -> tuple[Query, gtsam.GaussianFactorGraph]:
     """The query with its loops' planar factors, and its linear dynamics graph: what compiled plans and
     benchmarks eliminate symbolically or time (only its structure and ordering are kept)."""
     kin = kinematics_of(query)
-    query = query.with_problem(with_loop_factors(query.robot, kin, query.problem))
+    query = dataclasses.replace(query, problem=with_loop_factors(query.robot, kin, query.problem),
+                                external_wrenches=wrenches_in_com(query, kin), aligned_wrenches=())
     return query, dynamics_graph(query.robot, kin, query.problem, query.gravity, query.external_wrenches)
 
 

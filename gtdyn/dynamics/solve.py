@@ -15,12 +15,14 @@ from gtdyn.model.robot import Robot
 
 
 def inverse_dynamics(robot: Robot, q, v, qdd, *, base_pose=None, base_twist=None, base_accel=None, contacts=None,
-                     gravity=GRAVITY, external_wrenches=None, ordering=None, elimination="qr",
+                     gravity=GRAVITY, external_wrenches=None, wrench_axes="local", ordering=None, elimination="qr",
                      planar=None) -> DynamicsResult:
     """Torques τ that produce joint accelerations ``qdd`` at state (q, v).
 
     ``external_wrenches`` maps a link (or merged frame) name to the wrench [m; f] its environment applies
-    to it, expressed in that link's frame. ``ordering`` is a strategy name, a list of labels/keys or a callable.
+    to it, expressed in that frame's own axes (``wrench_axes="local"``) or in the world's axes at the frame's
+    origin (``wrench_axes="world_aligned"``: a weight held at a hand is [0, 0, 0, 0, 0, −m g]). ``ordering`` is a
+    strategy name, a list of labels/keys or a callable.
     ``elimination`` is "qr" (Householder QR of the exact equations: accurate in every ordering) or
     "constrained" (GTSAM's elimination of Constrained factors, as GTDynamics does).
 
@@ -41,24 +43,26 @@ def inverse_dynamics(robot: Robot, q, v, qdd, *, base_pose=None, base_twist=None
     """
     return solve_query(ask(robot, "inverse", q, v, qdd=qdd, base_pose=base_pose, base_twist=base_twist,
                            base_accel=base_accel, contacts=contacts, gravity=gravity,
-                           external_wrenches=external_wrenches), ordering=ordering, elimination=elimination,
-                       planar=planar)
+                           external_wrenches=external_wrenches, wrench_axes=wrench_axes),
+                       ordering=ordering, elimination=elimination, planar=planar)
 
 
 def forward_dynamics(robot: Robot, q, v, tau, *, base_pose=None, base_twist=None, contacts=None, gravity=GRAVITY,
-                     external_wrenches=None, ordering=None, elimination="qr", planar=None) -> DynamicsResult:
+                     external_wrenches=None, wrench_axes="local", ordering=None, elimination="qr",
+                     planar=None) -> DynamicsResult:
     """Joint accelerations q̈ produced by torques ``tau`` at state (q, v). Arguments as ``inverse_dynamics``;
     ``tau`` is 0 at passive joints. A floating base moves freely (no wrench on it but ``external_wrenches``):
     ``r.base_accel`` is its acceleration. With ``contacts`` this is constrained dynamics: the accelerations
     that keep every contact, and the contact forces that make them."""
     return solve_query(ask(robot, "forward", q, v, tau=tau, base_pose=base_pose, base_twist=base_twist,
-                           contacts=contacts, gravity=gravity, external_wrenches=external_wrenches),
+                           contacts=contacts, gravity=gravity, external_wrenches=external_wrenches,
+                           wrench_axes=wrench_axes),
                        ordering=ordering, elimination=elimination, planar=planar)
 
 
 def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[str, float], *, base_pose=None,
                     base_twist=None, base_accel=None, contacts=None, gravity=GRAVITY, external_wrenches=None,
-                    ordering=None, elimination="qr", planar=None) -> DynamicsResult:
+                    wrench_axes="local", ordering=None, elimination="qr", planar=None) -> DynamicsResult:
     """Given q̈ at some joints and τ at the others (dicts by joint name), solve for the rest.
 
     Every actuated joint must appear in exactly one of ``qdd`` and ``tau``; passive joints have τ = 0 and
@@ -67,17 +71,17 @@ def hybrid_dynamics(robot: Robot, q, v, qdd: Mapping[str, float], tau: Mapping[s
     """
     return solve_query(ask(robot, "hybrid", q, v, qdd=qdd, tau=tau,
                            base_pose=base_pose, base_twist=base_twist, base_accel=base_accel, contacts=contacts,
-                           gravity=gravity, external_wrenches=external_wrenches), ordering=ordering,
-                       elimination=elimination, planar=planar)
+                           gravity=gravity, external_wrenches=external_wrenches, wrench_axes=wrench_axes),
+                       ordering=ordering, elimination=elimination, planar=planar)
 
 
 def solve(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, base_twist=None, base_accel=None,
-          contacts=None, gravity=GRAVITY, external_wrenches=None, ordering=None, elimination="qr",
-          planar=None) -> DynamicsResult:
+          contacts=None, gravity=GRAVITY, external_wrenches=None, wrench_axes="local", ordering=None,
+          elimination="qr", planar=None) -> DynamicsResult:
     """One entry for the three problems: ``kind`` "inverse" (``qdd``: every joint), "forward" (``tau``: every
     joint) or "hybrid" (``qdd`` and ``tau``: dicts by joint name). Other arguments as ``inverse_dynamics``."""
     return solve_query(ask(robot, kind, q, v, qdd=qdd, tau=tau, base_pose=base_pose, base_twist=base_twist,
                            base_accel=base_accel, contacts=contacts, gravity=gravity,
-                           external_wrenches=external_wrenches), ordering=ordering, elimination=elimination,
-                       planar=planar)
+                           external_wrenches=external_wrenches, wrench_axes=wrench_axes),
+                       ordering=ordering, elimination=elimination, planar=planar)
 
