@@ -52,6 +52,7 @@ from gtdyn.kinematics.frames import (
     frame_velocity,
 )
 from gtdyn.kinematics.loop_closure import LoopState, close_loops
+from gtdyn.model.reduce import lock_joints
 from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.orderings import register_ordering
 from gtdyn.problem import Contact
@@ -65,7 +66,7 @@ __all__ = [
     "frame_acceleration", "frame_bias_acceleration", "frame_jacobian", "frame_placement", "frame_velocity",
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
     "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
-    "compile_mass_matrix", "gravity_torques", "kinetic_energy", "mass_matrix", "potential_energy",
+    "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix", "potential_energy",
 ]
 try:  # the version lives in pyproject.toml alone
     __version__ = _metadata.version("gtdyn")

@@ -1,12 +1,16 @@
 """The on-disk cache of compiled solvers: object code and what the solver needs around it, keyed by everything
 that decides the code — robot content, problem, ordering, gravity, gtdyn version and the host CPU.
 
-The directory is ``$GTDYN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gtdyn/compiled``, else
-``~/.cache/gtdyn/compiled``. An unwritable directory only means no cache.
+The directory is ``$GTDYN_CACHE_DIR``, else the platform's user cache folder (``platformdirs``: on Linux
+``$XDG_CACHE_HOME/gtdyn`` or ``~/.cache/gtdyn``, on macOS ``~/Library/Caches/gtdyn``, on Windows under
+``%LOCALAPPDATA%``) with ``compiled`` inside. An unwritable directory only means no cache. The cache keeps at
+most ``$GTDYN_CACHE_MAX_MB`` (default ``MAX_MB``) megabytes: storing a solver beyond that removes the least
+recently used ones.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pathlib
@@ -20,11 +24,22 @@ from gtdyn.model.robot import Robot
 FORMAT = 1  # bump when the generated code or the cached record changes meaning
 
 
+MAX_MB = 512  # a Talos solver takes a few MB; hundreds of solvers fit
+
+
 def directory() -> pathlib.Path:
     if os.environ.get("GTDYN_CACHE_DIR"):
         return pathlib.Path(os.environ["GTDYN_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "gtdyn" / "compiled"
+    from platformdirs import user_cache_dir
+
+    return pathlib.Path(user_cache_dir("gtdyn", appauthor=False)) / "compiled"
+
+
+def _limit_bytes() -> float:
+    try:
+        return float(os.environ.get("GTDYN_CACHE_MAX_MB", MAX_MB)) * 2**20
+    except ValueError:  # a malformed setting keeps the default rather than failing a compile
+        return MAX_MB * 2**20
 
 
 def robot_fingerprint(robot: Robot) -> bytes:
@@ -95,7 +110,11 @@ def load(name: str) -> dict | None:
             record = pickle.load(f)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
         return None
-    return record if isinstance(record, dict) and record.get("format") == FORMAT else None
+    if not (isinstance(record, dict) and record.get("format") == FORMAT):
+        return None
+    with contextlib.suppress(OSError):  # used now: the last to be pruned
+        os.utime(path)
+    return record
 
 
 def store(name: str, record: dict) -> pathlib.Path | None:
@@ -107,4 +126,26 @@ def store(name: str, record: dict) -> pathlib.Path | None:
         os.replace(f.name, folder / f"{name}.pkl")  # atomic: a concurrent reader sees all or nothing
     except OSError:
         return None
+    prune(folder, keep=folder / f"{name}.pkl")
     return folder / f"{name}.pkl"
+
+
+def prune(folder: pathlib.Path, keep: pathlib.Path | None = None) -> list[pathlib.Path]:
+    """Remove the least recently used solvers (by the time they were last stored or loaded) until the folder
+    holds at most ``$GTDYN_CACHE_MAX_MB``; ``keep`` (the one just stored) stays. Returns what was removed."""
+    entries = []
+    for path in folder.glob("*.pkl"):
+        with contextlib.suppress(OSError):  # another process may prune at the same time
+            status = path.stat()
+            entries.append((status.st_mtime, status.st_size, path))
+    total, limit, removed = sum(size for _, size, _ in entries), _limit_bytes(), []
+    for _, size, path in sorted(entries, key=lambda entry: entry[0]):
+        if total <= limit:
+            break
+        if path == keep:
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+        total -= size
+    return removed

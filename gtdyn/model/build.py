@@ -84,7 +84,7 @@ def build_robot(description: RobotDescription, floating: bool = False, transmiss
         dependent = {t.dependent for t in coupled}
         joints = [dataclasses.replace(j, actuated=False) if j.index in dependent else j for j in joints]
     robot = Robot(description.name, links[root], tuple(links[js.child] for js in moving), tuple(joints), frames, src,
-                  floating_base=floating, transmissions=coupled)
+                  floating_base=floating, transmissions=coupled, description=description, reading=transmissions)
     if not closing:  # with loops, the closure constraints can determine what a subtree alone would not
         _check_determined(robot)
     return robot

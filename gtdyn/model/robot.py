@@ -27,6 +27,7 @@ import gtsam
 import numpy as np
 
 from gtdyn.errors import ArgumentError
+from gtdyn.model.description import RobotDescription
 from gtdyn.spatial import screw_exp, spatial_inertia
 
 
@@ -138,7 +139,9 @@ class Robot:
     loop-closing joints). ``floating_base``: the base moves freely (six degrees of freedom, its state given
     apart from the joints'); otherwise it is welded to the world.
 
-    Build one with ``gtdyn.load_robot(path)`` or ``gtdyn.model.build.build_robot(description)``.
+    Build one with ``gtdyn.load_robot(path)`` or ``gtdyn.model.build.build_robot(description)``, which keeps the
+    ``description`` it was built from and how its transmissions were ``reading`` ("exact", "approximate",
+    "independent"): what ``locked`` rebuilds from (neither is compared or shown).
     """
 
     name: str
@@ -149,6 +152,8 @@ class Robot:
     source: str = "<memory>"
     floating_base: bool = False
     transmissions: tuple[Transmission, ...] = ()
+    description: RobotDescription | None = field(default=None, repr=False, compare=False)
+    reading: str = field(default="independent", repr=False, compare=False)
     _topology: _Topology = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -277,6 +282,14 @@ class Robot:
                                 f"(joints: {', '.join(self.joint_names)})")
         joints = tuple(dataclasses.replace(j, actuated=j.name in names) for j in self.joints)
         return dataclasses.replace(self, joints=joints)
+
+    # -- reduction -------------------------------------------------------------------------------------
+    def locked(self, values) -> Robot:
+        """This robot with the joints in ``values`` (joint name → q) welded at those values: Pinocchio's
+        ``buildReducedModel``. See ``gtdyn.model.reduce.lock_joints``."""
+        from gtdyn.model.reduce import lock_joints  # reduce builds Robots: imported here, not at the top
+
+        return lock_joints(self, values)
 
     def __repr__(self) -> str:
         loops = f", {len(self.loop_joints)} loops" if self.loop_joints else ""
