@@ -1,8 +1,14 @@
 import os
 import sys
 
-import numpy as np
-import pytest
+# One BLAS thread per test process (and per process it starts: notebook kernels, fuzz and warm-up workers), unless
+# the caller says otherwise. On two cores shared with other work, OpenBLAS's own threads contend for them: one
+# numpy SVD (of gtdyn's free-variable check) then took ~14–20 s instead of ~0.9 s, at random. Set before numpy
+# is imported: OpenBLAS reads it once, when it loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests' own helpers (references, loop_mechanisms, …)
 

@@ -79,6 +79,7 @@ def test_run_all_reference_quick(tmp_path):
     assert {"results.csv", "samples.csv", "puma560_orderings.png", "scaling.png"} <= set(os.listdir(tmp_path))
 
 
+@pytest.mark.heavy  # ~9 s; test_run_all_reference_quick and test_compiled_rows_…[rrr] represent it in the default run
 def test_run_all_quick_times_compiled_solvers(tmp_path, capsys):
     from benchmarks.run_all import main
 
@@ -100,8 +101,9 @@ def test_run_all_quick_times_compiled_solvers(tmp_path, capsys):
     assert "puma560 inverse rnea" in err and "chain6 forward aba" in err  # progress on stderr
 
 
-def test_compiled_rows_are_measured_side_by_side_with_pinocchio():
-    robot = gtdyn.load_robot("puma560")
+@pytest.mark.parametrize("name", ["rrr", pytest.param("puma560", marks=pytest.mark.heavy)])  # PUMA: ~5 s
+def test_compiled_rows_are_measured_side_by_side_with_pinocchio(name):
+    robot = gtdyn.load_robot(name)
     state = B.benchmark_state(robot)
     seen = []
     for kind, orderings in (("inverse", ["rnea", "colamd"]), ("forward", ["aba", "colamd"]), ("hybrid", ["colamd"])):
@@ -124,8 +126,8 @@ def test_compiled_rows_are_measured_side_by_side_with_pinocchio():
         assert table.count("\n") == len(rows) + 2 and f"ratio to {B.BASELINE[kind].upper()}" in table
         batch = B.compiled_batch_table(rows, kind)
         assert batch.count("\n") == len(rows) + 2 and "20 states" in batch
-    assert seen == ["puma560 inverse rnea", "puma560 inverse colamd", "puma560 forward aba",
-                    "puma560 forward colamd", "puma560 hybrid colamd"]
+    assert seen == [f"{name} inverse rnea", f"{name} inverse colamd", f"{name} forward aba",
+                    f"{name} forward colamd", f"{name} hybrid colamd"]
 
 
 def test_paper_table_and_compiled_plots(tmp_path):

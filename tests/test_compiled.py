@@ -10,6 +10,11 @@ both sides run the very same operations (batch vs single call, the Python render
 fallback vs the reference path) the comparison is bitwise, and the docstring says why.
 
 The whole module compiles into one temporary cache directory (``GTDYN_CACHE_DIR``), never the user's.
+
+Compiling is most of this module's time, so the default run compiles a representative set of cases (``IN_SUITE``:
+one ordering per problem on the PUMA, UR5, the four-bar and the two-loop six-bar); the other cases (the PUMA's
+other orderings, Panda, the five-bar, three six-bar cases, two PUMA DAGs) are marked ``heavy`` and run by
+``python benchmarks/verify_heavy_tests.py`` (``pytest -m heavy``).
 """
 
 from __future__ import annotations
@@ -50,6 +55,18 @@ LOOP_CASES = [(name, problem, ordering) for name in LOOPS
               for problem, tree in (("inverse", "rnea"), ("forward", "aba")) for ordering in (tree, "colamd")]
 SOURCE_CASES = [("puma560", "forward", "aba"), ("puma560", "hybrid", "colamd"), ("four_bar", "inverse", "rnea")]
 DAG_CASES = [("puma560", "forward", ordering) for ordering in ("aba", "crba", "colamd")]
+# The default run's cases: on the PUMA one ordering per problem (the tree algorithm for inverse and forward
+# dynamics, COLAMD for hybrid); UR5 (Panda is heavy); the four-bar in each problem and ordering of LOOP_CASES,
+# and the six-bar (two loops) in one. These are the solvers that the batch, source, error and round-trip tests of
+# the default run compile anyway, but for the six-bar's.
+IN_SUITE = {("puma560", "inverse", "rnea"), ("puma560", "forward", "aba"), ("puma560", "hybrid", "colamd"),
+            ("ur5", "forward", "aba"), ("ur5", "inverse", "rnea"),
+            *[case for case in LOOP_CASES if case[0] == "four_bar"], ("six_bar", "forward", "aba")}
+
+
+def selected(cases) -> list:
+    """``cases`` as parameters: those of ``IN_SUITE`` as they are, the others marked heavy."""
+    return [case if case in IN_SUITE else pytest.param(case, marks=pytest.mark.heavy) for case in cases]
 
 
 def case_id(case) -> str:
@@ -127,7 +144,7 @@ def hybrid_given(robot_, a, tau):
 
 # -- 1. PUMA: every named ordering of every problem, against the reference path and Pinocchio --------------------
 
-@pytest.mark.parametrize("case", PUMA_CASES, ids=case_id)
+@pytest.mark.parametrize("case", selected(PUMA_CASES), ids=case_id)
 def test_puma_every_ordering_matches_reference_and_pinocchio(case):
     """At healthy random states the compiled code answers itself (no fallback), agrees with the reference path
     in the same ordering and with Pinocchio to 1e-9, and its condition estimate is the reference path's (the
@@ -163,7 +180,7 @@ def test_puma_every_ordering_matches_reference_and_pinocchio(case):
 
 # -- 2. UR5 and Panda ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", ERD_CASES, ids=case_id)
+@pytest.mark.parametrize("case", selected(ERD_CASES), ids=case_id)
 def test_example_robots_match_pinocchio(case):
     """UR5 and Panda (example-robot-data; skipped without it): aba and rnea against Pinocchio."""
     name, problem, _ = case
@@ -224,7 +241,7 @@ def test_hybrid_round_trip_through_inverse_and_forward():
 
 # -- 5. closed loops -----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", LOOP_CASES, ids=case_id)
+@pytest.mark.parametrize("case", selected(LOOP_CASES), ids=case_id)
 def test_closed_loops_match_reference(case):
     """At closed states (``sample_states`` with a seed the compiler did not look at), certified, and equal to
     the reference path in the same ordering; passive joints get τ = 0 exactly."""
@@ -476,7 +493,7 @@ def test_source_runs_like_the_machine_code(case):
 
 # -- 9. the DAG ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", DAG_CASES, ids=case_id)
+@pytest.mark.parametrize("case", selected(DAG_CASES), ids=case_id)
 def test_dag_is_the_reference_paths(case):
     """PUMA forward dynamics: the solver's ordering, and so its DAG, is the reference path's for the same
     strategy; what the code computes from what is a subgraph of it with the same nodes."""

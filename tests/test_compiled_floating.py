@@ -64,6 +64,41 @@ def test_batch_is_a_loop_of_single_calls(solo):
         assert np.array_equal(wrench[k], single[0]) and np.array_equal(tau[k], single[1])
 
 
+BIPED = """<robot name="biped"><link name="body"><inertial><origin xyz="0.02 0 0.05"/><mass value="3"/>
+  <inertia ixx="0.05" ixy="0" ixz="0" iyy="0.07" iyz="0" izz="0.04"/></inertial></link>
+  {legs}</robot>"""
+LEG = """<joint name="hip_{side}" type="revolute"><parent link="body"/><child link="leg_{side}"/>
+  <origin xyz="0 {y} 0"/><axis xyz="0 1 0"/><limit lower="-2" upper="2" effort="10" velocity="10"/></joint>
+  <link name="leg_{side}"><inertial><origin xyz="0 0 -0.15"/><mass value="0.5"/>
+  <inertia ixx="0.004" ixy="0" ixz="0" iyy="0.004" iyz="0" izz="0.0005"/></inertial></link>
+  <joint name="foot_{side}_fixed" type="fixed"><parent link="leg_{side}"/><child link="foot_{side}"/>
+  <origin xyz="0 0 -0.3"/></joint><link name="foot_{side}"/>"""
+
+
+def test_contacts_compile_into_constrained_dynamics_of_a_small_biped(tmp_path, monkeypatch):
+    """The default run's representative of the Solo-12 case below (heavy): a floating body on two one-joint legs
+    with the left foot in contact. Forward dynamics against the reference path; hybrid dynamics with q̈ given at
+    the leg in the air gives forward dynamics' torque at the other back, and the same motion and force."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "biped.urdf"
+    path.write_text(BIPED.format(legs="".join(LEG.format(side=side, y=y) for side, y in (("l", 0.1), ("r", -0.1)))))
+    robot = gtdyn.load_robot(str(path), base="floating")
+    contacts = [gtdyn.Contact("foot_l")]
+    rng = np.random.default_rng(25)
+    T, twist, _ = random_base(rng)
+    q, v, tau = rng.uniform(-1, 1, (3, robot.num_dofs))
+    forward = gtdyn.compile(robot, "forward", ordering="aba", contacts=contacts)
+    base_accel, qdd, forces = forward(q, v, tau, base_pose=T, base_twist=twist)
+    r = gtdyn.forward_dynamics(robot, q, v, tau, base_pose=T, base_twist=twist, contacts=contacts, ordering="aba")
+    want = np.concatenate([r.base_accel, r.qdd, *[w.local[3:] for w in r.contact_wrenches]])
+    assert rel_err(np.concatenate([base_accel, qdd, forces]), want) < TOL and forward.fallbacks == 0
+    hybrid = gtdyn.compile(robot, "hybrid", ordering="aba", qdd_joints=["hip_r"], contacts=contacts)
+    h_accel, h_qdd, h_tau, h_forces = hybrid(q, v, np.array([tau[0], qdd[1]]), base_pose=T, base_twist=twist)
+    got = np.concatenate([h_accel, h_qdd, h_tau, h_forces])
+    assert rel_err(got, np.concatenate([base_accel, qdd, tau, forces])) < TOL and hybrid.fallbacks == 0
+
+
+@pytest.mark.heavy  # ~8 s (two Solo-12 compiles); the small biped above is the default run's representative
 def test_contacts_compile_into_constrained_dynamics(solo):
     robot, _ = solo
     contacts = [gtdyn.Contact(name) for name in FEET[:3]]

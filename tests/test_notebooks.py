@@ -1,5 +1,8 @@
 """Every notebook runs from a clean kernel without an error, computes the numbers it shows correctly (checks run in
-its kernel after its last cell), and is committed without outputs."""
+its kernel after its last cell), and is committed without outputs.
+
+Running the notebooks is heavy (~35 s for all of them on two cores): the default run executes ``IN_SUITE`` only, the
+others are marked ``heavy`` and run by ``python benchmarks/verify_heavy_tests.py`` (``pytest -m heavy``)."""
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -10,6 +13,7 @@ import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 CELL_TIMEOUT_S = 120
+IN_SUITE = "01_inverse_dynamics.ipynb"  # the default run's representative (~3 s); the others are heavy (3–12 s each)
 
 
 def read(path: Path) -> nbformat.NotebookNode:
@@ -93,6 +97,7 @@ PRINTED = {"04_closed_loops.ipynb": ["IndeterminateSystemError:", "free variable
 
 def test_every_notebook_has_checks():
     assert sorted(CHECKS) == [p.name for p in NOTEBOOKS]
+    assert IN_SUITE in CHECKS
 
 
 def execute(path: Path, folder: Path) -> tuple[nbformat.NotebookNode, int, BaseException | None]:
@@ -112,15 +117,21 @@ def execute(path: Path, folder: Path) -> tuple[nbformat.NotebookNode, int, BaseE
 
 
 @pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    """Every notebook, each in its own fresh kernel, two at a time: the kernels are separate processes, so
-    this uses both cores of the test machine while the tests themselves run one by one."""
+def executed(tmp_path_factory, request):
+    """The selected tests' notebooks (all of them under ``-m heavy`` or ``-m ""``), each in its own fresh kernel,
+    two at a time: the kernels are separate processes, so this uses both cores of the test machine while the
+    tests themselves run one by one."""
+    here = test_notebook_runs_headless_and_computes_the_right_numbers.__name__
+    selected = [path for path in NOTEBOOKS
+                if any(getattr(item, "originalname", None) == here and item.path == request.path
+                       and item.callspec.params["path"] == path for item in request.session.items)]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {path.name: pool.submit(execute, path, tmp_path_factory.mktemp(path.stem)) for path in NOTEBOOKS}
+        futures = {path.name: pool.submit(execute, path, tmp_path_factory.mktemp(path.stem)) for path in selected}
         return {name: future.result() for name, future in futures.items()}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [path if path.name == IN_SUITE else pytest.param(path, marks=pytest.mark.heavy)
+                                  for path in NOTEBOOKS], ids=lambda p: p.name)
 def test_notebook_runs_headless_and_computes_the_right_numbers(path, executed):
     notebook, code_cells, error = executed[path.name]
     if error is not None:

@@ -445,6 +445,7 @@ def erd_urdfs():
     return out
 
 
+@pytest.mark.heavy  # ~1.5–3 s; the default run loads a representative few in test_conformance, test_against_pinocchio
 def test_every_example_robot_data_urdf_loads():
     paths = erd_urdfs()
     assert len(paths) >= 60
