@@ -132,9 +132,9 @@ def place_contacts(robot: Robot, contacts) -> tuple[PlacedContact, ...]:
         if np.max(np.abs(point)) > MAX_LENGTH:  # else the dynamics overflow, and the error names another input
             raise ArgumentError(f"{where}.point: {np.max(np.abs(point)):g} m from the frame is beyond the "
                                 f"±{MAX_LENGTH:g} m gtdyn accepts for any length")
-        link = robot.link(body)
-        iTc = link.lTcom.inverse().compose(bTf).compose(gtsam.Pose3(gtsam.Rot3(), point))
-        placed.append(PlacedContact(contact, k, CONTACT_KINDS[contact.kind], link.index, iTc))
+        i, iTf = robot.frame_in_body(contact.link)
+        iTc = iTf.compose(gtsam.Pose3(gtsam.Rot3(), point))
+        placed.append(PlacedContact(contact, k, CONTACT_KINDS[contact.kind], i, iTc))
     return tuple(placed)
 
 
@@ -201,10 +201,10 @@ def external_wrenches_in_com(robot: Robot, wrenches, axes: str = "local") -> tup
         if robot.is_fixed(body):
             raise ArgumentError(f"external_wrenches: '{frame}' is fixed to the base, so a wrench on it moves no joint")
         F = bounded_wrench(f"external_wrenches['{frame}']", wrench)
-        link = robot.link(body)
-        fTcom = bTf.inverse().compose(link.lTcom)
+        i, iTf = robot.frame_in_body(frame)
+        fTcom = iTf.inverse()
         if axes == "world_aligned":
-            aligned.append((link.index, fTcom, F))
+            aligned.append((i, fTcom, F))
         else:
-            local[link.index] = local.get(link.index, np.zeros(6)) + Ad(fTcom).T @ F
+            local[i] = local.get(i, np.zeros(6)) + Ad(fTcom).T @ F
     return local, tuple(aligned)

@@ -36,11 +36,7 @@ REFERENCES = ("local", "world_aligned")
 def frame_on_body(robot: Robot, frame: str) -> tuple[int, gtsam.Pose3]:
     """(i, iTf): the index of the body ``frame`` is fixed in, and the frame's pose in that body's dynamics frame
     (its CoM frame; a fixed base's is its link frame, the world)."""
-    body, bTf = robot_argument(robot).frames[choice("frame", frame, robot.frames)]
-    if robot.is_fixed(body):
-        return 0, bTf
-    link = robot.link(body)
-    return link.index, link.lTcom.inverse().compose(bTf)
+    return robot_argument(robot).frame_in_body(choice("frame", frame, robot.frames))
 
 
 def checked_state(robot: Robot, q, v=None, base_pose=None, base_twist=None) -> KinematicState:

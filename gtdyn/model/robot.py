@@ -217,6 +217,15 @@ class Robot:
             out += [(number, -ratio) for k, ratio in transmission.terms if k == j]
         return out
 
+    def frame_in_body(self, frame: str) -> tuple[int, gtsam.Pose3]:
+        """(i, iTf): the index of the body a link or merged frame is fixed in (0: the base) and the frame's pose in
+        that body's dynamics frame — its CoM frame, or a fixed base's link frame (the world)."""
+        body, bTf = self.frames[frame]
+        if self.is_fixed(body):
+            return 0, bTf
+        link = self.link(body)
+        return link.index, link.lTcom.inverse().compose(bTf)
+
     def is_fixed(self, link_name: str) -> bool:
         """Whether a link (or the body a frame was merged into) is welded to the world: a fixed base."""
         return self.is_base(link_name) and not self.floating_base
