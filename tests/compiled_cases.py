@@ -37,8 +37,9 @@ def robot_path(name: str) -> str:
 
 
 def robot(name: str):
-    import gtdyn
     from references import load_quietly
+
+    import gtdyn
 
     if name not in _ROBOTS:
         _ROBOTS[name] = load_quietly(robot_path(name)) if name in ERD else gtdyn.load_robot(name)

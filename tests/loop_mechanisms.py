@@ -28,8 +28,8 @@ def rod(name: str, mass: float, start: np.ndarray, end: np.ndarray, thickness: f
 
 
 def revolute(name, parent, child, origin, child_pose=None, actuated=True) -> JointSpec:
-    return JointSpec(name, "revolute", parent, child, origin, Y, child_pose=np.eye(4) if child_pose is None else child_pose,
-                     actuated=actuated)
+    return JointSpec(name, "revolute", parent, child, origin, Y,
+                     child_pose=np.eye(4) if child_pose is None else child_pose, actuated=actuated)
 
 
 def parallelogram_four_bar(a: float = 1.0, b: float = 2.0, m: float = 1.0, M: float = 2.0):

@@ -72,7 +72,8 @@ class LagrangeReference:
             on_child = child_pose[js.child] @ np.linalg.inv(js.child_pose)
             ids = []
             for side, link, T in (("p", js.parent, on_parent), ("c", js.child, on_child)):
-                ids.append(self.model.addFrame(pin.Frame(f"{js.name}_{side}", joint_id[link], 0, _se3(T), pin.FrameType.OP_FRAME)))
+                ids.append(self.model.addFrame(pin.Frame(f"{js.name}_{side}", joint_id[link], 0, _se3(T),
+                                                         pin.FrameType.OP_FRAME)))
             self.frames.append(tuple(ids))
         self.data = self.model.createData()
         self.tree_index = [robot.joint_names.index(name) for name in added]  # gtdyn index of Pinocchio joint k

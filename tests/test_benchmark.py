@@ -12,8 +12,8 @@ import gtdyn
 from gtdyn import bench as B
 from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.model.random import serial_chain
-from gtdyn.plot.bench import bar_chart, compiled_scaling_plot, operations_plot, scaling_plot
 from gtdyn.orderings import applicable
+from gtdyn.plot.bench import bar_chart, compiled_scaling_plot, operations_plot, scaling_plot
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +91,8 @@ def test_run_all_quick_times_compiled_solvers(tmp_path, capsys):
         assert heading in text
     assert "| inverse RNEA | 26.6 | 1.00 |" in text and "| forward ABA | 25.5 | 1.00 |" in text
     assert "| 6 joints, rnea |" in text and "| 6 joints, aba |" in text
-    assert {"results.csv", "samples.csv", "compiled_vs_operations.png", "chains_scaling.png"} <= set(os.listdir(tmp_path))
+    assert {"results.csv", "samples.csv", "compiled_vs_operations.png",
+            "chains_scaling.png"} <= set(os.listdir(tmp_path))
     with open(tmp_path / "results.csv") as f:
         table = list(csv.DictReader(f))
     assert {r["robot"] for r in table} == {"puma560", "chain6"}

@@ -6,12 +6,12 @@ import os
 import runpy
 import subprocess
 import sys
-import tomllib
 import warnings
 
 import gtsam
 import numpy as np
 import pytest
+import tomllib
 from references import erd_path
 
 import gtdyn
@@ -68,7 +68,8 @@ def test_bare_solve_is_the_main_job(capsys):
     (["solve", "rrr", "--problem", "inverse", "--q", "0,0,0", "--v", "0,0,0", "--qdd", "0,0,0",
       "--gravity", "0", "-9.81", "0"], "gravity (0, -9.81, 0) m/s²"),
     (["solve", "rr", "--problem", "forward", "--tau", "1,2", "--ordering", "crba"], "ordering crba: F2,F1,A2,A1,a2,a1"),
-    (["solve", "rrr", "--problem", "hybrid", "--qdd", "j1=1", "--tau", "j2=0,j3=0", "--ordering", "t1,a2,a3,F1,A1,A3,F3,A2,F2"],
+    (["solve", "rrr", "--problem", "hybrid", "--qdd", "j1=1", "--tau", "j2=0,j3=0",
+      "--ordering", "t1,a2,a3,F1,A1,A3,F3,A2,F2"],
      "ordering custom: t1,a2,a3,F1,A1,A3,F3,A2,F2"),
     (["solve", "--elimination", "constrained", "--problem", "forward"], "forward dynamics of puma560"),
     (["info", "puma560"], "joint6"),
@@ -232,10 +233,10 @@ def test_warnings_are_one_readable_line_each(capsys, monkeypatch):
     real = gtdyn.load_robot
 
     def noisy(path, base=None, transmissions="exact"):
-        warnings.warn("first line\n   and a long second line " + "x" * 300, ModelWarning)
-        warnings.warn("conditioned badly", IllConditionedWarning)
-        warnings.warn("conditioned badly", IllConditionedWarning)  # the same text: shown once
-        warnings.warn("something else", UserWarning)
+        warnings.warn("first line\n   and a long second line " + "x" * 300, ModelWarning, stacklevel=2)
+        warnings.warn("conditioned badly", IllConditionedWarning, stacklevel=2)
+        warnings.warn("conditioned badly", IllConditionedWarning, stacklevel=2)  # the same text: shown once
+        warnings.warn("something else", UserWarning, stacklevel=2)
         return real(path, base, transmissions)
 
     monkeypatch.setattr(gtdyn, "load_robot", noisy)
@@ -254,7 +255,7 @@ def test_a_real_model_warning(capsys, tmp_path):
       <link name="tip"/>
       <joint name="j1" type="continuous"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/></joint>
       <joint name="j2" type="continuous"><parent link="a"/><child link="tip"/><origin xyz="1 0 0"/><axis xyz="0 0 1"/></joint>
-    </robot>""")
+    </robot>""")  # noqa: E501
     code, out, err = run(capsys, "solve", str(path), "--problem", "inverse")
     assert code == 0 and "inverse dynamics of m" in out
     assert err.startswith("gtdyn: warning: ") and err.count("\n") == 1 and "ModelWarning:" not in err
@@ -268,7 +269,8 @@ def test_dag_writes_picture_and_dot(capsys, tmp_path):
     assert code == 0 and "10 DAG edges" in out and "ordering rnea: " in out
     for suffix in (".png", ".dot", "_steps.png"):
         assert os.path.getsize(prefix + suffix) > 0
-    code, _, _ = run(capsys, "dag", "rr", "--problem", "forward", "--ordering", "aba", "--out", prefix, "--format", "svg")
+    code, _, _ = run(capsys, "dag", "rr", "--problem", "forward", "--ordering", "aba", "--out", prefix,
+                     "--format", "svg")
     assert code == 0 and open(prefix + ".svg").read().lstrip().startswith("<?xml")
 
 
@@ -282,7 +284,8 @@ def test_dag_of_a_32_joint_tree_is_bounded_and_quick(capsys, tmp_path, monkeypat
 
     figures = []
     real = gtdyn.plot.dag.draw_elimination_steps
-    monkeypatch.setattr(gtdyn.plot.dag, "draw_elimination_steps", lambda *a, **k: figures.append(real(*a, **k)) or figures[-1])
+    monkeypatch.setattr(gtdyn.plot.dag, "draw_elimination_steps",
+                        lambda *a, **k: figures.append(real(*a, **k)) or figures[-1])
     prefix = str(tmp_path / "talos")
     code, out, err = run(capsys, "dag", erd_path("talos_data/robots/talos_reduced.urdf"), "--out", prefix, "--steps")
     assert code == 0 and "wrote" in out
@@ -318,13 +321,14 @@ def test_progress_shows_on_slow_work(capsys, monkeypatch):
 
 def test_dag_and_bench_on_a_closed_loop(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
-    code, out, _ = run(capsys, "dag", "five_bar", "--problem", "forward", "--ordering", "aba", "--out", str(tmp_path / "fb"))
+    code, out, _ = run(capsys, "dag", "five_bar", "--problem", "forward", "--ordering", "aba",
+                       "--out", str(tmp_path / "fb"))
     assert code == 0 and "forward dynamics of five_bar" in out
-    code, out, _ = run(capsys, "bench", "five_bar", "--problem", "inverse", "--repeat", "2", "--inner", "1", "--warmup", "0",
-                       "--orderings", "rnea,colamd", "--batch", "20")
+    code, out, _ = run(capsys, "bench", "five_bar", "--problem", "inverse", "--repeat", "2", "--inner", "1",
+                       "--warmup", "0", "--orderings", "rnea,colamd", "--batch", "20")
     assert code == 0 and "| rnea |" in out and "compiled solvers" in out and "fallbacks" not in out
-    code, out, _ = run(capsys, "bench", "five_bar", "--problem", "inverse", "--repeat", "2", "--inner", "1", "--warmup", "0",
-                       "--reference")
+    code, out, _ = run(capsys, "bench", "five_bar", "--problem", "inverse", "--repeat", "2", "--inner", "1",
+                       "--warmup", "0", "--reference")
     assert code == 0 and "| rnea |" in out and "reference path" in out
 
 
@@ -348,8 +352,8 @@ def test_bench_tiny(capsys, tmp_path, monkeypatch):
 @pytest.mark.heavy  # ~3 s; test_bench_tiny and test_dag_and_bench_on_a_closed_loop represent it
 def test_bench_puma_prints_the_paper_table(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
-    code, out, err = run(capsys, "bench", "--problem", "all", "--orderings", "rnea,aba", "--repeat", "2", "--inner", "1",
-                         "--warmup", "0", "--batch", "0")
+    code, out, err = run(capsys, "bench", "--problem", "all", "--orderings", "rnea,aba", "--repeat", "2",
+                         "--inner", "1", "--warmup", "0", "--batch", "0")
     assert code == 0 and "Tables I–II" in out and "| inverse RNEA | 26.6 | 1.00 |" in out
     assert "| hybrid dynamics, puma560 |" in out and "µs per state" not in out  # --batch 0: no batch tables
     assert "puma560 hybrid aba" in err

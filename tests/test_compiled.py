@@ -233,7 +233,8 @@ def test_hybrid_round_trip_through_inverse_and_forward():
         q, v, a, tau = random_state(rng, puma.num_dofs)
         _, _, x = hybrid_given(puma, a, tau)
         qdd, tau_out = hybrid(q, v, x)
-        assert np.array_equal(qdd[:HYBRID_GIVEN], a[:HYBRID_GIVEN]) and np.array_equal(tau_out[HYBRID_GIVEN:], tau[HYBRID_GIVEN:])
+        assert (np.array_equal(qdd[:HYBRID_GIVEN], a[:HYBRID_GIVEN])
+                and np.array_equal(tau_out[HYBRID_GIVEN:], tau[HYBRID_GIVEN:]))
         assert err(inverse(q, v, qdd), tau_out) < TOL, state
         assert err(forward(q, v, tau_out), qdd) < TOL, state
     assert hybrid.fallbacks == inverse.fallbacks == forward.fallbacks == 0
@@ -373,7 +374,8 @@ def test_complex_and_non_numeric_input_raise_argument_error_naming_it():
         with pytest.raises(gtdyn.ArgumentError, match="^q: expected real numbers"):
             gtdyn.forward_dynamics(puma, q + 1j, v, tau)
         Q, V, X = np.tile(q, (2, 1)), np.tile(v, (2, 1)), np.tile(tau, (2, 1))
-        for args, match in (((Q + 1j, V, X), "^Q: expected real numbers"), ((Q, V * 1j, X), "^V: expected real numbers"),
+        for args, match in (((Q + 1j, V, X), "^Q: expected real numbers"),
+                            ((Q, V * 1j, X), "^V: expected real numbers"),
                             (([[0.0] * 6, [0.0] * 5], V, X), r"^Q: expected an array of shape \(N, 6\)"),
                             ((Q, V, [["a"] * 6, ["b"] * 6]), r"^X: expected an array of shape \(N, 6\)")):
             with pytest.raises(gtdyn.ArgumentError, match=match):
@@ -561,7 +563,8 @@ def test_traced_screw_exponential_matches_gtsam():
         assert np.allclose(np.asarray(p, float), want.translation(), rtol=0, atol=1e-12), S
     # θ = 0 is the identity, exactly
     pose = traced.screw_exp(cases[0], 0.0)
-    assert np.array_equal(np.asarray(pose.R, float), np.eye(3)) and np.array_equal(np.asarray(pose.p, float), np.zeros(3))
+    assert (np.array_equal(np.asarray(pose.R, float), np.eye(3))
+            and np.array_equal(np.asarray(pose.p, float), np.zeros(3)))
 
 
 # -- 12. bad arguments to compile -----------------------------------------------------------------------------------
@@ -652,7 +655,8 @@ def test_code_cut_into_blocks_computes_the_same_bits(monkeypatch):
     split_blocks = native.split_blocks
     monkeypatch.setattr(native, "SPLIT_ABOVE", 0)
     monkeypatch.setattr(native, "BLOCK", 40)
-    monkeypatch.setattr(native, "split_blocks", lambda ir, every: cut_texts.append(split_blocks(ir, every)) or cut_texts[-1])
+    monkeypatch.setattr(native, "split_blocks",
+                        lambda ir, every: cut_texts.append(split_blocks(ir, every)) or cut_texts[-1])
     cut = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
     assert cut_texts and cut_texts[0].count("never") > 100  # the cuts were made
     s = sample_states(puma, "forward", (), count=5, seed=7)

@@ -184,4 +184,5 @@ def test_a_moved_contact_frame_is_a_different_compiled_solver(tmp_path, monkeypa
         r = gtdyn.forward_dynamics(robot, [], [], [], base_pose=T, base_twist=twist, contacts=contacts)
         base_accel, forces = solver([], [], [], base_pose=T, base_twist=twist)[0::2]
         assert not solver.from_cache, depth
-        assert rel_err(np.concatenate([base_accel, forces]), np.concatenate([r.base_accel, r.contact_wrenches[0].local[3:]])) < TOL
+        assert rel_err(np.concatenate([base_accel, forces]),
+                       np.concatenate([r.base_accel, r.contact_wrenches[0].local[3:]])) < TOL

@@ -11,8 +11,8 @@ import pytest
 import gtdyn
 from gtdyn.analysis.dag import bayes_net_dag, to_dot
 from gtdyn.analysis.steps import elimination_steps
-from gtdyn.plot.dag import draw_dag, draw_elimination_steps
 from gtdyn.orderings import applicable
+from gtdyn.plot.dag import draw_dag, draw_elimination_steps
 
 Q, V, A = [0.3, -0.4, 0.8], [0.5, 0.1, -0.7], [1.0, -2.0, 0.5]
 
@@ -101,7 +101,10 @@ def test_step_view_of_rnea_is_figure_5(rrr):
     (d) the RNEA DAG."""
     r = gtdyn.inverse_dynamics(rrr, Q, V, A, ordering="rnea")
     steps = elimination_steps(r.graph, r.elimination_ordering, batches=[3, 1, 2, 3])
-    labels = lambda g: {(g.nodes[a]["label"], g.nodes[b]["label"]) for a, b in g.edges}
+
+    def labels(g):
+        return {(g.nodes[a]["label"], g.nodes[b]["label"]) for a, b in g.edges}
+
     assert labels(steps[1][2]) == {("F1", "t1"), ("F2", "t2"), ("F3", "t3")}
     assert labels(steps[2][2]) - labels(steps[1][2]) == {("A1", "F1"), ("F2", "F1")}
     assert {n for n in (steps[3][1].nodes[k]["label"] for k in steps[3][1])} == {"A1", "A2", "A3"}
@@ -159,7 +162,6 @@ def test_tree_layout_of_a_chain_is_the_layered_layout(rrr):
 @pytest.mark.parametrize("seed", [3, 11])
 def test_tree_layout_of_a_40_joint_tree_follows_the_tree_and_overlaps_nothing(seed):
     from gtdyn.model.random import random_robot
-
     from gtdyn.plot.dag import fold_layout, joint_places, tree_layout
 
     robot = random_robot(np.random.default_rng(seed), 40, tree=True, prismatic=0.0)

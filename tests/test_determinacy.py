@@ -30,7 +30,7 @@ def chain_urdf(tip_scale: float | None) -> str:
 <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>{LIMIT}</joint>
 <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="1 0 0"/><axis xyz="0 1 0"/>{LIMIT}</joint>
 <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="1 0 0"/><axis xyz="0 1 0"/>{LIMIT}</joint>
-</robot>"""
+</robot>"""  # noqa: E501
 
 
 def load_chain(tmp_path, tip_scale):

@@ -5,6 +5,8 @@ import pytest
 
 import gtdyn
 from gtdyn import keys
+from gtdyn.factors.full_graph import full_dynamics_graph
+from gtdyn.plot.dag import draw_dag
 from gtdyn.plot.factor_graph import (
     DOT_RADIUS,
     NODE_RADIUS,
@@ -16,8 +18,6 @@ from gtdyn.plot.factor_graph import (
     known_keys,
     variable_positions,
 )
-from gtdyn.factors.full_graph import full_dynamics_graph
-from gtdyn.plot.dag import draw_dag
 
 Q, V, A = [0.3, -0.4, 0.8], [0.5, 0.1, -0.7], [1.0, -2.0, 0.5]
 
@@ -150,7 +150,8 @@ def test_dag_legend_names_kinds_and_arrows(rrr):
 
 
 def test_known_keys_per_problem(rrr):
-    always = {f(j) for j in (1, 2, 3) for f in (keys.joint_angle_key, keys.joint_vel_key, keys.twist_key, keys.pose_key)}
+    always = {f(j) for j in (1, 2, 3)
+              for f in (keys.joint_angle_key, keys.joint_vel_key, keys.twist_key, keys.pose_key)}
     assert known_keys(rrr, "inverse") == always | {keys.joint_accel_key(j) for j in (1, 2, 3)}
     assert known_keys(rrr, "forward") == always | {keys.torque_key(j) for j in (1, 2, 3)}
     hybrid = known_keys(rrr, "hybrid", qdd={"j1": 1.0}, tau={"j2": 0.2, "j3": 0.0})

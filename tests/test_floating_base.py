@@ -80,7 +80,8 @@ def test_round_trips_and_hybrid_with_the_base_given_either_way(floating):
     assert rel_err(np.concatenate([forward.base_accel, forward.qdd]), np.concatenate([accel, qdd])) < TOL
     assert np.array_equal(forward.base_wrench, np.zeros(6))
     names = robot.joint_names
-    half = {n: qdd[i] for i, n in enumerate(names) if i % 2 == 0}, {n: inverse.tau[i] for i, n in enumerate(names) if i % 2}
+    half = ({n: qdd[i] for i, n in enumerate(names) if i % 2 == 0},
+            {n: inverse.tau[i] for i, n in enumerate(names) if i % 2})
     given_accel = gtdyn.hybrid_dynamics(robot, q, v, *half, base_pose=T, base_twist=twist, base_accel=accel)
     assert rel_err(given_accel.base_wrench, inverse.base_wrench) < TOL
     assert rel_err(np.concatenate([given_accel.qdd, given_accel.tau]), np.concatenate([qdd, inverse.tau])) < TOL
@@ -102,9 +103,9 @@ def test_a_free_body_falls_at_g_and_turns_by_eulers_equations(tmp_path, com):
     """One link, no joints. With the body frame at the CoM, Newton–Euler by hand: I ω̇ = −ω × I ω and
     v̇ = Rᵀ g − ω × v (the body-frame derivative of the CoM velocity). A CoM away from the link origin is
     checked through the classical acceleration of the CoM, Rᵀ g, and the same ω̇."""
-    mass, I = 2.0, np.array([0.3, 0.5, 0.7])
+    mass, inertia = 2.0, np.array([0.3, 0.5, 0.7])
     path = tmp_path / "brick.urdf"
-    path.write_text(FREE_BODY.format(com=com, mass=mass, I=I))
+    path.write_text(FREE_BODY.format(com=com, mass=mass, I=inertia))
     robot = gtdyn.load_robot(str(path), base="floating")
     assert robot.floating_base and robot.num_dofs == 0
     c = np.array(com.split(), float)
@@ -113,7 +114,7 @@ def test_a_free_body_falls_at_g_and_turns_by_eulers_equations(tmp_path, com):
     g = np.array([0.0, 0.0, -9.81])
     r = gtdyn.forward_dynamics(robot, [], [], [], base_pose=T, base_twist=twist)
     w, v_origin = twist[:3], twist[3:]
-    w_dot = -np.cross(w, I * w) / I
+    w_dot = -np.cross(w, inertia * w) / inertia
     assert rel_err(r.base_accel[:3], w_dot) < 1e-12
     # Velocity and classical acceleration of the CoM, in the body frame, from the link origin's.
     v_com = v_origin + np.cross(w, c)
@@ -123,7 +124,8 @@ def test_a_free_body_falls_at_g_and_turns_by_eulers_equations(tmp_path, com):
     assert np.max(np.abs(gtdyn.inverse_dynamics(robot, [], [], [], base_pose=T, base_twist=twist,
                                                 base_accel=r.base_accel).base_wrench)) < 1e-12
     still = gtdyn.inverse_dynamics(robot, [], [], [], base_pose=T)
-    assert rel_err(still.base_wrench, np.concatenate([np.cross(c, -mass * T[:3, :3].T @ g), -mass * T[:3, :3].T @ g])) < 1e-12
+    assert rel_err(still.base_wrench,
+                   np.concatenate([np.cross(c, -mass * T[:3, :3].T @ g), -mass * T[:3, :3].T @ g])) < 1e-12
 
 
 def test_orderings_put_the_base_where_the_algorithms_do():

@@ -15,8 +15,8 @@ from references import rel_err
 from square_four_bar import square_four_bar_sdf
 
 import gtdyn
-from gtdyn.model.build import build_robot
 from gtdyn.kinematics.loop_closure import close_loops
+from gtdyn.model.build import build_robot
 from gtdyn.orderings import applicable
 
 TOL = 1e-8
@@ -109,12 +109,12 @@ def test_parallelogram_four_bar_by_hand():
     translates on a circle of radius a. Lagrange with the crank angle θ:
         τ = (2 (I + m a²/4) + M a²) θ̈ − (m g a + M g a) sin θ     (gravity −z, θ from the vertical)."""
     robot = build_robot(parallelogram_four_bar(a=1.0, b=2.0, m=1.0, M=2.0))
-    I, m, M, a, g = robot.link("crank").inertia[1, 1], 1.0, 2.0, 1.0, 9.81
+    inertia, m, M, a, g = robot.link("crank").inertia[1, 1], 1.0, 2.0, 1.0, 9.81
     for theta, rate, accel in [(0.0, 0.0, 0.0), (0.3, 0.5, 1.0), (-0.7, -1.2, 2.5), (1.1, 2.0, -3.0)]:
         s = close_loops(robot, {"j1": theta}, {"j1": rate}, {"j1": accel})
         np.testing.assert_allclose(s.q, [theta, -theta, theta, theta], atol=1e-12)  # j1, j2, j4, j3
         tau = gtdyn.inverse_dynamics(robot, s.q, s.v, s.qdd).tau
-        expected = (2 * (I + m * a * a / 4) + M * a * a) * accel - (m * g * a + M * g * a) * np.sin(theta)
+        expected = (2 * (inertia + m * a * a / 4) + M * a * a) * accel - (m * g * a + M * g * a) * np.sin(theta)
         assert tau[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
@@ -191,7 +191,8 @@ def test_bad_loop_input():
         gtdyn.forward_dynamics(robot, s.q, bad_v, np.zeros(5))
     bad_qdd = s.qdd.copy()
     bad_qdd[0] += 0.1
-    with pytest.raises(gtdyn.LoopClosureError, match="qdd: the joint accelerations violate the loop closed by joint 'j5'"):
+    with pytest.raises(gtdyn.LoopClosureError,
+                       match="qdd: the joint accelerations violate the loop closed by joint 'j5'"):
         gtdyn.inverse_dynamics(robot, s.q, s.v, bad_qdd)
     with pytest.raises(gtdyn.ArgumentError, match="tau: joints j3 are passive"):
         gtdyn.forward_dynamics(robot, s.q, s.v, [1.0, 2.0, 0.0, 0.0, 0.0])
@@ -227,8 +228,9 @@ def test_loop_closure_stays_on_the_branch_of_its_guess():
 
 
 def test_independent_joints_prefer_the_given_order(tmp_path):
-    from gtdyn.kinematics.loop_closure import independent_joints
     from square_four_bar import square_four_bar_sdf
+
+    from gtdyn.kinematics.loop_closure import independent_joints
 
     assert independent_joints(gtdyn.load_robot("five_bar"), ["j1", "j2"]) == ["j1", "j2"]
     assert independent_joints(gtdyn.load_robot("five_bar"), ["j3"]) == ["j3", "j1"]  # one DOF each, j3 first

@@ -4,6 +4,7 @@ import os
 import re
 
 import numpy as np
+import pytest
 from references import rel_err
 
 import gtdyn
@@ -99,11 +100,10 @@ def test_readme_floating_base_example_runs():
     from gtdyn.bench.pinocchio import FreeFlyerPinocchio
 
     path = erd_path("solo_description/robots/solo12.urdf")
-    block = readme_block('"solo12.urdf"')
-    assert '"solo12.urdf"' in block
     namespace = {}
-    exec(compile(block.replace('"solo12.urdf"', repr(path)), "README.md", "exec"), namespace)
+    exec(compile(readme_block('"solo12.urdf"'), "README.md", "exec"), namespace)  # verbatim: the robot by name
     r, f, robot = namespace["r"], namespace["f"], namespace["robot"]
+    assert robot.source == path
     ref = FreeFlyerPinocchio(path, robot)
     weight = ref.pin.computeTotalMass(ref.model) * 9.81
     assert rel_err(r.base_wrench[3:], [0.0, 0.0, weight]) < 1e-9
@@ -120,14 +120,15 @@ def test_readme_contact_example_runs():
 
     path = erd_path("solo_description/robots/solo12.urdf")
     namespace = {}
-    exec(compile(readme_block('"solo12.urdf"').replace('"solo12.urdf"', repr(path)), "README.md", "exec"), namespace)
+    exec(compile(readme_block('"solo12.urdf"'), "README.md", "exec"), namespace)
     exec(compile(readme_block("gtdyn.Contact("), "README.md", "exec"), namespace)
     stand, lift, robot = namespace["stand"], namespace["lift"], namespace["robot"]
     ref = FreeFlyerPinocchio(path, robot)
     weight = ref.pin.computeTotalMass(ref.model) * 9.81
     assert stand.least_norm == ("c1", "c2", "c3", "c4")
     assert rel_err(sum(c.world[3:] for c in stand.contact_wrenches), [0.0, 0.0, weight]) < 1e-9
-    want = np.concatenate(PinocchioContacts(ref, ["FR_FOOT", "HL_FOOT", "HR_FOOT"])(np.zeros(12), np.zeros(12), stand.tau))
+    want = np.concatenate(
+        PinocchioContacts(ref, ["FR_FOOT", "HL_FOOT", "HR_FOOT"])(np.zeros(12), np.zeros(12), stand.tau))
     got = np.concatenate([lift.base_accel, lift.qdd, *[c.local[3:] for c in lift.contact_wrenches]])
     assert rel_err(got, want) < 1e-9
 
@@ -146,6 +147,16 @@ def test_readme_simulation_example_runs():
         bias, M, _ = hand_derived_tau(x[:2], x[2:], np.zeros(2))
         return np.concatenate([x[2:], np.linalg.solve(M, -bias)])
 
-    want = solve_ivp(rhs, (0.0, 2.0), [0.3, -0.5, 0.0, 0.0], method="DOP853", rtol=1e-13, atol=1e-13).y[:2, -1]
+    start = np.concatenate([run.q[0], run.v[0]])  # the example's q0 and v0
+    want = solve_ivp(rhs, (0.0, 2.0), start, method="DOP853", rtol=1e-13, atol=1e-13).y[:2, -1]
     assert np.max(np.abs(run.q[-1] - want)) < 1e-4
     assert abs(run.energy[-1] - run.energy[0]) < 1e-3
+
+
+@pytest.mark.parametrize("marker", ["gtdyn.frame_placement(", "gtdyn.mass_matrix(", "panda.locked("])
+def test_readme_quantity_examples_run_verbatim(marker, tmp_path, monkeypatch):
+    """The frames, whole-body quantities and locking examples, exactly as printed (their own asserts check J v = V,
+    the compiled mass matrix and T = ½ vᵀ M v; test_frames.py, test_quantities.py and test_locking.py check the
+    numbers against Pinocchio)."""
+    monkeypatch.chdir(tmp_path)
+    exec(compile(readme_block(marker), "README.md", "exec"), {})

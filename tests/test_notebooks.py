@@ -61,7 +61,7 @@ assert len(pivots) == 3 and np.allclose(pivots, pinocchio_pivots, rtol=1e-9, ato
 assert len(puma_errors) == 4 and all(max(errors) < 1e-9 for errors in puma_errors.values())
 assert {"Pinocchio rnea", "Pinocchio aba"} < set(median_us) and all(us > 0 for us in median_us.values())
 assert isinstance(nan_error, gtdyn.ArgumentError) and puma_solvers["aba"].fallbacks == 1
-""",
+""",  # noqa: E501
     "08_simulation_and_estimation.ipynb": """
 assert drift["euler"] > 1e3 * drift["variational"] and drift["rk4"] < drift["variational"]
 variational_error = np.abs(runs["variational"].energy - runs["variational"].energy[0])

@@ -137,7 +137,8 @@ def test_every_strategy_gives_the_same_solution(robot, problem):
 
 def test_applicability_is_checked_and_named(rrr):
     z = np.zeros(3)
-    with pytest.raises(ValueError, match="'rnea' applies to inverse dynamics, not forward; for forward dynamics use crba, aba"):
+    with pytest.raises(ValueError,
+                       match="'rnea' applies to inverse dynamics, not forward; for forward dynamics use crba, aba"):
         gtdyn.forward_dynamics(rrr, z, z, z, ordering="rnea")
     with pytest.raises(ValueError, match="'crba' applies to forward dynamics, not inverse"):
         gtdyn.inverse_dynamics(rrr, z, z, z, ordering="crba")

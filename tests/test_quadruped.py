@@ -78,7 +78,8 @@ def test_inertias_are_the_solid_body_formulas_of_the_stated_dimensions():
     root = ET.parse(gtdyn.bundled_path("quadruped")).getroot()
     expected = {"torso": (TORSO["m"], (0, 0, 0), box_inertia(TORSO["m"], TORSO["a"], TORSO["b"], TORSO["c"]))}
     for leg, (_, sy) in LEGS.items():
-        expected[f"{leg}_hip"] = (HIP["m"], (0, sy * HIP["L"] / 2, 0), cylinder_inertia(HIP["m"], HIP["r"], HIP["L"], 1))
+        expected[f"{leg}_hip"] = (HIP["m"], (0, sy * HIP["L"] / 2, 0),
+                                  cylinder_inertia(HIP["m"], HIP["r"], HIP["L"], 1))
         for name, body in [("thigh", THIGH), ("shank", SHANK)]:
             expected[f"{leg}_{name}"] = (body["m"], (0, 0, -body["L"] / 2),
                                          cylinder_inertia(body["m"], body["r"], body["L"], 2))
@@ -115,7 +116,8 @@ def test_the_joints_sit_where_the_header_says(quadruped):
                   f"{leg}_foot": out - [0, 0, THIGH["L"] + SHANK["L"]]}
         for frame, want in places.items():
             assert np.allclose(ref.data.oMf[ref.model.getFrameId(frame)].translation, want, rtol=0, atol=1e-15), frame
-        assert [tuple(robot.joint(f"{leg}_{kind}").axis) for kind in ("HAA", "HFE", "KFE")] == [(1, 0, 0), (0, 1, 0), (0, 1, 0)]
+        assert ([tuple(robot.joint(f"{leg}_{kind}").axis) for kind in ("HAA", "HFE", "KFE")]
+                == [(1, 0, 0), (0, 1, 0), (0, 1, 0)])
     assert pin.computeTotalMass(ref.model) == pytest.approx(TOTAL_MASS, rel=1e-15)
 
 

@@ -4,9 +4,9 @@ installed, so that a Pinocchio user's ``load_robot("solo12")`` and the README's 
 import os
 
 import pytest
+from references import erd_path
 
 import gtdyn
-from references import erd_path
 
 
 def test_example_robot_data_robots_load_by_file_name():

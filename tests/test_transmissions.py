@@ -17,7 +17,7 @@ from gtdyn.orderings import applicable
 N, OFFSET = 9.0, 0.25  # gear ratio and offset of the rotor's <mimic>
 TOL = 1e-9
 
-GEARED = """<robot name="geared">
+GEARED = f"""<robot name="geared">
   <link name="base"/>
   <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
     <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
@@ -32,7 +32,7 @@ GEARED = """<robot name="geared">
     <limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
   <link name="l2"><inertial><origin xyz="0.3 0 0"/><mass value="0.8"/>
     <inertia ixx="0.005" ixy="0.001" ixz="0" iyy="0.03" iyz="0" izz="0.03"/></inertial></link>
-</robot>""".format(N=N, OFFSET=OFFSET)
+</robot>"""  # noqa: E501
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +251,8 @@ def test_mimic_elements_are_checked(tmp_path, reading):
     tip = '<joint name="tip_fixed" type="fixed"><parent link="l2"/><child link="tip"/><origin xyz="0.3 0 0"/>{}</joint>'
     fixed = GEARED.replace("</robot>", tip.format("") + '<link name="tip"/></robot>')
     cases = {"self": (GEARED.replace(mimic, '<mimic joint="rotor_joint"/>'), "driven by rotor_joint, which is driven"),
-             "mimics a fixed joint": (fixed.replace(mimic, '<mimic joint="tip_fixed"/>'), "names 'tip_fixed', a fixed joint")}
+             "mimics a fixed joint": (fixed.replace(mimic, '<mimic joint="tip_fixed"/>'),
+                                      "names 'tip_fixed', a fixed joint")}
     for name, (text, message) in cases.items():
         path = tmp_path / f"{name.replace(' ', '_')}.urdf"
         path.write_text(text)
@@ -376,7 +377,7 @@ KNEE = """<robot name="knee">
   <link name="rotor"><inertial><mass value="0.1"/>
     <inertia ixx="0.00003" ixy="0" ixz="0" iyy="0.00006" iyz="0" izz="0.00003"/></inertial></link>
 </robot>
-"""
+"""  # noqa: E501
 
 
 def test_the_armature_approximation_misses_a_rotor_riding_on_a_moving_link(tmp_path):

@@ -68,7 +68,8 @@ def test_puma_kinematics_match_standard_dh():
 
     def dh(theta, d, a, alpha):
         ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
-        return np.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st], [0, sa, ca, d], [0, 0, 0, 1]])
+        return np.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st],
+                         [0, sa, ca, d], [0, 0, 0, 1]])
 
     robot = gtdyn.load_robot("puma560")
     rng = np.random.default_rng(9)
@@ -162,19 +163,28 @@ BAD = {
     "not_a_robot": ("<model name='r'/>", "expected <robot>"),
     "empty_robot": ("<robot name='r'></robot>", "has no <link>"),
     "no_robot_name": ("<robot><link name='a'/></robot>", "<robot> has no name"),
-    "two_roots": (robot_xml('<link name="a"/>', '<link name="b"/>', link("c"), joint("j", "a", "c")), "several root links (a, b)"),
+    "two_roots": (robot_xml('<link name="a"/>', '<link name="b"/>', link("c"), joint("j", "a", "c")),
+                  "several root links (a, b)"),
     "cycle": (robot_xml('<link name="base"/>', link("a"), link("b"), joint("j1", "base", "a"), joint("j2", "a", "b"),
                         joint("j3", "b", "a")), "link 'a' is the child of several joints (j1, j3)"),
     "cycle_no_root": (robot_xml(link("a"), link("b"), joint("j1", "a", "b"), joint("j2", "b", "a")), "cycle"),
-    "dangling_child": (robot_xml('<link name="base"/>', joint("j", "base", "ghost")), "joint 'j' names child link 'ghost'"),
+    "dangling_child": (robot_xml('<link name="base"/>', joint("j", "base", "ghost")),
+                       "joint 'j' names child link 'ghost'"),
     "dangling_parent": (robot_xml(link("a"), joint("j", "ghost", "a")), "joint 'j' names parent link 'ghost'"),
-    "unknown_type": (robot_xml('<link name="base"/>', link("a"), joint("j", "base", "a", kind="floating")), "joint 'j' has type 'floating'"),
-    "zero_axis": (robot_xml('<link name="base"/>', link("a"), joint("j", "base", "a", axis="0 0 0")), "joint 'j' has a zero"),
-    "negative_mass": (robot_xml('<link name="base"/>', link("a", mass=-1.0), joint("j", "base", "a")), "link 'a' <inertial> has mass -1.0"),
-    "duplicate_link": (robot_xml('<link name="base"/>', link("a"), link("a"), joint("j", "base", "a")), "duplicate link name 'a'"),
+    "unknown_type": (robot_xml('<link name="base"/>', link("a"), joint("j", "base", "a", kind="floating")),
+                     "joint 'j' has type 'floating'"),
+    "zero_axis": (robot_xml('<link name="base"/>', link("a"), joint("j", "base", "a", axis="0 0 0")),
+                  "joint 'j' has a zero"),
+    "negative_mass": (robot_xml('<link name="base"/>', link("a", mass=-1.0), joint("j", "base", "a")),
+                      "link 'a' <inertial> has mass -1.0"),
+    "duplicate_link": (robot_xml('<link name="base"/>', link("a"), link("a"), joint("j", "base", "a")),
+                       "duplicate link name 'a'"),
     "missing_child": (robot_xml('<link name="base"/>', link("a"),
-                                '<joint name="j" type="revolute"><parent link="base"/></joint>'), "joint 'j' has no <child"),
-    "no_mass": (robot_xml('<link name="base"/>', '<link name="a"><inertial><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>',
+                                '<joint name="j" type="revolute"><parent link="base"/></joint>'),
+                      "joint 'j' has no <child"),
+    "no_mass": (robot_xml('<link name="base"/>',
+                          '<link name="a"><inertial><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'
+                          '</inertial></link>',
                           joint("j", "base", "a")), "link 'a' <inertial> has no <mass>"),
     "bad_number": (robot_xml('<link name="base"/>', link("a", mass="heavy"), joint("j", "base", "a")),
                    "link 'a' <inertial> <mass value> has 'heavy', which is not a list of numbers"),
@@ -461,7 +471,8 @@ def test_every_example_robot_data_urdf_loads():
             try:  # the default couples <mimic> joints; a file whose <mimic> names no joint says so
                 coupled += bool(gtdyn.load_robot(path).transmissions)
             except gtdyn.ModelError as e:
-                assert "transmission" in str(e) and ("which is not a joint" in str(e) or "a fixed joint" in str(e)), str(e)
+                assert ("transmission" in str(e)
+                        and ("which is not a joint" in str(e) or "a fixed joint" in str(e))), str(e)
                 broken += 1
         assert coupled >= 5 and broken <= 2  # Panda, Talos, PR2, Baxter, Romeo …; Alex's hands name a missing joint
 

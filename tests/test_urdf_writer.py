@@ -10,9 +10,9 @@ import pytest
 from gtdyn.errors import ArgumentError
 from gtdyn.io.urdf import read_urdf
 from gtdyn.io.urdf_writer import urdf_text, write_urdf
-from gtdyn.spatial import roll_pitch_yaw
 from gtdyn.model.description import JointSpec, LinkSpec, RobotDescription
 from gtdyn.model.random import random_description
+from gtdyn.spatial import roll_pitch_yaw
 
 ULPS = 1e-13  # rotations go through roll-pitch-yaw and back: a few ulps
 
