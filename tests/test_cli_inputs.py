@@ -56,3 +56,13 @@ def test_the_plot_package_lists_and_serves_what_help_shows():
     assert {"draw_dag", "draw_trajectory", "trajectory", "mechanism"} <= set(dir(gtdyn.plot))
     assert "import_module" not in dir(gtdyn.plot)
     assert gtdyn.plot.trajectory.draw_trajectory is gtdyn.plot.draw_trajectory
+
+
+def test_bench_refuses_a_robot_without_joints(capsys, tmp_path):
+    """example-robot-data's iris and quadrotor models have only fixed joints: gtdyn bench crashed on them."""
+    path = tmp_path / "table.urdf"
+    path.write_text('<robot name="table"><link name="base"/><joint name="f" type="fixed"><parent link="base"/>'
+                    '<child link="top"/></joint><link name="top"><inertial><mass value="3"/>'
+                    '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link></robot>')
+    code, _, err = run(capsys, "bench", str(path), "--batch", "0")
+    assert code == 1 and "table has no moving joints" in err, err

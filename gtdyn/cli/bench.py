@@ -65,6 +65,8 @@ def cmd_bench(args) -> None:
         raise CLIError(f"{robot.name} has a floating base, which gtdyn bench does not cover yet (its Pinocchio "
                        "comparison is for fixed bases; python -m benchmarks.floating times floating robots against "
                        "Pinocchio's free flyer); give --base fixed to time it welded to the world")
+    if not robot.num_dofs:
+        raise CLIError(f"{robot.name} has no moving joints (every joint is fixed): there are no dynamics to time")
     (_reference if args.reference else _compiled)(args, robot, plan, threads)
 
 
