@@ -3,7 +3,7 @@
 Link quantities are indexed by link (1..n, base 0), joint quantities by joint (1..n); in a tree joint i's
 child is link i, so the labels read like the paper's figures. A floating base adds A0 (its V̇) and F0 (the
 wrench its environment applies to it, as if through a six-degree-of-freedom joint 0); contact k adds the force
-c_k of a point contact (3, pretty "C_k") or the wrench C_k of a surface contact (6).
+c_k of a point contact (3, drawn "c_k" as it is written) or the wrench C_k of a surface contact (6).
 
 =========  =======  ====================  ==========
 variable   symbol   plain label (lists)   pretty label
@@ -16,7 +16,7 @@ V_i        V        V3                    V3
 q_j        q        q3                    q3
 q̇_j        v        v3                    q̇3
 wT_i       T        T3                    T3
-contact k  c / C    c2 / C2               C2
+contact k  c / C    c2 / C2               c2 / C2
 λ_k        L        L1                    λ1
 =========  =======  ====================  ==========
 """
@@ -28,7 +28,7 @@ from functools import cache
 
 import gtsam
 
-_PRETTY = {"t": "τ", "F": "F", "A": "V̇", "a": "q̈", "V": "V", "q": "q", "v": "q̇", "T": "T", "C": "C", "c": "C",
+_PRETTY = {"t": "τ", "F": "F", "A": "V̇", "a": "q̈", "V": "V", "q": "q", "v": "q̇", "T": "T", "C": "C", "c": "c",
            "L": "λ"}
 KINDS = {"t": "torque", "F": "wrench", "A": "twist_accel", "a": "joint_accel", "V": "twist",
          "q": "joint_angle", "v": "joint_vel", "T": "pose", "C": "contact_wrench", "c": "contact_force",

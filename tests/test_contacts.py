@@ -98,7 +98,10 @@ def test_contact_forces_in_the_world_and_the_dag(solo):
         assert wrench.contact.link == name
     assert r.ordering[-4:] == ["c1", "c2", "c3", "c4"]  # ABA: the contact forces last, after the base
     labels = {d["label"]: d for _, d in r.dag().nodes(data=True)}
-    assert labels["c1"]["kind"] == "contact_force" and labels["c1"]["pretty"] == "C1"
+    # drawn as written in the API: c for a point contact's force, C for a surface contact's wrench
+    assert labels["c1"]["kind"] == "contact_force" and labels["c1"]["pretty"] == "c1"
+    assert all(labels[f"c{k}"]["body"] == robot.frame_in_body(foot)[0]  # its leg's column in tree_layout
+               for k, foot in enumerate(FEET, start=1))
 
 
 def test_standing_on_four_feet_gives_the_least_norm_forces(solo):

@@ -81,7 +81,8 @@ def symbolic_elimination(graph: gtsam.GaussianFactorGraph, ordering: gtsam.Order
 
 def elimination_dag(graph: gtsam.GaussianFactorGraph, ordering: gtsam.Ordering) -> nx.DiGraph:
     """The DAG of eliminating ``graph`` in ``ordering`` (see the module docstring); nodes carry the
-    attributes of ``bayes_net_dag`` plus ``step``."""
+    attributes of ``bayes_net_dag`` plus ``step``, and a contact's force its ``body`` (the index of the link it
+    acts on: the link whose eq. 6 holds it), so that drawings place it with that link's variables."""
     dag = nx.DiGraph()
     for step, (x, separator, _) in enumerate(symbolic_elimination(graph, ordering)):
         _add_node(dag, x)
@@ -89,7 +90,24 @@ def elimination_dag(graph: gtsam.GaussianFactorGraph, ordering: gtsam.Ordering) 
         for p in separator:
             _add_node(dag, p)
             dag.add_edge(p, x)
+    for body, contact in _contact_bodies(graph):
+        if contact in dag:
+            dag.nodes[contact]["body"] = body
     return dag
+
+
+def _contact_bodies(graph: gtsam.GaussianFactorGraph):
+    """(link index, contact key) for each contact variable, from the one wrench equation (eq. 6) it enters with
+    its link's twist acceleration."""
+    for f in range(graph.size()):
+        factor = graph.at(f)
+        if factor is None:
+            continue
+        factor_keys = list(factor.keys())
+        contacts = [k for k in factor_keys if keys.kind(k) in ("contact_force", "contact_wrench")]
+        accels = [keys.index(k) for k in factor_keys if keys.kind(k) == "twist_accel"]
+        if contacts and len(accels) == 1:
+            yield from ((accels[0], c) for c in contacts)
 
 
 def dependency_dag(order: list[int], parents: dict[int, list[int]]) -> nx.DiGraph:

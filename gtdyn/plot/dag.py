@@ -112,7 +112,8 @@ def tree_layout(dag: nx.Graph, robot, orientation: str | None = None) -> dict[in
     out = {}
     for n in dag.nodes:
         d = dag.nodes[n]
-        level, s = places.get(d["index"], (depth + 1, 0.0))  # anything the tree lacks: one level beyond
+        # a contact's force stands with its link's variables; anything the tree lacks: one level beyond
+        level, s = places.get(d.get("body", d["index"]), (depth + 1, 0.0))
         row = rows[d["kind"]]
         out[n] = (float(level), -(s * band + row)) if orientation == "horizontal" else (s, -((level - 1) * band + row))
     return out
