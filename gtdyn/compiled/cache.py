@@ -60,7 +60,7 @@ def robot_fingerprint(robot: Robot) -> bytes:
 
 
 # The modules whose source decides the generated code (the ordering is part of the key by value).
-CODE = ("compiled", "equations.py", "spatial.py", "problem.py", "arguments", "dynamics/graph.py",
+CODE = ("compiled", "equations.py", "spatial.py", "keys.py", "problem.py", "arguments", "dynamics/graph.py",
         "dynamics/reference.py", "kinematics", "linear/elimination.py", "linear/system.py", "model")
 
 
