@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         name = os.path.relpath(path, root)
         print(f"[{k}/{len(paths)}] {name} …", file=sys.stderr, flush=True)
         outcome, detail = check(path)
-        rows.append((name, outcome, detail))
+        rows.append((name, outcome, detail.replace(root + os.sep, "")))  # file names relative to the robots folder
     counts: dict[str, int] = {}
     for _, outcome, _ in rows:
         counts[outcome] = counts.get(outcome, 0) + 1

@@ -25,7 +25,7 @@ import numpy as np
 import gtdyn
 from gtdyn.estimation import FixedLagEstimator, trajectory_inverse_dynamics
 
-PUMA_Q0 = np.array([0, np.pi / 4, np.pi, 0, np.pi / 4, 0.0])
+PUMA_Q0 = np.array([0, np.pi / 4, -np.pi, 0, np.pi / 4, 0.0])  # the documented state, inside the joint limits
 DRIVE = 2 * np.pi * np.array([1.0, 1.5, 2.0, 2.5, 3.0, 1.2])
 
 

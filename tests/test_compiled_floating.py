@@ -33,6 +33,7 @@ def random_base(rng):
     return T, rng.normal(size=6), rng.normal(size=6)
 
 
+@pytest.mark.heavy  # Solo-12 compiles; the suite keeps the small biped
 def test_forward_and_inverse_match_the_reference_and_pinocchio(solo):
     robot, pin = solo
     forward = gtdyn.compile(robot, "forward", ordering="aba")

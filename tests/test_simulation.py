@@ -52,6 +52,7 @@ def test_each_method_converges_to_the_reference_at_its_order(rr, method):
     assert abs(order - ORDER[method]) < 0.3, (method, errors, order)
 
 
+@pytest.mark.heavy  # the suite keeps the per-method convergence orders
 def test_two_seconds_agree_with_the_reference_to_each_methods_own_error(rr):
     """At Δt = 1 ms after 2 s, each method misses the reference by what step doubling says its error is:
     e ≈ |q(Δt) − q(Δt/2)| · 2^p / (2^p − 1) (Richardson), within a factor of 1.5 either way. (Measured here: RK4
@@ -66,6 +67,7 @@ def test_two_seconds_agree_with_the_reference_to_each_methods_own_error(rr):
         assert estimate / 1.5 < error < 1.5 * estimate, (method, error, estimate)
 
 
+@pytest.mark.heavy  # 10,000 steps; the suite keeps the variational order and momentum tests
 def test_variational_energy_stays_bounded_where_euler_drifts(rr):
     """No torque: energy is conserved. Over 10,000 steps of 5 ms the variational integrator's energy error
     oscillates without a trend (its last thousand steps stray no further than the second thousand, within 50%),
@@ -263,6 +265,7 @@ def test_a_floating_base_moves_on_se3_at_each_methods_order(tmp_path):
         assert abs(np.log2(errors[0] / errors[1]) - ORDER[method]) < 0.35, (method, errors)
 
 
+@pytest.mark.heavy  # the suite keeps the floating base on SE(3) at each order
 def test_a_controller_on_a_floating_base_keeps_rk4_fourth_order():
     """A controller is asked at every stage of a step on a floating base too (it was asked once per step, which
     held its torque over the step and cut RK4 to first order): the floating quadruped under a PD controller,

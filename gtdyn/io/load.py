@@ -50,10 +50,12 @@ class DocumentedState:
 DOCUMENTED_STATES = {
     "puma560": DocumentedState(
         "PUMA 560",
-        q=(0.0, np.pi / 4, np.pi, 0.0, np.pi / 4, 0.0),  # the Robotics Toolbox's nominal pose qn
+        # the Robotics Toolbox's nominal pose qn, joint 3 at −π: the toolbox's π is the same angle, but outside the
+        # joint's limits [−225°, 45°] (every state gtdyn generates keeps the limits)
+        q=(0.0, np.pi / 4, -np.pi, 0.0, np.pi / 4, 0.0),
         v=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
         qdd=(1.0, -1.0, 0.5, -0.5, 0.25, -0.25),
-        about="the toolbox's nominal pose qn",
+        about="the toolbox's nominal pose qn, joint 3 at −π inside its limits",
     ),
 }
 
