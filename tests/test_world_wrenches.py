@@ -48,3 +48,16 @@ def test_a_bad_wrench_axes_word_is_named():
     robot = gtdyn.load_robot("rr")
     with pytest.raises(gtdyn.ArgumentError, match="^wrench_axes: 'world' is not one of local, world_aligned"):
         gtdyn.forward_dynamics(robot, [0, 0], [0, 0], [0, 0], wrench_axes="world")
+
+
+def test_holding_a_payload_at_the_hand_costs_minus_j_transpose_times_its_weight():
+    """The first task of issue 20's new user: the torques that hold 2 kg at the Panda's hand are those of the bare
+    arm plus −Jᵀ F, J the hand's world-aligned Jacobian (an independent route: the frame functions)."""
+    panda = gtdyn.load_robot("panda")
+    q, zero = np.array([0, -0.3, 0, -2.0, 0, 1.7, 0.8, 0.02, 0.02]), np.zeros(9)
+    weight = np.array([0, 0, 0, 0, 0, -2 * 9.81])
+    held = gtdyn.inverse_dynamics(panda, q, zero, zero, external_wrenches={"panda_hand": weight},
+                                  wrench_axes="world_aligned").tau
+    bare = gtdyn.inverse_dynamics(panda, q, zero, zero).tau
+    J = gtdyn.frame_jacobian(panda, q, "panda_hand", reference="world_aligned")
+    assert np.max(np.abs(held - bare + J.T @ weight)) < 1e-12
