@@ -41,14 +41,14 @@ def check(path: str) -> tuple[str, str]:
             warnings.simplefilter("ignore")
             gtdyn.load_robot(path)
     except gtdyn.ModelError as e:
-        return "model error", str(e).splitlines()[0][:140]
+        return "model error", str(e).splitlines()[0]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = gtdyn_main(["bench", path, *BENCH])
     if status == 0:
         return "ok", ""
     errors = [line for line in err.getvalue().splitlines() if line.startswith(("gtdyn: error:", "gtdyn: internal"))]
-    return ("refused" if status == 1 else "FAIL"), (errors or ["(no message)"])[0][:160]
+    return ("refused" if status == 1 else "FAIL"), (errors or ["(no message)"])[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         name = os.path.relpath(path, root)
         print(f"[{k}/{len(paths)}] {name} …", file=sys.stderr, flush=True)
         outcome, detail = check(path)
-        rows.append((name, outcome, detail.replace(root + os.sep, "")))  # file names relative to the robots folder
+        rows.append((name, outcome, detail.replace(root + os.sep, "")[:160]))  # names relative to the robots folder
     counts: dict[str, int] = {}
     for _, outcome, _ in rows:
         counts[outcome] = counts.get(outcome, 0) + 1
