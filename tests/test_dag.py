@@ -258,3 +258,18 @@ def test_step_view_groups_batches_into_at_most_12_panels(tmp_path, monkeypatch):
     monkeypatch.setattr(gtdyn.plot.dag, "MAX_STEP_VARIABLES", 10)
     with pytest.raises(ArgumentError, match="at most 10 variables"):
         draw_elimination_steps(r.graph, r.elimination_ordering)
+
+
+def test_a_transmissions_lambda_stands_with_the_joint_it_drives():
+    """λ_k's index counts transmissions, not joints: the Panda's λ1 was drawn in joint 1's column, and the
+    outline of its finger cluster then spread over the whole arm (issue 20)."""
+    from gtdyn.plot.dag import tree_layout
+
+    panda = gtdyn.load_robot("panda")
+    q = np.zeros(9)
+    q[7:] = 0.02
+    dag = gtdyn.forward_dynamics(panda, q, np.zeros(9), np.zeros(9), ordering="aba").dag()
+    pos = tree_layout(dag, panda, orientation="horizontal")  # x: the joint's depth in the tree
+    label = {d["label"]: n for n, d in dag.nodes(data=True)}
+    driven = panda.transmissions[0].dependent
+    assert pos[label["L1"]][0] == pos[label[f"a{driven}"]][0] != pos[label["a1"]][0]

@@ -112,8 +112,8 @@ def tree_layout(dag: nx.Graph, robot, orientation: str | None = None) -> dict[in
     out = {}
     for n in dag.nodes:
         d = dag.nodes[n]
-        # a contact's force stands with its link's variables; anything the tree lacks: one level beyond
-        level, s = places.get(d.get("body", d["index"]), (depth + 1, 0.0))
+        # anything the tree lacks: one level beyond
+        level, s = places.get(_place(d, robot), (depth + 1, 0.0))
         row = rows[d["kind"]]
         out[n] = (float(level), -(s * band + row)) if orientation == "horizontal" else (s, -((level - 1) * band + row))
     return out
@@ -241,6 +241,16 @@ def _outline_clusters(dag: nx.DiGraph, pos: dict, ax, robot) -> None:
         names = ", ".join(robot.joints[j - 1].name for j in cluster)
         ax.annotate(f"cluster {number + 1}: {names}", (x0, y1), xytext=(2, 3), textcoords="offset points",
                     fontsize=7, color=colour, va="bottom")
+
+
+def _place(node: dict, robot) -> int:
+    """The joint whose column a node stands in: its own index, but a contact's force with its link's variables
+    and a transmission's λ with the joint it drives (their indices count contacts and transmissions)."""
+    if "body" in node:
+        return node["body"]
+    if node["kind"] == "transmission_force":
+        return robot.transmissions[node["index"] - 1].dependent
+    return node["index"]
 
 
 def _joint_of(node: dict, robot) -> int | None:
