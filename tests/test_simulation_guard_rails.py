@@ -45,3 +45,19 @@ def test_a_floating_robots_plot_shows_its_base(tmp_path):
     for k, name in enumerate(("roll", "pitch", "yaw")):
         assert np.allclose(drawn[name], rpy[:, k], atol=1e-12)
     assert np.allclose(drawn["z"], run.base_pose[:, 2, 3]) and np.ptp(rpy[:, 2]) > 0.04  # it turns
+
+
+def test_a_legged_robot_is_drawn_with_its_legs_apart_and_its_feet(tmp_path):
+    """Solo-12 was drawn side-on: left and right legs on top of each other, no shins or feet (issue 20)."""
+    from gtdyn.kinematics.forward import forward_kinematics
+    from gtdyn.plot.mechanism import _plane_basis, _tips, joint_positions
+
+    robot = gtdyn.load_robot("solo12", base="floating")
+    q = np.tile([0.0, 0.8, -1.6], 4)
+    gtdyn.draw_mechanism(robot, q, str(tmp_path / "solo.png"), base_pose=np.eye(4))
+    kin = forward_kinematics(robot, q, np.zeros(12))
+    assert len(_tips(robot, kin)) == 4  # each lower leg's bar ends at its foot frame
+    world = joint_positions(robot, q)
+    u, w = _plane_basis(robot, kin, np.array(list(world.values())))
+    gap = world["FL_HFE"] - world["FR_HFE"]  # the left and right hips: side by side, 0.29 m apart
+    assert np.hypot(gap @ u, gap @ w) > 0.1  # apart in the picture too (side-on, they coincided)

@@ -1,51 +1,83 @@
 """A picture of a mechanism at a configuration: links as bars between their joints, joints as circles
 (filled: actuated, open: passive, red ring: closes a loop), CoMs as dots. Planar mechanisms are drawn in their
-plane; others are projected on the world x–z plane."""
+plane (a planar loop's, or world x–z); others as seen from the front, left and above, so that limbs side by
+side stay apart."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from gtdyn.arguments import pose_argument
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.kinematics.loops import loop_plane_normal
 from gtdyn.model.robot import Robot
 from gtdyn.plot.figure import tight_layout
 
 
-def _plane_basis(robot: Robot, kin) -> tuple[np.ndarray, np.ndarray]:
-    """Two orthonormal in-plane axes: the first loop's plane if it is planar, else world x and z."""
+def _plane_basis(robot: Robot, kin, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two orthonormal axes of the picture: a planar loop's plane; else world x and z when the mechanism lies in
+    that plane; else the view from the front, left and above (the x–z projection would put a legged robot's
+    left and right legs on top of each other). "Up" stays up."""
     normal = loop_plane_normal(robot, kin, robot.loops[0]) if robot.loops else None
     if normal is None:
-        return np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
+        if len(points) < 2 or np.ptp(points[:, 1]) < 1e-9:  # in the x–z plane: drawn as it is
+            return np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
+        normal = np.array([1.0, -0.6, 0.45])  # the viewer's direction: front left, a little above
+        normal /= np.linalg.norm(normal)
     u = np.cross(normal, [0.0, 0.0, 1.0]) if abs(normal[2]) < 0.9 else np.cross(normal, [1.0, 0.0, 0.0])
     u /= np.linalg.norm(u)
     w = np.cross(normal, u)
     return (u, w) if w[2] >= 0 else (u, -w)  # keep "up" up
 
 
-def joint_positions(robot: Robot, q) -> dict[str, np.ndarray]:
-    """World position of every joint's axis point at configuration q."""
-    kin = forward_kinematics(robot, np.asarray(q, float), np.zeros(robot.num_dofs))
+def joint_positions(robot: Robot, q, base_pose=None) -> dict[str, np.ndarray]:
+    """World position of every joint's axis point at configuration q (a floating base at ``base_pose``)."""
+    kin = forward_kinematics(robot, np.asarray(q, float), np.zeros(robot.num_dofs), base_pose)
+    return {joint.name: _link_pose(robot, kin, joint.parent).transformFrom(joint.origin.translation())
+            for joint in robot.joints}
+
+
+def _link_pose(robot: Robot, kin, name: str):
+    """wTl of a link frame: a fixed base's dynamics frame is its link frame; every other body's is its CoM frame."""
+    link = robot.link(name)
+    return kin.wT[link.index] if robot.is_fixed(name) else kin.wT[link.index].compose(link.lTcom.inverse())
+
+
+def _tips(robot: Robot, kin) -> dict[str, np.ndarray]:
+    """Per moving link with no joint out of it, the world position of the frame merged into it that lies farthest
+    from its joint (a foot, a hand, a flange): where the bar of a leaf link ends."""
     out = {}
-    for joint in robot.joints:
-        parent = robot.link(joint.parent)
-        # a fixed base's dynamics frame is its link frame; every other body's is its CoM frame
-        wTlink = (kin.wT[parent.index] if robot.is_fixed(joint.parent)
-                  else kin.wT[parent.index].compose(parent.lTcom.inverse()))
-        out[joint.name] = wTlink.transformFrom(joint.origin.translation())
+    for link in robot.links:
+        if robot.joints_out_of(link.name):
+            continue
+        wTl = _link_pose(robot, kin, link.name)
+        frames = [bTf.translation() for body, bTf in robot.frames.values() if body == link.name]
+        far = max(frames, key=lambda p: float(np.linalg.norm(p)), default=None)
+        if far is not None and np.linalg.norm(far) > 1e-9:
+            out[link.name] = wTl.transformFrom(far)
     return out
 
 
-def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None = None, ax=None):
-    """Draw ``robot`` at ``q``; saves to ``path`` when given; returns the matplotlib Figure."""
+def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None = None, ax=None, base_pose=None):
+    """Draw ``robot`` at ``q`` (a floating base at ``base_pose``, world ← root link; identity if None): bars between
+    each link's joints, a leaf link's bar out to its farthest frame (a foot); link names only when there are few.
+    Saves to ``path`` when given; returns the matplotlib Figure."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
     q = np.asarray(q, float)
-    kin = forward_kinematics(robot, q, np.zeros(robot.num_dofs))
-    u, w = _plane_basis(robot, kin)
-    to2d = lambda p: np.array([p @ u, p @ w])  # noqa: E731
-    joints = {name: to2d(p) for name, p in joint_positions(robot, q).items()}
+    if base_pose is not None:
+        base_pose = pose_argument("base_pose", base_pose)
+    kin = forward_kinematics(robot, q, np.zeros(robot.num_dofs), base_pose)
+    world = joint_positions(robot, q, base_pose)
+    tips = _tips(robot, kin)
+    u, w = _plane_basis(robot, kin, np.array([*world.values(), *tips.values()]))
+
+    def to2d(p):
+        return np.array([p @ u, p @ w])
+
+    joints = {name: to2d(p) for name, p in world.items()}
+    name_links = len(robot.links) <= 8  # more names than that only hide the picture
     if ax is None:
         fig = Figure(figsize=(7.0, 5.0))
         ax = fig.subplots()
@@ -54,20 +86,26 @@ def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None =
     colours = iter(["#2196f3", "#4caf50", "#ff9800", "#9c27b0", "#795548", "#009688", "#e91e63", "#607d8b"])
     for link in robot.links:
         ends = [joints[j.name] for j in robot.joints_into(link.name) + robot.joints_out_of(link.name)]
+        ends += [to2d(tips[link.name])] if link.name in tips else []
         com = to2d(kin.wT[link.index].translation())
         colour = next(colours, "#444444")
         for k, a in enumerate(ends):  # a bar, or the outline of a plate with three or more joints
             for b in ends[k + 1:]:
                 ax.plot([a[0], b[0]], [a[1], b[1]], color=colour, linewidth=5, alpha=0.8, solid_capstyle="round")
         ax.plot(*com, "o", color="black", markersize=3)
-        ax.annotate(link.name, com, textcoords="offset points", xytext=(4, 4), fontsize=8, color=colour)
+        if name_links:
+            ax.annotate(link.name, com, textcoords="offset points", xytext=(4, 4), fontsize=8, color=colour)
     for joint in robot.joints:
         x, y = joints[joint.name]
         ax.plot(x, y, "o", markersize=10, markerfacecolor="black" if joint.actuated else "white",
                 markeredgecolor="red" if joint.closes_loop else "black", markeredgewidth=2)
         ax.annotate(joint.name, (x, y), textcoords="offset points", xytext=(6, -12), fontsize=8)
     base = [joints[j.name] for j in robot.joints_out_of(robot.base.name)]
-    if base and not robot.floating_base:  # the ground, under the joints on a fixed base
+    if robot.floating_base:  # the free base: a plate between the joints on it
+        for k, a in enumerate(base):
+            for b in base[k + 1:]:
+                ax.plot([a[0], b[0]], [a[1], b[1]], color="#333333", linewidth=3, alpha=0.6, solid_capstyle="round")
+    elif base:  # the ground, under the joints on a fixed base
         xs = [p[0] for p in base]
         ax.plot([min(xs) - 0.1, max(xs) + 0.1], [min(p[1] for p in base) - 0.05] * 2, color="#666666", linewidth=3)
     ax.legend(handles=[Line2D([], [], marker="o", color="w", markerfacecolor="black", markeredgecolor="black",
