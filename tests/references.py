@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from importlib.metadata import PackageNotFoundError, distribution
 
+import gtsam
 import numpy as np
 
 
@@ -43,3 +44,12 @@ def load_quietly(path: str):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*<mimic>", category=gtdyn.ModelWarning)
         return gtdyn.load_robot(path, transmissions="independent")
+
+
+def random_base(rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A 4×4 base pose (random rotation and position), a base twist and a base acceleration."""
+    quaternion = rng.normal(size=4)
+    T = np.eye(4)
+    T[:3, :3] = gtsam.Rot3.Quaternion(*(quaternion / np.linalg.norm(quaternion))).matrix()
+    T[:3, 3] = rng.normal(size=3)
+    return T, rng.normal(size=6), rng.normal(size=6)

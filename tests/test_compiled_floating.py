@@ -6,7 +6,7 @@ import dataclasses
 import gtsam
 import numpy as np
 import pytest
-from references import erd_path, rel_err
+from references import erd_path, random_base, rel_err
 
 import gtdyn
 from gtdyn.bench.pinocchio import FreeFlyerPinocchio
@@ -23,14 +23,6 @@ def solo(tmp_path_factory):
         path = erd_path(PATH)
         robot = gtdyn.load_robot(path, base="floating")
         yield robot, FreeFlyerPinocchio(path, robot)
-
-
-def random_base(rng):
-    quaternion = rng.normal(size=4)
-    T = np.eye(4)
-    T[:3, :3] = gtsam.Rot3.Quaternion(*(quaternion / np.linalg.norm(quaternion))).matrix()
-    T[:3, 3] = rng.normal(size=3)
-    return T, rng.normal(size=6), rng.normal(size=6)
 
 
 @pytest.mark.heavy  # Solo-12 compiles; the suite keeps the small biped
@@ -84,8 +76,15 @@ def test_contacts_compile_into_constrained_dynamics_of_a_small_biped(tmp_path, m
     path = tmp_path / "biped.urdf"
     path.write_text(BIPED.format(legs="".join(LEG.format(side=side, y=y) for side, y in (("l", 0.1), ("r", -0.1)))))
     robot = gtdyn.load_robot(str(path), base="floating")
-    contacts = [gtdyn.Contact("foot_l")]
-    rng = np.random.default_rng(25)
+    compiled_contact_dynamics_agree(robot, [gtdyn.Contact("foot_l")], ["hip_r"], seed=25)
+
+
+def compiled_contact_dynamics_agree(robot, contacts, air_joints, seed: int) -> None:
+    """Compiled constrained forward dynamics (ABA) against the reference path at a random state; compiled hybrid
+    dynamics with q̈ given at ``air_joints`` (legs in the air) and τ elsewhere then gives the same motion, forces
+    and the torques at the air joints. (q̈ given at legs in contact would leave the squeeze between their feet
+    free: the reference path's least-norm case.)"""
+    rng = np.random.default_rng(seed)
     T, twist, _ = random_base(rng)
     q, v, tau = rng.uniform(-1, 1, (3, robot.num_dofs))
     forward = gtdyn.compile(robot, "forward", ordering="aba", contacts=contacts)
@@ -93,8 +92,9 @@ def test_contacts_compile_into_constrained_dynamics_of_a_small_biped(tmp_path, m
     r = gtdyn.forward_dynamics(robot, q, v, tau, base_pose=T, base_twist=twist, contacts=contacts, ordering="aba")
     want = np.concatenate([r.base_accel, r.qdd, *[w.local[3:] for w in r.contact_wrenches]])
     assert rel_err(np.concatenate([base_accel, qdd, forces]), want) < TOL and forward.fallbacks == 0
-    hybrid = gtdyn.compile(robot, "hybrid", ordering="aba", qdd_joints=["hip_r"], contacts=contacts)
-    h_accel, h_qdd, h_tau, h_forces = hybrid(q, v, np.array([tau[0], qdd[1]]), base_pose=T, base_twist=twist)
+    hybrid = gtdyn.compile(robot, "hybrid", ordering="aba", qdd_joints=air_joints, contacts=contacts)
+    x = np.where([name in air_joints for name in robot.joint_names], qdd, tau)
+    h_accel, h_qdd, h_tau, h_forces = hybrid(q, v, x, base_pose=T, base_twist=twist)
     got = np.concatenate([h_accel, h_qdd, h_tau, h_forces])
     assert rel_err(got, np.concatenate([base_accel, qdd, tau, forces])) < TOL and hybrid.fallbacks == 0
 
@@ -103,21 +103,7 @@ def test_contacts_compile_into_constrained_dynamics_of_a_small_biped(tmp_path, m
 def test_contacts_compile_into_constrained_dynamics(solo):
     robot, _ = solo
     contacts = [gtdyn.Contact(name) for name in FEET[:3]]
-    rng = np.random.default_rng(23)
-    T, twist, _ = random_base(rng)
-    q, v, tau = rng.uniform(-1, 1, (3, robot.num_dofs))
-    forward = gtdyn.compile(robot, "forward", ordering="aba", contacts=contacts)
-    base_accel, qdd, forces = forward(q, v, tau, base_pose=T, base_twist=twist)
-    r = gtdyn.forward_dynamics(robot, q, v, tau, base_pose=T, base_twist=twist, contacts=contacts, ordering="aba")
-    want = np.concatenate([r.base_accel, r.qdd, *[w.local[3:] for w in r.contact_wrenches]])
-    assert rel_err(np.concatenate([base_accel, qdd, forces]), want) < TOL and forward.fallbacks == 0
-    # q̈ given at the leg in the air (HR): the torques there and everything else follow. (Given at legs in
-    # contact it would leave the squeeze between their feet free: the reference path's least-norm case.)
-    hybrid = gtdyn.compile(robot, "hybrid", ordering="aba", qdd_joints=robot.joint_names[9:], contacts=contacts)
-    x = np.concatenate([tau[:9], qdd[9:]])
-    h_accel, h_qdd, h_tau, h_forces = hybrid(q, v, x, base_pose=T, base_twist=twist)
-    got = np.concatenate([h_accel, h_qdd, h_tau, h_forces])
-    assert rel_err(got, np.concatenate([base_accel, qdd, tau, forces])) < TOL and hybrid.fallbacks == 0
+    compiled_contact_dynamics_agree(robot, contacts, robot.joint_names[9:], seed=23)  # HR in the air
     with pytest.raises(gtdyn.ArgumentError, match="inverse dynamics with contacts"):
         gtdyn.compile(robot, "inverse", contacts=contacts)
 

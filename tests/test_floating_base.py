@@ -3,10 +3,9 @@ free-flyer RNEA and ABA, against a free rigid body's equations derived by hand, 
 
 import warnings
 
-import gtsam
 import numpy as np
 import pytest
-from references import erd_path, rel_err
+from references import erd_path, random_base, rel_err
 
 import gtdyn
 from gtdyn.bench.pinocchio import FreeFlyerPinocchio
@@ -26,15 +25,6 @@ def load_floating(path: str):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*<mimic>", category=gtdyn.ModelWarning)
         return gtdyn.load_robot(path, base="floating")
-
-
-def random_base(rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A 4×4 base pose (random rotation and position), a base twist and a base acceleration."""
-    quaternion = rng.normal(size=4)
-    R = gtsam.Rot3.Quaternion(*(quaternion / np.linalg.norm(quaternion))).matrix()
-    T = np.eye(4)
-    T[:3, :3], T[:3, 3] = R, rng.normal(size=3)
-    return T, rng.normal(size=6), rng.normal(size=6)
 
 
 @pytest.fixture(scope="module", params=sorted(ROBOTS))

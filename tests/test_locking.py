@@ -5,10 +5,9 @@ Pinocchio's reduced models (fixed and free-flyer bases), against the full robot 
 import dataclasses
 import warnings
 
-import gtsam
 import numpy as np
 import pytest
-from references import rel_err
+from references import random_base, rel_err
 
 import gtdyn
 from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioModel
@@ -110,15 +109,6 @@ def test_a_floating_solo_with_one_leg_locked_matches_pinocchios_reduced_free_fly
         assert rel_err(np.concatenate([r.base_wrench, r.tau]), np.concatenate([wrench, tau])) < TOL
         f = gtdyn.forward_dynamics(reduced, q, v, tau, base_pose=T, base_twist=twist)
         assert rel_err(np.concatenate([f.base_accel, f.qdd]), np.concatenate(pin.aba(q, v, tau, T, twist))) < TOL
-
-
-def random_base(rng):
-    """A 4×4 base pose (random rotation and position), a base twist and a base acceleration."""
-    quaternion = rng.normal(size=4)
-    T = np.eye(4)
-    T[:3, :3] = gtsam.Rot3.Quaternion(*(quaternion / np.linalg.norm(quaternion))).matrix()
-    T[:3, 3] = rng.normal(size=3)
-    return T, rng.normal(size=6), rng.normal(size=6)
 
 
 # -- against the full robot ----------------------------------------------------------------------------------------

@@ -16,11 +16,13 @@ from gtdyn.model.robot import Robot
 
 @dataclass(frozen=True, eq=False)
 class BaseState:
-    """Where a floating base is and how it moves: ``pose`` (world ← root link frame) and ``twist`` ([ω; v] of the
-    root link frame, in that frame), as users give them; ``gtdyn.model.base_frame`` moves them to the CoM frame."""
+    """Where a floating base is and how it moves: ``pose`` (world ← root link frame), ``twist`` ([ω; v] of the
+    root link frame, in that frame) and, where a state carries it (estimation), ``accel`` (the twist's time
+    derivative; None: not known), as users give them; ``gtdyn.model.base_frame`` moves them to the CoM frame."""
 
     pose: gtsam.Pose3
     twist: np.ndarray
+    accel: np.ndarray | None = None
 
 
 def base_state(robot: Robot, base_pose=None, base_twist=None) -> BaseState | None:

@@ -10,7 +10,8 @@ import warnings
 import numpy as np
 
 from gtdyn.arguments.query import unpacked_query
-from gtdyn.compiled.base_inputs import checked_base, given_name
+from gtdyn.compiled.base_inputs import checked_base
+from gtdyn.compiled.states import sample_base
 from gtdyn.dynamics.reference import solve_query
 from gtdyn.errors import GTDYN_ERRORS
 
@@ -34,12 +35,7 @@ def self_check(solver, samples) -> None:
     gtdyn, never the user's."""
     for k in range(samples["q"].shape[1]):
         q, v, x = (samples[s][:, k] for s in ("q", "v", "x"))
-        base = {}
-        if solver.robot.floating_base:
-            pose = np.eye(4)
-            pose[:3, :3] = samples["R"][:, k].reshape(3, 3)
-            base = {"base_pose": pose, "base_twist": samples["twist"][:, k],
-                    given_name(solver.problem): samples["given"][:, k]}
+        base = sample_base(solver.robot, solver.problem, samples, k)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

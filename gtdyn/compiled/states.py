@@ -6,7 +6,8 @@ from __future__ import annotations
 import gtsam
 import numpy as np
 
-from gtdyn.arguments.query import Query, unpacked_query
+from gtdyn.arguments.query import Query, packed_base, unpacked_query
+from gtdyn.compiled.base_inputs import given_name
 from gtdyn.equations import GRAVITY
 from gtdyn.kinematics.loop_closure import close_loops, independent_joints
 from gtdyn.model.robot import Robot
@@ -14,13 +15,20 @@ from gtdyn.model.robot import Robot
 SAMPLES = 8  # random states the pivot choice looks at
 
 
+def sample_base(robot: Robot, kind: str, samples, k: int) -> dict:
+    """A floating base's arguments at sample state k — its pose (a random rotation at the origin, 4×4), twist and
+    the quantity ``kind`` gives (acceleration or wrench) —, as a compiled solver's call takes them; {} for a fixed
+    base."""
+    if not robot.floating_base:
+        return {}
+    pose = np.eye(4)
+    pose[:3, :3] = samples["R"][:, k].reshape(3, 3)
+    return {"base_pose": pose, "base_twist": samples["twist"][:, k], given_name(kind): samples["given"][:, k]}
+
+
 def sample_query(robot: Robot, kind: str, qdd_joints, samples, k: int, contacts=None, gravity=GRAVITY) -> Query:
     """The query sample state k stands for (``unpacked_query``): the template a compiled plan is built from."""
-    base = ()
-    if robot.floating_base:
-        pose = np.eye(4)
-        pose[:3, :3] = samples["R"][:, k].reshape(3, 3)
-        base = np.concatenate([pose.ravel(), samples["twist"][:, k], samples["given"][:, k]])
+    base = packed_base(robot, kind, **sample_base(robot, kind, samples, k)) if robot.floating_base else ()
     return unpacked_query(robot, kind, qdd_joints, samples["q"][:, k], samples["v"][:, k], samples["x"][:, k], base,
                           contacts=contacts, gravity=gravity)
 

@@ -8,8 +8,8 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
+from gtdyn.arguments.base import BaseState
 from gtdyn.estimation.snap import SnapFactor
-from gtdyn.estimation.steps import BaseState
 from gtdyn.factors import base_integration_factors
 from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot

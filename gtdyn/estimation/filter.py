@@ -30,12 +30,11 @@ from gtdyn.arguments import (
     positive_vector,
     whole_number,
 )
-from gtdyn.arguments.base import base_pose_reading
+from gtdyn.arguments.base import BaseState, base_pose_reading
 from gtdyn.arguments.series import joint_name_list, step_torques
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
 from gtdyn.estimation.steps import (
-    BaseState,
     between_steps,
     check_robot,
     coupled,

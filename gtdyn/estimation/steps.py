@@ -9,13 +9,12 @@ integrated."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import gtsam
 import numpy as np
 
 from gtdyn import keys as K
 from gtdyn.arguments import robot_argument
+from gtdyn.arguments.base import BaseState
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics
 from gtdyn.equations import torque_equation
 from gtdyn.errors import ArgumentError
@@ -26,16 +25,6 @@ from gtdyn.kinematics.loop_closure import independent_joints
 from gtdyn.kinematics.loops import loop_plane_normal
 from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
-
-
-@dataclass(frozen=True, eq=False)
-class BaseState:
-    """A floating base's state in its root link frame: ``pose`` (world ← root link), ``twist`` [ω; v] and
-    ``accel`` (its time derivative; None: solved for by the dynamics)."""
-
-    pose: gtsam.Pose3
-    twist: np.ndarray
-    accel: np.ndarray | None = None
 
 
 def check_robot(robot) -> Robot:

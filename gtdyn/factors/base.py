@@ -55,6 +55,22 @@ def coefficient_jacobians(equation: LinearEquation, roles: dict[str, int | None]
     return out
 
 
+def constant_equation_error(equation: LinearEquation, roles: dict[str, int | None], keys: list[int], name: str):
+    """The ``CustomFactor`` error function of an equation whose coefficients are constants (eq. 7, a
+    transmission, a minimum norm): its error at the values, its coefficient blocks as the Jacobians. ``name``
+    names the function after its equation."""
+    jacobians = coefficient_jacobians(equation, roles)
+
+    def error(this, values, H):
+        e, _ = evaluate(equation, roles, values)
+        if H is not None:
+            fill(H, keys, jacobians)
+        return e
+
+    error.__name__ = error.__qualname__ = name
+    return error
+
+
 def add(jacobians: dict, key: int | None, block) -> None:
     """jacobians[key] += block (a variable met in two places sums its parts); nothing for None."""
     if key is not None:

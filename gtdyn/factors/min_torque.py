@@ -9,7 +9,7 @@ import gtsam
 from gtdyn import keys as K
 from gtdyn.arguments import positive_number
 from gtdyn.equations import minimum_norm_equation
-from gtdyn.factors.base import coefficient_jacobians, evaluate, fill
+from gtdyn.factors.base import constant_equation_error
 
 
 class MinTorqueFactor(gtsam.CustomFactor):
@@ -17,15 +17,5 @@ class MinTorqueFactor(gtsam.CustomFactor):
     elimination). Key: x — a torque τ_j, or any vector variable (a contact force, of ``keys.dim`` entries)."""
 
     def __init__(self, tau: int, sigma: float = 1.0):
-        eq = minimum_norm_equation(K.dim(tau))
-        roles = {"x": tau}
-        jacobians = coefficient_jacobians(eq, roles)
-
-        def minimum_norm_error(this, values, H):
-            e, _ = evaluate(eq, roles, values)
-            if H is not None:
-                fill(H, [tau], jacobians)
-            return e
-
-        super().__init__(gtsam.noiseModel.Isotropic.Sigma(K.dim(tau), positive_number("sigma", sigma)), [tau],
-                         minimum_norm_error)
+        error = constant_equation_error(minimum_norm_equation(K.dim(tau)), {"x": tau}, [tau], "minimum_norm_error")
+        super().__init__(gtsam.noiseModel.Isotropic.Sigma(K.dim(tau), positive_number("sigma", sigma)), [tau], error)

@@ -8,7 +8,7 @@ import gtsam
 
 from gtdyn.equations import torque_equation
 from gtdyn.errors import ArgumentError
-from gtdyn.factors.base import coefficient_jacobians, evaluate, fill, hard, present
+from gtdyn.factors.base import constant_equation_error, hard, present
 from gtdyn.model.robot import Joint
 
 
@@ -26,12 +26,4 @@ class TorqueFactor(gtsam.CustomFactor):
         if joint.armature:
             roles["a"] = a
         keys = present(*roles.values())
-        jacobians = coefficient_jacobians(eq, roles)
-
-        def torque_error(this, values, H):
-            e, _ = evaluate(eq, roles, values)
-            if H is not None:
-                fill(H, keys, jacobians)
-            return e
-
-        super().__init__(hard(1), keys, torque_error)
+        super().__init__(hard(1), keys, constant_equation_error(eq, roles, keys, "torque_error"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gtsam
 
 from gtdyn.equations import LinearEquation, transmission_equation
-from gtdyn.factors.base import coefficient_jacobians, evaluate, fill, hard
+from gtdyn.factors.base import constant_equation_error, hard
 from gtdyn.model.robot import Transmission
 
 
@@ -20,12 +20,4 @@ class TransmissionFactor(gtsam.CustomFactor):
         eq = LinearEquation(linear.coefficients, linear.rhs + offset)
         roles = {"a": dependent, **{f"a{k}": key for k, key in enumerate(drives)}}
         keys = [dependent, *drives]
-        jacobians = coefficient_jacobians(eq, roles)
-
-        def transmission_error(this, values, H):
-            e, _ = evaluate(eq, roles, values)
-            if H is not None:
-                fill(H, keys, jacobians)
-            return e
-
-        super().__init__(hard(1), keys, transmission_error)
+        super().__init__(hard(1), keys, constant_equation_error(eq, roles, keys, "transmission_error"))
