@@ -53,11 +53,6 @@ class Query:
     def kind(self) -> str:
         return self.problem.kind
 
-    @property
-    def structure(self) -> tuple:
-        """The problem's hashable structure (``Problem.structure``)."""
-        return self.problem.structure
-
     def with_problem(self, problem: Problem) -> Query:
         return dataclasses.replace(self, problem=problem)
 
