@@ -2,7 +2,7 @@
 
 A query holds the robot, the problem (which joints' q̈ and τ are given, the base's given acceleration or wrench,
 the contacts), the state (q, q̇, the floating base's pose and twist), gravity and external wrenches (already in
-the bodies' CoM frames). The reference path solves it (``gtdyn.dynamics.solve.solve_query``); a compiled solver
+the bodies' CoM frames). The reference path solves it (``gtdyn.dynamics.reference.solve_query``); a compiled solver
 is built for its problem's ``structure`` and packs its values into the workspace (``given_vector``, ``base_inputs``),
 falling back to the reference path with ``unpacked_query``; simulation, estimation and the CLI build theirs
 here too.
