@@ -69,6 +69,16 @@ def gravity_wrench(mass: float, wTi: gtsam.Pose3, gravity: np.ndarray) -> np.nda
     return np.concatenate([np.zeros(3), mass * wTi.rotation().unrotate(np.asarray(gravity, float))])
 
 
+def external_wrench(fTi: gtsam.Pose3, F: np.ndarray, wTf: gtsam.Pose3 | None = None) -> np.ndarray:
+    """A wrench [m; f] applied at frame f, as the wrench on its body in the body's CoM frame i:
+    F_i = [Ad_fTi]ᵀ F_f. Given in world-aligned axes at f's origin (``wTf``, f's pose in the world, given),
+    it is first turned into f's own axes, F_f = [Rᵀ m; Rᵀ f]."""
+    if wTf is not None:
+        R = wTf.rotation()
+        F = np.concatenate([R.unrotate(F[:3]), R.unrotate(F[3:])])
+    return Ad(fTi).T @ F
+
+
 def wrench_equation(G: np.ndarray, V: np.ndarray, out_poses: list[gtsam.Pose3], gravity_term: np.ndarray,
                     external: np.ndarray, joints_in: int = 1, contact_maps: list[np.ndarray] = ()) -> LinearEquation:
     """Eq. 6 for one link, with any number of joints on it, explicit gravity, an external wrench and contacts:

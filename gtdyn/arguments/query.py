@@ -115,9 +115,10 @@ def _packed(base: BaseState | None, problem: Problem) -> np.ndarray:
 
 
 def unpacked_query(robot: Robot, kind: str, qdd_joints, q, v, x, base_inputs=(), *, contacts=None,
-                   gravity=GRAVITY) -> Query:
+                   gravity=GRAVITY, external_wrenches=None, wrench_axes="local") -> Query:
     """The query a compiled solver's packed inputs stand for: x as ``Query.given_vector`` (q̈ at ``qdd_joints`` in
-    hybrid dynamics, τ at the other actuated joints), the base's as ``Query.base_inputs``."""
+    hybrid dynamics, τ at the other actuated joints), the base's as ``Query.base_inputs``; external wrenches as
+    ``ask`` takes them."""
     base = {}
     if robot.floating_base:
         base = {"base_pose": np.reshape(base_inputs[POSE:TWIST], (4, 4)), "base_twist": base_inputs[TWIST:GIVEN],
@@ -129,5 +130,6 @@ def unpacked_query(robot: Robot, kind: str, qdd_joints, q, v, x, base_inputs=(),
     else:
         given = {"qdd": {name: x[robot.joint_names.index(name)] for name in qdd_joints},
                  "tau": {j.name: x[j.index - 1] for j in robot.joints if j.name not in qdd_joints and j.actuated}}
-    return ask(robot, kind, q, v, **given, **base, contacts=contacts, gravity=gravity)
+    return ask(robot, kind, q, v, **given, **base, contacts=contacts, gravity=gravity,
+               external_wrenches=external_wrenches, wrench_axes=wrench_axes)
 

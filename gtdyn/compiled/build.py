@@ -23,6 +23,7 @@ from gtdyn.compiled.fallback import self_check
 from gtdyn.compiled.render import render
 from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.compiled.states import sample_query, sample_states
+from gtdyn.compiled.wrench_inputs import compiled_wrench_frames
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
@@ -37,7 +38,8 @@ DEFAULT_ORDERINGS = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}
 
 
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
-            contacts=None, checks: bool = True, use_cache: bool = True) -> CompiledSolver:
+            contacts=None, wrench_frames: Iterable[str] | None = None, wrench_axes: str = "local",
+            checks: bool = True, use_cache: bool = True) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
     keys, or a callable, as everywhere; default ``DEFAULT_ORDERINGS``: RNEA for inverse dynamics, ABA for forward
@@ -48,6 +50,10 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     forward and hybrid dynamics it is free). ``contacts`` (a list of ``gtdyn.Contact``, fixed at compile time)
     make forward and hybrid dynamics constrained dynamics; inverse dynamics with contacts, whose forces are
     least-norm, stays with the reference path.
+
+    ``wrench_frames`` (links or frames) take an external wrench [m; f] each at every call
+    (``solver(..., external_wrenches={frame: wrench})``), in the frames' own axes (``wrench_axes="local"``) or in
+    world-aligned axes at their origins (``"world_aligned"``), as ``gtdyn.forward_dynamics`` takes them.
 
     ``checks=False`` skips the refinement, the condition estimate and the backward error: an answer without a
     verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
@@ -61,28 +67,31 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     choice("problem", problem, PROBLEM_KINDS)
     gravity = gravity_vector(gravity)
     qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
+    frames = compiled_wrench_frames(robot, wrench_frames, wrench_axes)
     if robot.floating_base and robot.loop_joints:  # a planar loop's plane would turn with the base
         raise ArgumentError(f"robot: '{robot.name}' has a floating base and closed loops, which compiled solvers do "
                             "not cover; use the reference path (gtdyn.forward_dynamics etc.)")
     if problem == "inverse" and place_contacts(robot, contacts):
         raise ArgumentError("contacts: inverse dynamics with contacts (least-norm contact forces) is not compiled; "
                             "use gtdyn.inverse_dynamics(..., contacts=...)")
-    samples = sample_states(robot, problem, qdd_joints, count=1)  # sample 0 of the SAMPLES a build looks at
-    template, graph = template_graph(sample_query(robot, problem, qdd_joints, samples, 0, contacts, gravity))
+    samples = sample_states(robot, problem, qdd_joints, count=1, wrench_frames=len(frames))  # sample 0 of a build's
+    template, graph = template_graph(sample_query(robot, problem, qdd_joints, samples, 0, contacts, gravity, frames,
+                                                  wrench_axes))
     gtsam_order = resolve_ordering(DEFAULT_ORDERINGS[problem] if ordering is None else ordering, robot,
                                    template.problem, graph)
     order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
     name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot),
-                     cache.problem_signature(template.problem), order, tuple(gravity))
+                     cache.problem_signature(template.problem), order, tuple(gravity),
+                     [(f.name, f.body, f.fTcom.matrix().tobytes()) for f in frames], wrench_axes)
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
         LOG.info("compiling %s dynamics of '%s' (ordering %s): cold, into machine code", problem, robot.name,
                  " ".join(keys.label(k) for k in order[:6]) + (" …" if len(order) > 6 else ""))
-        samples = sample_states(robot, problem, qdd_joints)
+        samples = sample_states(robot, problem, qdd_joints, wrench_frames=len(frames))
         with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
-            record = _build(robot, template.problem, order, gravity, samples, name)
-    solver = CompiledSolver(template, qdd_joints, order, record, name, checks)
+            record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes)
+    solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes)
     if not cached:
         self_check(solver, samples)
         if use_cache:  # only code that passed its self-check is kept
@@ -94,8 +103,9 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     return solver
 
 
-def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str) -> dict:
-    program = generate(robot, template, order, gravity, samples)
+def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str, wrench_frames,
+           wrench_axes: str) -> dict:
+    program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes)
     prefix = f"g{name[:12]}_"
     ir = native.module_ir(program.functions, prefix)
     obj = native.compile_object(ir)

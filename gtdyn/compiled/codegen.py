@@ -13,7 +13,8 @@
   finite), 0 when the
   caller must ask the reference path, which then answers, warns or raises exactly as it always does.
 
-Layout of ``ws``: inputs q, q̇, x (3n) and a floating base's rotation, twist and given acceleration; outputs (a
+Layout of ``ws``: inputs q, q̇, x (3n), a floating base's pose, twist and given acceleration or wrench, and the
+external wrenches on the compiled frames (``gtdyn.compiled.wrench_inputs``); outputs (a
 floating base's 6, n or 2n for hybrid, the contacts' forces) then status, κ and backward error, the vector
 regions of the functions, then slots for values one function computes and another reads.
 """
@@ -32,6 +33,7 @@ from gtdyn.compiled.certificate import coupling_ok, finite, main, valid_inputs
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
+from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem, answer_layout
@@ -55,9 +57,11 @@ def _identifier(text: str, fallback: str) -> str:
     return text if text.isidentifier() else fallback
 
 
-def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray]) -> Program:
+def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray],
+             wrench_frames=(), wrench_axes: str = "local") -> Program:
     """The functions for ``problem`` (its known values being placeholders: which joints are known is what
-    matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states."""
+    matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states (and the
+    base's, and "wrench" when external wrenches on ``wrench_frames`` are inputs)."""
     n = robot.num_dofs
     factor = trace.Function("factor", samples["q"].shape[1])
     q = [factor.load(j, samples["q"][j], _identifier(keys.pretty(keys.joint_angle_key(j + 1)), f"q{j + 1}"))
@@ -86,11 +90,17 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
                           for k in range(6)], dtype=object)
         traced_problem = dataclasses.replace(traced_problem, **{"base_accel" if problem.kind == "inverse" else
                                                                 "base_wrench": given})
+    first = 3 * n + base_inputs.input_count(robot)  # external wrenches after the base's inputs, six per frame
+    wrenches = [[factor.load(first + 6 * m + c, samples["wrench"][6 * m + c], f"F_ext{m + 1}_{c}") for c in range(6)]
+                for m in range(len(wrench_frames))]
     coupled = coupling_ok(robot, q, v, traced_problem)
     factor.comment("forward kinematics: poses and twists, root → leaves")
     kin, closure = traced_kinematics(robot, q, v, base_rotation, base_twist)
+    if wrench_frames:
+        factor.comment(f"external wrenches ({wrench_axes.replace('_', '-')} axes) in their bodies' CoM frames")
+    external = traced_wrenches(wrench_frames, wrench_axes, wrenches, kin)
     factor.comment("the rows of eq. 5–7 at this state")
-    rows = traced_rows(robot, kin, traced_problem, gravity)
+    rows = traced_rows(robot, kin, traced_problem, gravity, external)
     plan = eliminate_with_comments(factor, rows, order)
     unknowns = plan.unknowns
     column = {}
@@ -98,7 +108,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
         for c in range(keys.dim(key)):
             column[key, c] = len(column)
     outputs = _outputs(robot, problem, column)
-    layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot))
+    layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot), 6 * len(wrench_frames))
     slots = Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)

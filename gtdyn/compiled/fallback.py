@@ -11,7 +11,8 @@ import numpy as np
 
 from gtdyn.arguments.query import unpacked_query
 from gtdyn.compiled.base_inputs import checked_base
-from gtdyn.compiled.states import sample_base
+from gtdyn.compiled.states import sample_base, sample_wrenches
+from gtdyn.compiled.wrench_inputs import packed_wrenches, unpacked_wrenches
 from gtdyn.dynamics.reference import solve_query
 from gtdyn.errors import GTDYN_ERRORS
 
@@ -19,13 +20,15 @@ from gtdyn.errors import GTDYN_ERRORS
 SELF_CHECK_TOLERANCE = 1e-8
 
 
-def reference_answer(solver, q, v, x, base=()):
-    """The reference path's answer to the packed inputs (``base``: ``Query.base_inputs``), in the solver's shape:
-    the parts of its answer layout, one part alone bare."""
+def reference_answer(solver, q, v, x, base=(), wrenches=()):
+    """The reference path's answer to the packed inputs (``base``: ``Query.base_inputs``; ``wrenches``: the
+    external wrenches on the solver's ``wrench_frames``), in the solver's shape: the parts of its answer layout,
+    one part alone bare."""
     solver.fallbacks += 1
     query = unpacked_query(solver.robot, solver.problem, solver.qdd_joints, q, v, x, base,
                            contacts=[c.contact for c in solver.template.problem.contacts] or None,
-                           gravity=solver.gravity)
+                           gravity=solver.gravity, wrench_axes=solver.wrench_axes,
+                           external_wrenches=unpacked_wrenches(solver.wrench_frames, wrenches))
     parts = solve_query(query, ordering=solver.order).packed(solver.layout)
     return parts[0] if len(parts) == 1 else tuple(parts)
 
@@ -36,13 +39,15 @@ def self_check(solver, samples) -> None:
     for k in range(samples["q"].shape[1]):
         q, v, x = (samples[s][:, k] for s in ("q", "v", "x"))
         base = sample_base(solver.robot, solver.problem, samples, k)
+        wrenches = sample_wrenches(solver.wrench_frames, samples, k)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                got = solver(q, v, x, **base)
+                got = solver(q, v, x, **base, **wrenches)
                 if solver.fallbacks:  # the reference path answered: nothing of ours to check
                     continue
-                want = reference_answer(solver, q, v, x, checked_base(solver.robot, solver.problem, **base))
+                want = reference_answer(solver, q, v, x, checked_base(solver.robot, solver.problem, **base),
+                                        packed_wrenches(solver.wrench_frames, wrenches.get("external_wrenches")))
         except GTDYN_ERRORS:  # a singular robot raises at call time, as the reference path does
             continue
         finally:

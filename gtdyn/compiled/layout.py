@@ -16,6 +16,7 @@ class Layout:
     rows: int
     unknowns: int
     base_inputs: int = 0  # a floating base's pose (16), twist (6) and given acceleration or wrench (6)
+    wrench_inputs: int = 0  # six per frame that takes an external wrench
     start: dict[str, int] = field(default_factory=dict)
     size: int = 0
 
@@ -28,7 +29,7 @@ class Layout:
 
     @property
     def inputs(self) -> int:
-        return 3 * self.n + self.base_inputs
+        return 3 * self.n + self.base_inputs + self.wrench_inputs
 
     @property
     def status(self) -> int:

@@ -76,13 +76,14 @@ def equation_labels(robot: Robot, problem: Problem) -> list[str]:
     return out
 
 
-def traced_rows(robot: Robot, kin, problem: Problem, gravity) -> list[Row]:
-    """The exact equations as rows of traced coefficients (structurally zero entries left out)."""
+def traced_rows(robot: Robot, kin, problem: Problem, gravity, external_wrenches=None) -> list[Row]:
+    """The exact equations as rows of traced coefficients (structurally zero entries left out);
+    ``external_wrenches`` as ``dynamics_equations`` takes them, traced."""
     if problem.minimum_torque or problem.minimum_contact:
         raise ValueError("soft minimum-norm rows are solved by the reference path")
     rows = []
-    for (eq, roles, _), label in zip(dynamics_equations(robot, kin, problem, gravity), equation_labels(robot, problem),
-                                     strict=True):
+    equations = dynamics_equations(robot, kin, problem, gravity, external_wrenches)
+    for (eq, roles, _), label in zip(equations, equation_labels(robot, problem), strict=True):
         rhs = np.asarray(eq.rhs, dtype=object)
         blocks = {}
         for name, coefficient in eq.coefficients.items():

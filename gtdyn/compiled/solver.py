@@ -23,6 +23,7 @@ from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.compiled import base_inputs, native
 from gtdyn.compiled.base_inputs import base_states, write_base
 from gtdyn.compiled.fallback import reference_answer
+from gtdyn.compiled.wrench_inputs import packed_wrenches, wrench_rows
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
@@ -43,18 +44,27 @@ class CompiledSolver:
     ends with their forces, concatenated in contact order (3 per point contact, 6 per surface contact, in the
     contact frames). One output alone is returned bare, as on a fixed base.
 
-    ``solver.batch(Q, V, X, threads=1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None)``: N
-    states at once (arrays of shape (N, n); base poses (N, 4, 4), the others (N, 6)); returns arrays with the
-    same leading axis. Calls from several threads are safe: calls from a thread other than the one that
-    compiled the solver use a fresh workspace each; ``batch`` runs its threads on separate workspaces.
+    External wrenches on the links or frames compiled in (``gtdyn.compile(..., wrench_frames=[...],
+    wrench_axes=...)``): ``solver(q, v, x, external_wrenches={"hand": [mx, my, mz, fx, fy, fz]})``, in the
+    compiled axes (the frame's own or world-aligned); a compiled frame not named gets zero.
+
+    ``solver.batch(Q, V, X, threads=1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
+    external_wrenches=None)``: N states at once (arrays of shape (N, n); base poses (N, 4, 4), the others (N, 6);
+    per wrench frame (N, 6) or one (6,) for all); returns arrays with the same leading axis. Calls from several
+    threads are safe: calls from a thread other than the one that compiled the solver use a fresh workspace each;
+    ``batch`` runs its threads on separate workspaces.
     """
 
-    def __init__(self, template: Query, qdd_joints, order, record: dict, name: str, checks: bool = True):
+    def __init__(self, template: Query, qdd_joints, order, record: dict, name: str, checks: bool = True,
+                 wrench_frames=(), wrench_axes: str = "local"):
         robot, problem = template.robot, template.kind
+        self.wrench_frames, self.wrench_axes = tuple(wrench_frames), wrench_axes
         self.template = template  # the sample query the plan was built from: its structure is the plan's
         self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, template.gravity
         self.contacts = template.problem.contacts
         self._base_inputs = base_inputs.input_count(robot)
+        self._wrench_inputs = slice(3 * robot.num_dofs + self._base_inputs,
+                                    3 * robot.num_dofs + self._base_inputs + 6 * len(self.wrench_frames))
         self.layout = answer_layout(robot.num_dofs, robot.floating_base, template.problem)
         ends = np.cumsum([size for _, size in self.layout]).tolist()
         self._parts = list(zip([0] + ends[:-1], ends))
@@ -86,18 +96,20 @@ class CompiledSolver:
 
     def _workspace_views(self, ws: np.ndarray) -> tuple:
         """Views of ``ws`` a call writes and reads, made once per workspace: q, q̇, x; the base inputs (pose as
-        4×4, twist, given) or None; the answer's parts. (Slicing at every call would cost Python time on every call.)"""
+        4×4, twist, given) or None; the answer's parts; the external wrenches. (Slicing at every call would cost
+        Python time on every call.)"""
         n, first = self._n, 3 * self._n
         base = None
         if self._base_inputs:
             base = (ws[first:first + TWIST].reshape(4, 4), ws[first + TWIST:first + GIVEN],
                     ws[first + GIVEN:first + BASE_INPUTS])
         parts = tuple(ws[self._out + a:self._out + b] for a, b in self._parts)
-        return ws[:n], ws[n:2 * n], ws[2 * n:first], base, parts
+        return ws[:n], ws[n:2 * n], ws[2 * n:first], base, parts, ws[self._wrench_inputs]
 
     # -- calling ---------------------------------------------------------------------------------------------
 
-    def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None):
+    def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
+                 external_wrenches=None):
         # The workspace belongs to the thread that compiled the solver; calls from other threads take a fresh
         # one, so no two calls ever share it.
         if get_ident() == self._owner:
@@ -106,7 +118,7 @@ class CompiledSolver:
             ws = np.zeros(self._size)
             pointer, views = ws.ctypes.data, self._workspace_views(ws)
         n = self._n
-        in_q, in_v, in_x, base, parts = views
+        in_q, in_v, in_x, base, parts, wrenches = views
         try:  # len() first: a scalar or a wrong length would broadcast silently
             if len(q) != n or len(v) != n or len(x) != n:
                 raise ValueError
@@ -131,13 +143,15 @@ class CompiledSolver:
                 write_base(self.robot, self.problem, base, base_pose, base_twist, base_accel, base_wrench)
         elif base_pose is not None or base_twist is not None or base_accel is not None or base_wrench is not None:
             write_base(self.robot, self.problem, base, base_pose, base_twist, base_accel, base_wrench)  # the error
+        if self.wrench_frames or external_wrenches is not None:
+            wrenches[...] = packed_wrenches(self.wrench_frames, external_wrenches)
         if self._passive.size and np.any(in_x[self._passive] != 0.0):
             self._passive_error(in_x)
         self._main(pointer)
         self._last = ws
         if ws[self._status] != 1.0:
             return reference_answer(self, np.array(q, float), np.array(v, float), np.array(x, float),
-                                    ws[3 * n:3 * n + self._base_inputs].copy())
+                                    ws[3 * n:3 * n + self._base_inputs].copy(), wrenches.copy())
         if len(parts) == 1:
             return parts[0].copy()
         return tuple([part.copy() for part in parts])
@@ -149,7 +163,8 @@ class CompiledSolver:
             return out
         return tuple([out[..., a:b] for a, b in self._parts])
 
-    def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None):
+    def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
+              external_wrenches=None):
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
         n = self._n
         threads = whole_number("threads", threads, 1)
@@ -158,7 +173,8 @@ class CompiledSolver:
             self._passive_error(X)
         count = Q.shape[0]
         base = base_states(self.robot, self.problem, count, base_pose, base_twist, base_accel, base_wrench)
-        inputs = np.ascontiguousarray(np.hstack([Q, V, X, base]))
+        wrenches = wrench_rows(self.wrench_frames, external_wrenches, count)
+        inputs = np.ascontiguousarray(np.hstack([Q, V, X, base, wrenches]))
         n_out = self._outputs + 3  # the outputs, then status, κ and backward error
         results = np.empty((count, n_out))
         threads = max(1, min(int(threads), count))
@@ -178,7 +194,7 @@ class CompiledSolver:
                 done.result()
         out = results[:, :self._outputs].copy()
         for k in np.flatnonzero(results[:, self._outputs] != 1.0):
-            answer = reference_answer(self, Q[k], V[k], X[k], base[k])
+            answer = reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k])
             out[k] = np.concatenate(answer) if isinstance(answer, tuple) else answer
         return self._split(out)
 

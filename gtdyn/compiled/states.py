@@ -8,6 +8,7 @@ import numpy as np
 
 from gtdyn.arguments.query import Query, packed_base, unpacked_query
 from gtdyn.compiled.base_inputs import given_name
+from gtdyn.compiled.wrench_inputs import unpacked_wrenches
 from gtdyn.equations import GRAVITY
 from gtdyn.kinematics.loop_closure import close_loops, independent_joints
 from gtdyn.model.robot import Robot
@@ -26,17 +27,26 @@ def sample_base(robot: Robot, kind: str, samples, k: int) -> dict:
     return {"base_pose": pose, "base_twist": samples["twist"][:, k], given_name(kind): samples["given"][:, k]}
 
 
-def sample_query(robot: Robot, kind: str, qdd_joints, samples, k: int, contacts=None, gravity=GRAVITY) -> Query:
+def sample_wrenches(frames, samples, k: int) -> dict:
+    """The external wrenches on the compiled ``frames`` at sample state k, as a compiled solver's call takes them;
+    {} when it takes none."""
+    return {"external_wrenches": unpacked_wrenches(frames, samples["wrench"][:, k])} if frames else {}
+
+
+def sample_query(robot: Robot, kind: str, qdd_joints, samples, k: int, contacts=None, gravity=GRAVITY,
+                 wrench_frames=(), wrench_axes="local") -> Query:
     """The query sample state k stands for (``unpacked_query``): the template a compiled plan is built from."""
     base = packed_base(robot, kind, **sample_base(robot, kind, samples, k)) if robot.floating_base else ()
     return unpacked_query(robot, kind, qdd_joints, samples["q"][:, k], samples["v"][:, k], samples["x"][:, k], base,
-                          contacts=contacts, gravity=gravity)
+                          contacts=contacts, gravity=gravity, wrench_axes=wrench_axes,
+                          **sample_wrenches(wrench_frames, samples, k))
 
 
-def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLES,
-                  seed: int = 0) -> dict[str, np.ndarray]:
+def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLES, seed: int = 0,
+                  wrench_frames: int = 0) -> dict[str, np.ndarray]:
     """``count`` random states (q, v and the given x), as arrays of shape (n, count); on closed loops they close
-    every loop (``close_loops`` from random independent joints). Reproducible."""
+    every loop (``close_loops`` from random independent joints); random external wrenches on ``wrench_frames``
+    frames ("wrench", (6 · frames, count)). Reproducible."""
     rng = np.random.default_rng(seed)
     n = robot.num_dofs
     q, v = np.empty((n, count)), np.empty((n, count))
@@ -67,6 +77,8 @@ def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLE
         else:
             x[:, k] = [qdd[j, k] if name in qdd_joints else tau[j] for j, name in enumerate(robot.joint_names)]
     out = {"q": q, "v": v, "x": x}
+    if wrench_frames:  # their own stream: the states stay those of a solver without wrenches
+        out["wrench"] = np.random.default_rng(seed + 1).uniform(-3, 3, (6 * wrench_frames, count))
     if robot.floating_base:  # "given": the base quantity a problem gives (acceleration, or wrench), any numbers
         out.update(R=R, twist=twist, accel=accel, given=accel)
     return out

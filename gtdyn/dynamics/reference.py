@@ -18,6 +18,7 @@ from gtdyn.arguments.query import Query
 from gtdyn.dynamics.graph import dynamics_graph
 from gtdyn.dynamics.result import DynamicsResult, assemble_result
 from gtdyn.dynamics.verdicts import BACKWARD_ERROR_TOLERANCE, backward_error, check_finite, inconsistent, row_count
+from gtdyn.equations import external_wrench
 from gtdyn.errors import ArgumentError, IndeterminateSystemError
 from gtdyn.kinematics.forward import KinematicState, forward_kinematics
 from gtdyn.kinematics.loops import check_closed, loop_plane_normal
@@ -25,7 +26,6 @@ from gtdyn.linear.elimination import METHODS, eliminate, squared_column_norms
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import remembered_ordering
 from gtdyn.problem import Problem
-from gtdyn.spatial import Ad
 
 
 def solve_query(query: Query, *, ordering=None, elimination: str = "qr", planar=None) -> DynamicsResult:
@@ -68,13 +68,11 @@ def kinematics_of(query: Query) -> KinematicState:
 
 def wrenches_in_com(query: Query, kin: KinematicState) -> dict[int, np.ndarray]:
     """Every external wrench in its link's CoM frame: those given in world-aligned axes at a frame's origin turned
-    into the frame's own axes (F_f = diag(Rᵀ, Rᵀ) F, R the frame's orientation at this state), then moved to the
-    CoM frame as the local ones were at the boundary (``external_wrenches_in_com``)."""
+    and moved now that the frame's orientation is known, the local ones as they were moved at the boundary
+    (``external_wrenches_in_com``); both by ``gtdyn.equations.external_wrench``."""
     out = dict(query.external_wrenches)
     for i, fTcom, F in query.aligned_wrenches:
-        R = kin.wT[i].compose(fTcom.inverse()).rotation().matrix()
-        F_f = np.concatenate([R.T @ F[:3], R.T @ F[3:]])
-        out[i] = out.get(i, np.zeros(6)) + Ad(fTcom).T @ F_f
+        out[i] = out.get(i, np.zeros(6)) + external_wrench(fTcom, F, kin.wT[i].compose(fTcom.inverse()))
     return out
 
 
