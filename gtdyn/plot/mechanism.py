@@ -61,6 +61,7 @@ def _tips(robot: Robot, kin) -> dict[str, np.ndarray]:
 def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None = None, ax=None, base_pose=None):
     """Draw ``robot`` at ``q`` (a floating base at ``base_pose``, world ← root link; identity if None): bars between
     each link's joints, a leaf link's bar out to its farthest frame (a foot); link names only when there are few.
+    Joint names never overlap: joints drawn at one point share a label, "FL_HAA / FL_HFE" (``_label_joints``).
     Saves to ``path`` when given; returns the matplotlib Figure."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -97,9 +98,8 @@ def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None =
             ax.annotate(link.name, com, textcoords="offset points", xytext=(4, 4), fontsize=8, color=colour)
     for joint in robot.joints:
         x, y = joints[joint.name]
-        ax.plot(x, y, "o", markersize=10, markerfacecolor="black" if joint.actuated else "white",
+        ax.plot(x, y, "o", markersize=_JOINT_MARKER, markerfacecolor="black" if joint.actuated else "white",
                 markeredgecolor="red" if joint.closes_loop else "black", markeredgewidth=2)
-        ax.annotate(joint.name, (x, y), textcoords="offset points", xytext=(6, -12), fontsize=8)
     base = [joints[j.name] for j in robot.joints_out_of(robot.base.name)]
     if robot.floating_base:  # the free base: a plate between the joints on it
         for k, a in enumerate(base):
@@ -122,7 +122,79 @@ def draw_mechanism(robot: Robot, q, path: str | None = None, title: str | None =
     ax.set_title(title or f"{robot.name}: {robot.num_dofs} joints, {loops} loop{'s' if loops != 1 else ''}",
                  fontsize=10)
     ax.margins(0.15)
+    labels = _label_joints(ax, joints)
     if path:
         tight_layout(fig)
+        for label in labels:  # the layout moved the joints on the page: lay their labels out again
+            label.remove()
+        _label_joints(ax, joints)
         fig.savefig(path, dpi=120)
     return fig
+
+
+_JOINT_MARKER = 10  # a joint's circle, points across
+_LABEL_GID = "joint label"  # gid of every joint label (an Annotation), to tell them from the links' names
+
+
+def _label_spots() -> list[list[tuple[float, float, str]]]:
+    """Where a joint's label may go, in rings around the joint, nearest first, each best first: (x, y) in points
+    from the joint and the text's horizontal alignment. Below right (the usual place), above right, below left,
+    above left; then the same a line farther out."""
+    return [[(dx, dy, "left" if dx > 0 else "right") for dy in (-12 - 10 * ring, 4 + 10 * ring) for dx in (6, -6)]
+            for ring in range(4)]
+
+
+def _label_joints(ax, joints: dict[str, np.ndarray]) -> list:
+    """Name the joints (2-D positions, in drawing order) so that no two names overlap. Joints whose circles
+    overlap on the drawing (a hip's abduction and flexion axes through one point or nearly, a spherical wrist)
+    get one label, "A / B", three names a line. A label stays in the usual place, below right, unless a label
+    already placed or another joint's circle is in the way; then it goes to the nearest ring of
+    ``_label_spots`` with a spot free of labels, and there to the spot most clear of the circles. Returns the
+    labels (Annotations)."""
+    if not joints:
+        return []
+    ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits and the equal-aspect box: where joints are drawn
+    ax.apply_aspect()
+    names = list(joints)
+    at = ax.transData.transform(np.array([joints[n] for n in names]))
+    half = 0.5 * _JOINT_MARKER * ax.figure.dpi / 72.0  # a circle's radius in pixels
+    groups: list[list[int]] = []  # joints whose circles overlap, joined transitively
+    for k in range(len(names)):
+        near = [g for g in groups if any(np.hypot(*(at[k] - at[i])) < 2 * half for i in g)]
+        for g in near:
+            groups.remove(g)
+        groups.append(sorted([k, *(i for g in near for i in g)]))
+    groups.sort(key=lambda g: g[0])
+    circles = [(*p - half, *p + half) for p in at]  # each joint's circle, as a box in pixels
+
+    def overlap(box, others) -> float:
+        return sum(max(0.0, min(box.x1, o[2]) - max(box.x0, o[0])) * max(0.0, min(box.y1, o[3]) - max(box.y0, o[1]))
+                   for o in others)
+
+    placed: list[tuple[float, float, float, float]] = []
+    labels = []
+    for g in groups:
+        anchor = np.mean([joints[names[i]] for i in g], axis=0)
+        text = "\n".join(" / ".join(names[i] for i in g[k:k + 3]) for k in range(0, len(g), 3))
+        label = ax.annotate(text, anchor, textcoords="offset points", xytext=(6, -12),
+                            fontsize=8, gid=_LABEL_GID)
+        others = [c for i, c in enumerate(circles) if i not in g]
+        best = None
+        for ring, spots in enumerate(_label_spots()):
+            for spot in spots:
+                label.xyann = spot[:2]
+                label.set_horizontalalignment(spot[2])
+                box = label.get_window_extent().padded(1.0)
+                score = (overlap(box, placed), ring, overlap(box, others))
+                if best is None or score < best[0]:
+                    best = (score, spot, box)
+                if score[0] == 0 and score[2] == 0:
+                    break
+            if best[0][0] == 0:
+                break
+        _, (dx, dy, ha), box = best
+        label.xyann = (dx, dy)
+        label.set_horizontalalignment(ha)
+        placed.append((box.x0, box.y0, box.x1, box.y1))
+        labels.append(label)
+    return labels
