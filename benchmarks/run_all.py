@@ -28,6 +28,7 @@ from gtdyn import bench as B
 from gtdyn.model.random import serial_chain
 from gtdyn.orderings import applicable
 from gtdyn.plot.bench import bar_chart, compiled_scaling_plot, operations_fit, operations_plot, scaling_plot
+from gtdyn.progress import Progress
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 REFERENCE_CHAIN_SIZES = (3, 6, 12, 24, 48)
@@ -91,12 +92,12 @@ def compiled(args) -> int:
     robots = [(puma, puma.source)] + ([] if args.quick else [(_load(p), p) for p in real_robots().values()])
     total = len(robots) * sum(len(plan_for(k)) for k in B.PROBLEMS) \
         + sum(len(chain_plan(k, n)) for n in sizes for k in ("inverse", "forward"))
-    progress = B.Progress(total)
+    progress = Progress("benchmark", total, enabled=True)
     load_before, started = os.getloadavg(), time.time()
 
     def run(robot, path, kind, orderings):
         return B.bench_compiled(robot, path, kind, B.benchmark_state(robot), orderings, repeat=repeat, inner=inner,
-                                warmup=warmup, batch=states, batch_repeat=batch_repeat, progress=progress)
+                                warmup=warmup, batch=states, batch_repeat=batch_repeat, progress=progress.step)
 
     rows = {}
     for robot, path in robots:
@@ -107,6 +108,7 @@ def compiled(args) -> int:
             robot, path = B.chain_with_urdf(n, folder)
             for kind in ("inverse", "forward"):
                 chains += run(robot, path, kind, chain_plan(kind, n))
+    progress.close()
     minutes, load_after = (time.time() - started) / 60, os.getloadavg()
 
     about = B.machine_description(repeat, inner, warmup)
@@ -175,7 +177,7 @@ def reference(args) -> int:
     robots = [(puma, puma.source)] + [(_load(p), p) for p in others.values()]
     total = sum(len(applicable(k)) + (k == "hybrid") for k in B.PROBLEMS) * len(robots) \
         + len(sizes) * (len(applicable("inverse")) + len(applicable("forward")))
-    progress = B.Progress(total)
+    progress = Progress("benchmark", total, enabled=True)
 
     rows = {}
     for robot, path in robots:
@@ -183,10 +185,11 @@ def reference(args) -> int:
         rows[robot.name] = []
         for kind in B.PROBLEMS:
             rows[robot.name] += B.bench_orderings(robot, kind, state, repeat=repeat, inner=inner, warmup=warmup,
-                                                  progress=progress)
+                                                  progress=progress.step)
             rows[robot.name] += B.bench_pinocchio(robot, path, kind, state, repeat=repeat, warmup=warmup)
     scaling = B.bench_scaling([serial_chain(n) for n in sizes], repeat=max(3, repeat // 2), inner=max(1, inner // 2),
-                              warmup=warmup, progress=progress)
+                              warmup=warmup, progress=progress.step)
+    progress.close()
 
     about = B.machine_description(repeat, inner, warmup)
     command = "python -m benchmarks.run_all --reference" + (" --quick" if args.quick else "")

@@ -310,15 +310,21 @@ def test_dag_steps_refused_beyond_the_size_limit(capsys, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []  # refused before drawing anything
 
 
-def test_progress_shows_on_slow_work(capsys, monkeypatch):
-    progress = cli.Progress("drawing", after=0.0)
-    progress(1, 3)
-    progress(3, 3)
-    err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("gtdyn: drawing: 1/2 panels") and err[1].startswith("gtdyn: drawing: saving")
-    quiet = cli.Progress("drawing", after=60.0)
-    quiet(1, 3)
-    assert capsys.readouterr().err == ""
+def test_progress_shows_on_slow_work(capsys, tmp_path, monkeypatch):
+    """Drawing the steps for longer than PROGRESS_AFTER_S writes a line per panel to a log (no carriage
+    returns); quicker drawing writes nothing."""
+    import gtdyn.cli.dag
+
+    monkeypatch.setattr(gtdyn.cli.dag, "PROGRESS_AFTER_S", 0.0)
+    code, _, err = run(capsys, "dag", "rrr", "--out", str(tmp_path / "slow"), "--steps")
+    lines = err.splitlines()
+    assert code == 0 and "\r" not in err and len(lines) >= 2
+    assert lines[0].startswith("gtdyn: drawing the elimination steps: 1/") and " panels (" in lines[0]
+    total = lines[0].split("/")[1].split()[0]
+    assert lines[-1].startswith(f"gtdyn: drawing the elimination steps: {total}/{total} panels")
+    monkeypatch.setattr(gtdyn.cli.dag, "PROGRESS_AFTER_S", 60.0)
+    code, _, err = run(capsys, "dag", "rrr", "--out", str(tmp_path / "quick"), "--steps")
+    assert code == 0 and err == ""
 
 
 def test_dag_and_bench_on_a_closed_loop(capsys, tmp_path, monkeypatch):

@@ -13,10 +13,10 @@ PACKAGE = pathlib.Path(gtdyn.__file__).parent
 
 # Bottom to top. A module may import only from units below its own (or from its own folder). Folders are
 # units; top-level modules are units of their own. See the README's "How the code is organised".
-ORDER = ["gtdyn.errors", "gtdyn.spatial", "gtdyn.keys", "gtdyn.equations", "gtdyn.model", "gtdyn.problem",
-         "gtdyn.arguments", "gtdyn.io", "gtdyn.factors", "gtdyn.linear", "gtdyn.kinematics", "gtdyn.orderings",
-         "gtdyn.analysis", "gtdyn.dynamics", "gtdyn.compiled", "gtdyn.simulation", "gtdyn.estimation", "gtdyn.plot",
-         "gtdyn.bench", "gtdyn", "gtdyn.cli", "gtdyn.__main__"]
+ORDER = ["gtdyn.errors", "gtdyn.progress", "gtdyn.spatial", "gtdyn.keys", "gtdyn.equations", "gtdyn.model",
+         "gtdyn.problem", "gtdyn.arguments", "gtdyn.io", "gtdyn.factors", "gtdyn.linear", "gtdyn.kinematics",
+         "gtdyn.orderings", "gtdyn.analysis", "gtdyn.dynamics", "gtdyn.compiled", "gtdyn.simulation",
+         "gtdyn.estimation", "gtdyn.plot", "gtdyn.bench", "gtdyn", "gtdyn.cli", "gtdyn.__main__"]
 HEAVY = {"matplotlib": ("gtdyn.plot",), "networkx": ("gtdyn.analysis", "gtdyn.plot"), "pinocchio": ("gtdyn.bench",)}
 
 

@@ -1,9 +1,8 @@
 """Timing: medians over repeated samples after warm-up calls (one function, or several interleaved sample by
-sample), and a progress bar for long runs."""
+sample)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,20 +63,3 @@ def paired_ratio(a: Timing, b: Timing) -> float:
     """The median over rounds of a's sample / b's sample of the same round (``measure_interleaved``)."""
     return float(np.median(np.asarray(a.samples) / np.asarray(b.samples)))
 
-
-class Progress:
-    """A one-line progress bar on stderr: [#####.....] 12/40 label."""
-
-    def __init__(self, total: int, stream=None, width: int = 30):
-        self.total, self.done, self.width = max(total, 1), 0, width
-        self.stream = stream or sys.stderr
-
-    def __call__(self, label: str) -> None:
-        self.done += 1
-        filled = int(self.width * min(self.done, self.total) / self.total)
-        bar = f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} {label:<40.40s}"
-        if self.stream.isatty():  # redraw in place
-            self.stream.write("\r" + bar + ("\n" if self.done >= self.total else ""))
-        else:  # a log: one line per step
-            self.stream.write(bar.rstrip() + "\n")
-        self.stream.flush()

@@ -33,7 +33,7 @@ Bad input gives one line on stderr (``gtdyn: error: …``) and exit status 1; ea
 
 # The package: this module (the parser and main), one module per command (solve, dag, bench, simulate, info), and
 # what they share: inputs (checked arguments and files), state (default states), table (result tables),
-# messages (errors, warnings, progress).
+# messages (errors and warnings).
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from gtdyn.cli.bench import cmd_bench
 from gtdyn.cli.dag import cmd_dag
 from gtdyn.cli.info import cmd_info
 from gtdyn.cli.inputs import attach_negative_values
-from gtdyn.cli.messages import CLIError, Progress, one_line, readable_warnings
+from gtdyn.cli.messages import CLIError, one_line, readable_warnings
 from gtdyn.cli.simulate import DEFAULT_DT, DEFAULT_OUT, DEFAULT_STEPS, cmd_simulate
 from gtdyn.cli.solve import cmd_solve
 from gtdyn.cli.state import DEFAULT_STATE_DOC, default_state
@@ -56,8 +56,7 @@ from gtdyn.io.load import BASES, BUNDLED, TRANSMISSIONS
 from gtdyn.orderings import STRATEGIES
 from gtdyn.simulation import METHODS
 
-__all__ = ["CLIError", "DEFAULT_STATE_DOC", "Progress", "build_parser", "default_state", "main",
-           "readable_warnings"]
+__all__ = ["CLIError", "DEFAULT_STATE_DOC", "build_parser", "default_state", "main", "readable_warnings"]
 
 
 def _bundled_names() -> str:

@@ -9,6 +9,7 @@ import warnings
 from gtdyn.cli.inputs import load, writable_directory, writing
 from gtdyn.cli.messages import CLIError
 from gtdyn.orderings import PROBLEM_KINDS, STRATEGIES, applicable
+from gtdyn.progress import Progress
 
 SCALING_SIZES = {"compiled": (6, 12, 24), "reference": (3, 6, 12, 24, 48)}
 
@@ -81,9 +82,9 @@ def _compiled(args, robot, plan, threads) -> None:
     sizes = SCALING_SIZES["compiled"] if args.scaling else ()
     chain_kinds = [k for k in ("inverse", "forward") if k in problems]
     total = sum(map(len, plan.values())) + sum(len(B.chain_orderings(k, n)) for n in sizes for k in chain_kinds)
-    progress = B.Progress(total)
+    progress = Progress("benchmark", total, enabled=True)
     options = dict(repeat=args.repeat, inner=args.inner, warmup=args.warmup, batch=args.batch, threads=threads,
-                   batch_repeat=min(args.repeat, 7), progress=progress)
+                   batch_repeat=min(args.repeat, 7), progress=progress.step)
     path = robot.source if str(robot.source).lower().endswith(".urdf") else None
     rows = [r for kind in problems for r in B.bench_compiled(robot, path, kind, state, plan[kind], **options)]
     scaling = []
@@ -93,8 +94,7 @@ def _compiled(args, robot, plan, threads) -> None:
             for kind in chain_kinds:
                 scaling += B.bench_compiled(chain, chain_path, kind, B.benchmark_state(chain),
                                             B.chain_orderings(kind, n), **options)
-    progress.done = progress.total - 1
-    progress("done")
+    progress.close()
     about = B.machine_description(args.repeat, args.inner, args.warmup)
     text = [f"# gtdyn benchmark: {robot.name}, compiled solvers", "", about + ".", "",
             "µs per call from Python (checked; unchecked: checks=False), × Pinocchio as paired samples of the same "
@@ -136,16 +136,15 @@ def _reference(args, robot, plan, threads) -> None:
     state = B.benchmark_state(robot)
     sizes = SCALING_SIZES["reference"] if args.scaling else []
     total = sum(len(v) + (k == "hybrid") for k, v in plan.items()) + len(sizes) * 2 * len(STRATEGIES)
-    progress = B.Progress(total)
+    progress = Progress("benchmark", total, enabled=True)
     rows = []
     for kind in problems:
         rows += B.bench_orderings(robot, kind, state, plan[kind], repeat=args.repeat, inner=args.inner,
-                                  warmup=args.warmup, progress=progress)
+                                  warmup=args.warmup, progress=progress.step)
         rows += B.bench_pinocchio(robot, robot.source, kind, state, repeat=args.repeat, warmup=args.warmup)
     scaling = B.bench_scaling([serial_chain(n) for n in sizes], repeat=max(3, args.repeat // 2),
-                              progress=progress) if sizes else []
-    progress.done = progress.total - 1
-    progress("done")
+                              progress=progress.step) if sizes else []
+    progress.close()
     about = B.machine_description(args.repeat, args.inner, args.warmup)
     text = ([f"# gtdyn benchmark: {robot.name}, reference path", "", about, ""]
             + [B.markdown_table(rows, k) for k in problems])

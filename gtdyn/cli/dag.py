@@ -7,11 +7,13 @@ import os
 import sys
 
 from gtdyn.cli.inputs import file_name, load, ordering_name, output_prefix, writable_directory, writing
-from gtdyn.cli.messages import CLIError, Progress
+from gtdyn.cli.messages import CLIError
 from gtdyn.cli.solve import solve_problem
 from gtdyn.cli.table import base_text
+from gtdyn.progress import Progress
 
 SLOW_DRAWING_EDGES = 500  # drawing more DAG edges than this takes seconds: say so first
+PROGRESS_AFTER_S = 1.0  # drawing the steps for longer than this reports each panel on stderr
 
 
 def cmd_dag(args) -> None:
@@ -41,9 +43,9 @@ def cmd_dag(args) -> None:
         f.write(to_dot(dag, f"{robot.name} {r.problem}"))
     if args.steps:
         written.append(f"{prefix}_steps.{args.format}")
-        with writing(written[-1]):
-            draw_elimination_steps(r.graph, r.elimination_ordering, written[-1], robot=robot,
-                                   progress=Progress("drawing the elimination steps"))
+        with writing(written[-1]), Progress("drawing the elimination steps", enabled=True, after=PROGRESS_AFTER_S,
+                                            unit="panels") as progress:
+            draw_elimination_steps(r.graph, r.elimination_ordering, written[-1], robot=robot, progress=progress.at)
     print(f"{args.problem} dynamics of {robot.name} ({base_text(robot)}), ordering {s.ordering}: "
           f"{','.join(r.ordering)}")
     print(f"{m['edges']} DAG edges, fill-in {m['fill_in']}, ~{m['ops']:.0f} multiply-adds, "

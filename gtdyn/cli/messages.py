@@ -1,11 +1,10 @@
-"""What the command says on stderr besides its results: user errors (one line, exit status 1), warnings
-(one line each) and progress on slow work."""
+"""What the command says on stderr besides its results: user errors (one line, exit status 1) and warnings
+(one line each). Progress on slow work is ``gtdyn.progress``."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-import time
 import warnings
 
 
@@ -36,18 +35,3 @@ def readable_warnings(stream=None):
         warnings.showwarning = show
         yield
 
-
-class Progress:
-    """Progress lines on stderr, for work that turns out to take more than ``after`` seconds (quick work
-    prints nothing)."""
-
-    def __init__(self, what: str, after: float = 1.0, stream=None):
-        self.what, self.after, self.start, self.shown = what, after, time.monotonic(), False
-        self.stream = stream or sys.stderr
-
-    def __call__(self, done: int, total: int) -> None:
-        elapsed = time.monotonic() - self.start
-        if self.shown or elapsed >= self.after:
-            stage = "saving" if done >= total else f"{done}/{total - 1} panels"
-            print(f"gtdyn: {self.what}: {stage} ({elapsed:.0f} s)", file=self.stream, flush=True)
-            self.shown = True

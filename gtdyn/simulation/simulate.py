@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import time
 import warnings
 
 import numpy as np
@@ -15,6 +13,7 @@ from gtdyn.compiled import compile as compile_solver
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError, JointLimitWarning
 from gtdyn.model.robot import Robot
+from gtdyn.progress import Progress
 from gtdyn.simulation.closed_loops import ClosedLoopStepper
 from gtdyn.simulation.floating import FloatingStepper
 from gtdyn.simulation.steppers import JointStepper, Samples, Stepper
@@ -62,7 +61,9 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     samples = Samples.allocate(robot, steps, dt)
     stepper = _stepper(robot, method, q, v, base_pose, base_twist, torque, callable(tau), dt, samples.t, gravity,
                        forward)
-    _run(stepper, samples, _Progress(steps, progress))
+    with Progress("simulate", steps, enabled=progress, after=0.0 if progress else PROGRESS_AFTER_S, every=1.0,
+                  unit="steps") as report:
+        _run(stepper, samples, report)
     _warn_past_limits(robot, samples.t, samples.q)
     return samples.trajectory(robot, method, gravity)
 
@@ -80,10 +81,10 @@ def _stepper(robot: Robot, method: str, q, v, base_pose, base_twist, torque, con
     return JointStepper(q, v, torque, controller, method, dt, forward)
 
 
-def _run(stepper: Stepper, out: Samples, report: _Progress) -> None:
+def _run(stepper: Stepper, out: Samples, report: Progress) -> None:
     """The one time loop, whatever the stepper: sample k, then step k, for every step, then the last sample; the
-    progress report hears every ``report.every`` steps."""
-    record, advance, every = stepper.record, stepper.advance, report.every
+    progress report hears every ``every`` steps (not every step: the loop stays cheap)."""
+    record, advance, every = stepper.record, stepper.advance, 64
     times = out.t
     steps = len(times) - 1
     for k in range(steps):
@@ -91,43 +92,9 @@ def _run(stepper: Stepper, out: Samples, report: _Progress) -> None:
         record(k, t, out)
         advance(k, t)
         if not (k + 1) % every:
-            report(k + 1)
+            report.at(k + 1)
     record(steps, times[steps], out)
-    report.done()
-
-
-class _Progress:
-    """'gtdyn.simulate: k/N steps' on stderr, once a second, for runs longer than ``PROGRESS_AFTER_S``; told the
-    step count every ``every`` steps."""
-
-    every = 64
-
-    def __init__(self, steps: int, progress: bool | None):
-        if progress is None and not _is_terminal(sys.stderr):  # no carriage returns in a log file
-            progress = False
-        self.steps, self.progress = steps, progress
-        self.started = self.last = time.perf_counter()
-        self.shown = False
-
-    def __call__(self, k: int) -> None:
-        if self.progress is False:
-            return
-        now = time.perf_counter()
-        if (self.progress or now - self.started > PROGRESS_AFTER_S) and now - self.last > 1.0:
-            print(f"\rgtdyn.simulate: {k}/{self.steps} steps", end="", file=sys.stderr, flush=True)
-            self.last, self.shown = now, True
-
-    def done(self) -> None:
-        if self.shown:
-            print(f"\rgtdyn.simulate: {self.steps}/{self.steps} steps, {time.perf_counter() - self.started:.1f} s",
-                  file=sys.stderr, flush=True)
-
-
-def _is_terminal(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # replaced or closed streams
-        return False
+    report.at(steps)
 
 
 # a position this far past a limit (relative to 1 + |limit|) counts as leaving it: round-off stays far below
