@@ -8,8 +8,8 @@ from references import random_base, rel_err
 from test_world_wrenches import PENDULUM
 
 import gtdyn
+from gtdyn.arguments.wrenches import packed_wrenches
 from gtdyn.compiled.fallback import reference_answer
-from gtdyn.compiled.wrench_inputs import packed_wrenches
 
 # the compiled and the reference path solve the same equations in different arithmetic: round-off, ~1e-14 seen
 TOL = 1e-11

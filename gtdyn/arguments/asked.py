@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import gtsam
 import numpy as np
 
 from gtdyn.arguments import bounded_wrench, choice, finite_vector, joint_dict, joint_vector
 from gtdyn.arguments.base import refuse_on_fixed_base
-from gtdyn.equations import external_wrench
 from gtdyn.errors import ArgumentError
 from gtdyn.model.limits import MAX_LENGTH
 from gtdyn.model.robot import Robot
@@ -176,50 +174,3 @@ def qdd_joint_names(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
         raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} "
                             f"(joints: {', '.join(robot.joint_names)})")
     return names
-
-
-WRENCH_AXES = ("local", "world_aligned")
-
-
-@dataclass(frozen=True)
-class WrenchFrame:
-    """A link or frame that takes an external wrench: its name, its body's index and fTcom, the body's CoM frame
-    seen from it (``gtdyn.equations.external_wrench``)."""
-
-    name: str
-    body: int
-    fTcom: gtsam.Pose3
-
-
-def wrench_frame(robot: Robot, frame, argument: str = "external_wrenches") -> WrenchFrame:
-    """``frame`` checked as a place for an external wrench: a link or frame of a moving body."""
-    if frame not in robot.frames:
-        raise ArgumentError(f"{argument}: unknown link or frame '{frame}' (links: {', '.join(robot.frames)})")
-    body, _ = robot.frames[frame]
-    if robot.is_fixed(body):
-        raise ArgumentError(f"{argument}: '{frame}' is fixed to the base, so a wrench on it moves no joint")
-    i, iTf = robot.frame_in_body(frame)
-    return WrenchFrame(frame, i, iTf.inverse())
-
-
-def external_wrenches_in_com(robot: Robot, wrenches, axes: str = "local") -> tuple[dict, tuple]:
-    """Wrenches [m; f] on links or frames, checked: those given in the frames' own axes (``axes="local"``) moved
-    to the moving links' CoM frames, by link index; those in world-aligned axes at the frames' origins
-    (``"world_aligned"``, Pinocchio's LOCAL_WORLD_ALIGNED) as (link index, fTcom, wrench), to be turned once the
-    frames' orientations are known (``gtdyn.dynamics.reference``)."""
-    choice("wrench_axes", axes, WRENCH_AXES)
-    if wrenches is None:
-        return {}, ()
-    if not isinstance(wrenches, Mapping):
-        raise ArgumentError(f"external_wrenches: expected a dict from link or frame name to a wrench [m; f], got "
-                            f"{type(wrenches).__name__}")
-    local: dict[int, np.ndarray] = {}
-    aligned = []
-    for name, wrench in wrenches.items():
-        frame = wrench_frame(robot, name)
-        F = bounded_wrench(f"external_wrenches['{name}']", wrench)
-        if axes == "world_aligned":
-            aligned.append((frame.body, frame.fTcom, F))
-        else:
-            local[frame.body] = local.get(frame.body, np.zeros(6)) + external_wrench(frame.fTcom, F)
-    return local, tuple(aligned)

@@ -20,11 +20,11 @@ from gtdyn.arguments import gravity_vector, joint_vector, robot_argument
 from gtdyn.arguments.asked import (
     build_problem,
     check_transmissions,
-    external_wrenches_in_com,
     place_contacts,
     with_base,
 )
 from gtdyn.arguments.base import BaseState, base_state
+from gtdyn.arguments.wrenches import external_wrenches_in_com
 from gtdyn.equations import GRAVITY
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem

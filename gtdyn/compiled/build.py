@@ -17,13 +17,13 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments import choice, gravity_vector, robot_argument
 from gtdyn.arguments.asked import place_contacts, qdd_joint_names
+from gtdyn.arguments.wrenches import compiled_wrench_frames
 from gtdyn.compiled import cache, native
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.fallback import self_check
 from gtdyn.compiled.render import render
 from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.compiled.states import sample_query, sample_states
-from gtdyn.compiled.wrench_inputs import compiled_wrench_frames
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError

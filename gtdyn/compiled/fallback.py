@@ -10,9 +10,10 @@ import warnings
 import numpy as np
 
 from gtdyn.arguments.query import unpacked_query
+from gtdyn.arguments.wrenches import packed_wrenches
 from gtdyn.compiled.base_inputs import checked_base
 from gtdyn.compiled.states import sample_base, sample_wrenches
-from gtdyn.compiled.wrench_inputs import packed_wrenches, unpacked_wrenches
+from gtdyn.compiled.wrench_inputs import unpacked_wrenches
 from gtdyn.dynamics.reference import solve_query
 from gtdyn.errors import GTDYN_ERRORS
 

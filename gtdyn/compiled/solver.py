@@ -20,10 +20,10 @@ from gtdyn import keys
 from gtdyn.arguments import choice, joint_vector, real_array, state_batch, whole_number
 from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
+from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
 from gtdyn.compiled import base_inputs, native
 from gtdyn.compiled.base_inputs import base_states, write_base
 from gtdyn.compiled.fallback import reference_answer
-from gtdyn.compiled.wrench_inputs import packed_wrenches, wrench_rows
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
