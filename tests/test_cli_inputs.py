@@ -16,10 +16,10 @@ def run(capsys, *argv):
 
 
 def torques(out: str, robot) -> np.ndarray:
-    """The τ column of a printed joint table."""
+    """The τ column of a printed joint table: each row's last number (units follow numbers on mixed robots)."""
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split()[:1] in ([n] for n in
                                                                                               robot.joint_names)}
-    return np.array([float(rows[name][4]) for name in robot.joint_names])
+    return np.array([float(next(t for t in reversed(rows[name]) if t[-1].isdigit())) for name in robot.joint_names])
 
 
 def test_negative_vectors_one_number_for_all_joints_and_a_wrench(capsys):
@@ -66,3 +66,34 @@ def test_bench_refuses_a_robot_without_joints(capsys, tmp_path):
                     '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link></robot>')
     code, _, err = run(capsys, "bench", str(path), "--batch", "0")
     assert code == 1 and "table has no moving joints" in err, err
+
+
+def test_a_world_aligned_wrench_on_the_command_line(capsys):
+    """--wrench-axes world_aligned: the Panda holding 2 kg at its hand, as the library answers it."""
+    panda = gtdyn.load_robot("panda")
+    code, out, err = run(capsys, "solve", "panda", "--problem", "inverse", "--v", "0", "--qdd", "0",
+                         "--wrench", "panda_hand=0,0,0,0,0,-19.62", "--wrench-axes", "world_aligned")
+    assert code == 0, err
+    q = gtdyn.cli.default_state(panda)[0]
+    zero = np.zeros(9)
+    expected = gtdyn.inverse_dynamics(panda, q, zero, zero, external_wrenches={"panda_hand": [0, 0, 0, 0, 0, -19.62]},
+                                      wrench_axes="world_aligned").tau
+    assert np.allclose(torques(out, panda), expected, rtol=0, atol=5e-7)
+
+
+def test_simulate_takes_wrenches_and_contacts(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = run(capsys, "simulate", "rr", "--steps", "20", "--out", str(tmp_path / "pushed"),
+                         "--wrench", "tip=0,0,0,0,0,-3", "--wrench-axes", "world_aligned")
+    assert code == 0, err
+    assert "the external wrenches do work, so the energy is not conserved" in out
+    robot = gtdyn.load_robot("rr")
+    q0 = gtdyn.cli.default_state(robot)[0]
+    expected = gtdyn.simulate(robot, q0, np.zeros(2), dt=0.001, steps=20, wrench_axes="world_aligned",
+                              external_wrenches={"tip": [0, 0, 0, 0, 0, -3]})
+    final = np.loadtxt(tmp_path / "pushed.csv", delimiter=",", skiprows=1)[-1, 1:3]
+    assert np.allclose(final, expected.q[-1], rtol=0, atol=1e-12)
+    code, out, err = run(capsys, "simulate", "quadruped", "--base", "floating", "--steps", "5", "--out",
+                         str(tmp_path / "standing"), "--contacts", "FL_foot,FR_foot,RL_foot,RR_foot")
+    assert code == 0, err
+    assert "contact forces at the end (in the contact frames): FL_foot " in out

@@ -76,12 +76,24 @@ def test_readme_dag_example_runs(tmp_path, monkeypatch):
 def test_readme_compiled_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
     namespace = {}
-    exec(compile(readme_block("gtdyn.compile("), "README.md", "exec"), namespace)
+    exec(compile(readme_block("solver = gtdyn.compile("), "README.md", "exec"), namespace)
     robot, solver, Q, QDD = (namespace[name] for name in ("robot", "solver", "Q", "QDD"))
     ref = PinocchioModel(robot.source, robot)
     assert rel_err(namespace["qdd"], ref.aba(np.zeros(6), np.zeros(6), np.ones(6))) < 1e-9
     assert max(rel_err(QDD[k], ref.aba(Q[k], np.zeros(6), np.ones(6))) for k in range(0, 1000, 97)) < 1e-9
     assert "def solve(ws):" in capsys.readouterr().out
+
+
+def test_readme_compiled_wrench_example_runs(tmp_path, monkeypatch):
+    """2 kg held at the Panda's hand: the bare arm's torques minus Jᵀ of the weight (J checked against Pinocchio)."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    namespace = {}
+    exec(compile(readme_block("hold = gtdyn.compile("), "README.md", "exec"), namespace)
+    panda, q, zero = (namespace[name] for name in ("panda", "q", "zero"))
+    weight = np.array([0, 0, 0, 0, 0, -2 * 9.81])
+    J = gtdyn.frame_jacobian(panda, q, "panda_hand", reference="world_aligned")
+    bare = gtdyn.inverse_dynamics(panda, q, zero, zero).tau
+    assert rel_err(namespace["tau"], bare - J.T @ weight) < 1e-12
 
 
 def test_readme_loop_example_runs(tmp_path, monkeypatch):

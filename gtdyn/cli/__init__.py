@@ -102,18 +102,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a floating base's acceleration (the twist's derivative) in rad/s² and m/s², for inverse "
                             "dynamics (default 0) and hybrid (default: free, solved for); forward dynamics solves for "
                             "it")
-        p.add_argument("--wrench", action="append", metavar="FRAME=MX,MY,MZ,FX,FY,FZ",
-                       help="a wrench the environment applies to a link or frame, in its own axes: moment in N·m, "
-                            "force in N (repeat for several)")
-        p.add_argument("--contacts", metavar="FRAME[:surface],..",
-                       help="rigid contacts at the origins of these links or frames: point contacts (3 force "
-                            "components) unless :surface (a whole wrench); their forces are solved for")
+        environment_args(p)
         p.add_argument("--ordering", help=f"one of {', '.join(STRATEGIES)} (default colamd), or comma-separated "
                                           "labels such as t3,t2,t1,F1,F2,F3,A3,A2,A1")
         p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
                        help=f"gravity in the world frame, m/s² (default {' '.join(f'{g:g}' for g in gtdyn.GRAVITY)})")
         p.add_argument("--elimination", choices=["qr", "constrained"], default="qr",
                        help="Householder QR (default) or GTSAM's constrained elimination")
+
+    def environment_args(p):
+        p.add_argument("--wrench", action="append", metavar="FRAME=MX,MY,MZ,FX,FY,FZ",
+                       help="a wrench the environment applies to a link or frame: moment in N·m, force in N, in the "
+                            "frame's own axes (or see --wrench-axes); repeat for several")
+        p.add_argument("--wrench-axes", choices=["local", "world_aligned"], default="local",
+                       help="the axes of every --wrench: the frame's own (local, default) or the world's at the "
+                            "frame's origin (world_aligned: a weight is 0,0,0,0,0,-m·g)")
+        p.add_argument("--contacts", metavar="FRAME[:surface],..",
+                       help="rigid contacts at the origins of these links or frames: point contacts (3 force "
+                            "components) unless :surface (a whole wrench); their forces are solved for")
 
     formatter = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("solve", help="solve inverse, forward and/or hybrid dynamics", description=DEFAULT_STATE_DOC,
@@ -170,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and E(t) - E(0); print the wall time, steps per second and the energy's drift.\n"
                                    "Trees and closed loops on a fixed base, trees on a floating one (whose base\n"
                                    "position and orientation are plotted too); leaving a joint's limits is warned\n"
-                                   "about (limits are not enforced).\n\n"
+                                   "about (limits are not enforced). --wrench acts throughout the run; --contacts\n"
+                                   "are rigid and bilateral (their forces are printed at the end).\n\n"
                                    "q0 defaults to the q of gtdyn solve's default state (gtdyn solve --help): a\n"
                                    "bundled robot's documented q, else q_k = 0.1·k inside the joint limits; v0 and\n"
                                    "τ default to 0.",
@@ -187,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tau", metavar="T1,T2,..", help="constant joint torques/forces, comma-separated (default 0)")
     p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
                    help=f"gravity in the world frame, m/s² (default {' '.join(f'{g:g}' for g in gtdyn.GRAVITY)})")
+    environment_args(p)
     p.add_argument("--out", default=DEFAULT_OUT, metavar="PREFIX",
                    help=f"output path prefix: writes PREFIX.csv and the plot PREFIX.FORMAT (default {DEFAULT_OUT}); "
                         "a directory (an existing one, or a path ending in /) gets ROBOT.csv and ROBOT.FORMAT inside "

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 import gtdyn
-from gtdyn.cli.inputs import load, output_prefix, vector, writable_directory, writing
+from gtdyn.cli.inputs import contacts, load, output_prefix, vector, wrenches, writable_directory, writing
 from gtdyn.cli.messages import CLIError
 from gtdyn.cli.state import default_state
 from gtdyn.cli.table import UNITS, base_text, gravity_text
@@ -53,6 +53,12 @@ def _final_q(robot: gtdyn.Robot, q: np.ndarray) -> str:
     return "(" + ", ".join(f"{x:.6g} {u}".rstrip() for x, u in zip(q, units)) + ")"
 
 
+def _per_contact(contacts, forces: np.ndarray) -> list[np.ndarray]:
+    """The contact forces of one sample, contact by contact (3 per point contact, 6 per surface contact)."""
+    ends = np.cumsum([3 if c.kind == "point" else 6 for c in contacts])
+    return np.split(forces, ends[:-1])
+
+
 def cmd_simulate(args) -> None:
     from gtdyn.plot.trajectory import draw_trajectory
 
@@ -61,17 +67,20 @@ def cmd_simulate(args) -> None:
     q0 = vector(args.q0, "q0", robot, default_state(robot)[0])  # as documented, floating bases and loops too
     v0 = vector(args.v0, "v0", robot, np.zeros(robot.num_dofs))
     tau = vector(args.tau, "tau", robot, None)
+    environment = {"external_wrenches": wrenches(args.wrench, robot), "wrench_axes": args.wrench_axes,
+                   "contacts": contacts(args.contacts, robot)}
     prefix = output_prefix(args.out, robot.name, DEFAULT_OUT)
     writable_directory(os.path.dirname(os.path.abspath(prefix)), "--out")
     try:
         # compiled first, apart: a cold compile takes seconds, a run from the cache milliseconds
-        solver = gtdyn.compile(robot, "forward", ordering="aba", gravity=args.gravity)
+        solver = gtdyn.compile(robot, "forward", ordering="aba", gravity=args.gravity, contacts=environment["contacts"],
+                               wrench_frames=list(environment["external_wrenches"] or ()), wrench_axes=args.wrench_axes)
     except gtdyn.ArgumentError as e:  # bad --gravity and the like: named in gtdyn.simulate's words below
         solver = e
     start = time.perf_counter()
     try:
         trajectory = gtdyn.simulate(robot, q0, v0, tau=tau, dt=args.dt, steps=args.steps, method=args.method,
-                                    gravity=args.gravity)
+                                    gravity=args.gravity, **environment)
     except gtdyn.ArgumentError as e:  # the library names its argument dt=; the command's option is --dt
         if str(e).split(":", 1)[0] not in OPTIONS:
             raise
@@ -96,9 +105,16 @@ def cmd_simulate(args) -> None:
               + ("(from the on-disk cache)" if solver.from_cache else "(cold: later runs load it from the cache)"))
     print(f"  {trajectory.t[-1]:g} s simulated in {wall:.3g} s wall time: {args.steps / wall:,.0f} steps per second")
     print(f"  final q = {_final_q(robot, trajectory.q[-1])}")
-    if tau is None or not np.any(tau):  # no work done on the system: any change of E is the integrator's error
+    if trajectory.contact_forces is not None:
+        print("  contact forces at the end (in the contact frames): "
+              + "; ".join(f"{c.link} " + ", ".join(f"{x:.4g}" for x in f) for c, f in
+                          zip(environment["contacts"], _per_contact(environment["contacts"],
+                                                                    trajectory.contact_forces[-1]))))
+    working = [name for name, acts in (("the torques", tau is not None and np.any(tau)),
+                                       ("the external wrenches", environment["external_wrenches"])) if acts]
+    if not working:  # no work done on the system: any change of E is the integrator's error
         print(f"  energy E(0) = {energy[0]:.6g} J, drift max |E − E(0)| = {drift:.3g} J")
     else:
-        print(f"  energy E(0) = {energy[0]:.6g} J, max |E − E(0)| = {drift:.3g} J (not a drift: the torques do work, "
-              "so the energy is not conserved)")
+        print(f"  energy E(0) = {energy[0]:.6g} J, max |E − E(0)| = {drift:.3g} J (not a drift: "
+              f"{' and '.join(working)} do work, so the energy is not conserved)")
     print("wrote " + ", ".join(written))

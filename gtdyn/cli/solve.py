@@ -118,7 +118,7 @@ def _hybrid_split(robot: gtdyn.Robot, args, q, v, qdd0, base: Base | None) -> tu
     index = robot.joint_names.index
     if given_qdd is None or given_tau is None:
         reference_tau = gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity, **_base_arguments(base),
-                                   external_wrenches=wrenches(args.wrench, robot)).tau
+                                               **_wrench_arguments(args, robot)).tau
         if given_qdd is None and given_tau is None:
             half = len(act) // 2
             given_qdd = {n: qdd0[index(n)] for n in act[:half]}
@@ -128,6 +128,11 @@ def _hybrid_split(robot: gtdyn.Robot, args, q, v, qdd0, base: Base | None) -> tu
         else:
             given_tau = {n: reference_tau[index(n)] for n in act if n not in given_qdd}
     return given_qdd, given_tau
+
+
+def _wrench_arguments(args, robot: gtdyn.Robot) -> dict:
+    """--wrench and --wrench-axes as the library takes them."""
+    return {"external_wrenches": wrenches(args.wrench, robot), "wrench_axes": args.wrench_axes}
 
 
 def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
@@ -149,7 +154,7 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
         qdd = None
         tau = vector(args.tau, "tau", robot, None) if args.tau else \
             gtdyn.inverse_dynamics(robot, q, v, qdd0, gravity=args.gravity, **_base_arguments(base),
-                                   external_wrenches=wrenches(args.wrench, robot)).tau
+                                   **_wrench_arguments(args, robot)).tau
         given = "q, q̇, τ" + (f" (0 at passive {_names(passive)})" if passive else "")
         solved = "q̈"
     else:
@@ -164,7 +169,7 @@ def solve_problem(robot: gtdyn.Robot, problem: str, args) -> Solved:
         solved += "; base " + ("wrench" if base.accel is not None else "acceleration")
     try:
         query = ask(robot, problem, q, v, qdd=qdd, tau=tau, gravity=args.gravity, **_base_arguments(base),
-                    external_wrenches=wrenches(args.wrench, robot), contacts=contacts(args.contacts, robot))
+                    **_wrench_arguments(args, robot), contacts=contacts(args.contacts, robot))
         result = solve_query(query, **options)
     except gtdyn.ArgumentError as e:  # one --ordering serves every problem of --problem all: say which it failed for
         if not str(e).startswith("ordering: "):

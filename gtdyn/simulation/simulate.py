@@ -15,6 +15,7 @@ from gtdyn.errors import ArgumentError, JointLimitWarning
 from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
 from gtdyn.simulation.closed_loops import ClosedLoopStepper
+from gtdyn.simulation.environment import EnvironmentForward, RecordingForces
 from gtdyn.simulation.floating import FloatingStepper
 from gtdyn.simulation.steppers import JointStepper, Samples, Stepper
 from gtdyn.simulation.trajectory import Trajectory
@@ -25,8 +26,8 @@ PROGRESS_AFTER_S = 2.0  # a run longer than this reports its progress on stderr,
 
 
 def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
-             base_pose=None, base_twist=None, gravity=GRAVITY, checks: bool = True,
-             progress: bool | None = None) -> Trajectory:
+             base_pose=None, base_twist=None, gravity=GRAVITY, external_wrenches=None, wrench_axes: str = "local",
+             contacts=None, checks: bool = True, progress: bool | None = None) -> Trajectory:
     """Integrate forward dynamics from (q0, v0) for ``steps`` steps of ``dt`` seconds.
 
     ``tau``: None (no torque), a vector (constant), an array of shape (steps, n) (held over each step) or a
@@ -41,6 +42,13 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     starts at ``base_pose`` (identity if None) with ``base_twist`` (zero if None) and moves freely; its pose is
     integrated on SE(3) (``gtdyn.simulation.floating``) and ``Trajectory.base_pose``, ``base_twist`` and
     ``base_accel`` record it.
+
+    ``external_wrenches`` ({link or frame: [m; f]}, in the frames' own axes or, with
+    ``wrench_axes="world_aligned"``, in the world's axes at the frames' origins) act throughout the run.
+    ``contacts`` (a list of ``gtdyn.Contact``) are rigid and bilateral: every step solves constrained forward
+    dynamics, whose contact forces ``Trajectory.contact_forces`` records. They hold at the acceleration level,
+    with no position correction, so a contact point drifts by the integrator's error (smaller steps, or a
+    higher-order method, drift less).
     """
     robot_argument(robot)
     choice("method", method, METHODS)
@@ -49,18 +57,27 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     # the start, checked as any forward-dynamics question (q0, v0, couplings, gravity, base): here, or the first
     # step would name the compiled solver's arguments
     start = ask(robot, "forward", q0, v0, tau=np.zeros(robot.num_dofs), base_pose=base_pose, base_twist=base_twist,
-                gravity=gravity, q_names=("q0", "v0"))
+                gravity=gravity, contacts=contacts, external_wrenches=external_wrenches, wrench_axes=wrench_axes,
+                q_names=("q0", "v0"))
+    placed = start.problem.contacts
     q, v, gravity = start.q, start.v, start.gravity
     torque = simulation_torques(robot, tau, steps)
-    forward = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks)
+    if placed and (robot.loop_joints or method == "variational"):
+        raise ArgumentError("contacts: simulate covers contacts on trees with the explicit integrators (not closed "
+                            "loops, not the variational integrator)")
+    solver = compile_solver(robot, "forward", ordering="aba", gravity=gravity, contacts=contacts, checks=checks,
+                            wrench_frames=list(external_wrenches or ()), wrench_axes=wrench_axes)
+    forward = EnvironmentForward(solver, external_wrenches, bool(placed)) if placed or external_wrenches else solver
     base_pose, base_twist = (None, None) if start.base is None else (start.base.pose, start.base.twist)
     if robot.floating_base and robot.loop_joints:
         raise ArgumentError(f"robot: simulate covers closed loops on a fixed base; '{robot.name}' floats")
     if robot.loop_joints and method == "variational":
         raise ArgumentError(f"method: the variational integrator covers trees; '{robot.name}' has closed loops")
-    samples = Samples.allocate(robot, steps, dt)
+    samples = Samples.allocate(robot, steps, dt, sum(c.dim for c in placed))
     stepper = _stepper(robot, method, q, v, base_pose, base_twist, torque, callable(tau), dt, samples.t, gravity,
                        forward)
+    if placed:
+        stepper = RecordingForces(stepper, forward)
     with Progress("simulate", steps, enabled=progress, after=0.0 if progress else PROGRESS_AFTER_S, every=1.0,
                   unit="steps") as report:
         _run(stepper, samples, report)

@@ -32,23 +32,26 @@ class Samples:
     base_pose: np.ndarray | None = None
     base_twist: np.ndarray | None = None
     base_accel: np.ndarray | None = None
+    contact_forces: np.ndarray | None = None
 
     @classmethod
-    def allocate(cls, robot: Robot, steps: int, dt: float) -> Samples:
+    def allocate(cls, robot: Robot, steps: int, dt: float, contact_forces: int = 0) -> Samples:
         """Uninitialised arrays for ``steps`` steps of ``dt`` (steps + 1 samples), with the base's pose, twist and
-        acceleration on a floating base and the loops' closure on closed loops."""
+        acceleration on a floating base, the loops' closure on closed loops and ``contact_forces`` numbers per
+        sample for the contacts' forces."""
         rows, n = steps + 1, robot.num_dofs
         floating = robot.floating_base
         return cls(dt * np.arange(rows), *(np.empty((rows, n)) for _ in range(4)),
                    closure=np.empty(rows) if robot.loop_joints else None,
                    base_pose=np.empty((rows, 4, 4)) if floating else None,
                    base_twist=np.empty((rows, 6)) if floating else None,
-                   base_accel=np.empty((rows, 6)) if floating else None)
+                   base_accel=np.empty((rows, 6)) if floating else None,
+                   contact_forces=np.empty((rows, contact_forces)) if contact_forces else None)
 
     def trajectory(self, robot: Robot, method: str, gravity) -> Trajectory:
         """The run's ``Trajectory``, holding these arrays (not copies)."""
         return Trajectory(robot, method, self.t, self.q, self.v, self.qdd, self.tau, gravity, self.closure,
-                          self.base_pose, self.base_twist, self.base_accel)
+                          self.base_pose, self.base_twist, self.base_accel, self.contact_forces)
 
 
 class Stepper(Protocol):

@@ -33,6 +33,9 @@ class Trajectory:
     base_pose: np.ndarray | None = None  # floating base: (steps + 1, 4, 4), world ← root link
     base_twist: np.ndarray | None = None  # floating base: (steps + 1, 6), [ω; v] in the root link frame
     base_accel: np.ndarray | None = None  # floating base: (steps + 1, 6), its time derivative
+    # contacts: (steps + 1, 3 per point contact + 6 per surface contact), what the environment applies, in the
+    # contact frames (as a compiled solver gives them), at each sample
+    contact_forces: np.ndarray | None = None
 
     @cached_property
     def _energies(self) -> np.ndarray:  # computed on first use: a forward-kinematics pass per sample
