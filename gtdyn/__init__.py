@@ -17,6 +17,7 @@ This module is the user API. The documented submodules are ``gtdyn.analysis`` (D
 from importlib import metadata as _metadata
 
 from gtdyn.compiled import CompiledSolver, compile
+from gtdyn.compiled.frames import compile_frames
 from gtdyn.compiled.quantities import compile_mass_matrix
 from gtdyn.dynamics.quantities import (
     bias_forces,
@@ -67,6 +68,7 @@ __all__ = [
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
     "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
     "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix", "potential_energy",
+    "compile_frames",
 ]
 try:  # the version lives in pyproject.toml alone
     __version__ = _metadata.version("gtdyn")

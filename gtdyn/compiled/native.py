@@ -13,6 +13,9 @@ import ctypes
 import re
 import struct
 import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
 
 from gtdyn.compiled import trace
 
@@ -225,3 +228,38 @@ class Loaded:
         self.entry = {e: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addresses[e]) for e in ENTRIES}
         batch_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 4)
         self.batch = {e: batch_type(addresses[f"batch_{e}"]) for e in ENTRIES}
+
+
+def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_start: int, threads: int = 1
+               ) -> np.ndarray:
+    """Run a ``batch_<entry>`` function over the rows of ``inputs`` (C-contiguous, one state per row) and return
+    (count, n_out) results; ``threads`` > 1 splits the states among native threads, one workspace each."""
+    count = inputs.shape[0]
+    results = np.empty((count, n_out))
+    threads = max(1, min(int(threads), count))
+    bounds = np.linspace(0, count, threads + 1).astype(int)
+
+    def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
+        ws = np.zeros(workspace_size)
+        batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a), inputs.shape[1], n_out,
+              out_start)
+
+    if threads == 1:
+        run(0, count)
+    else:
+        pool = _pool(threads)
+        for done in [pool.submit(run, a, b) for a, b in zip(bounds[:-1], bounds[1:])]:
+            done.result()
+    return results
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """One pool per thread count for the process: starting threads per batch costs more than many small states."""
+    with _POOL_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")
+        return _POOLS[threads]

@@ -9,8 +9,6 @@ does. ``solver.fallbacks`` counts those calls.
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from threading import get_ident
 
 import gtsam
@@ -175,23 +173,9 @@ class CompiledSolver:
         base = base_states(self.robot, self.problem, count, base_pose, base_twist, base_accel, base_wrench)
         wrenches = wrench_rows(self.wrench_frames, external_wrenches, count)
         inputs = np.ascontiguousarray(np.hstack([Q, V, X, base, wrenches]))
-        n_out = self._outputs + 3  # the outputs, then status, κ and backward error
-        results = np.empty((count, n_out))
-        threads = max(1, min(int(threads), count))
-        bounds = np.linspace(0, count, threads + 1).astype(int)
-        native_batch = self._native.batch[self._entry]
-
-        def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
-            ws = np.zeros(self._size)
-            native_batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a), inputs.shape[1],
-                         n_out, self._out)
-
-        if threads == 1:
-            run(0, count)
-        else:
-            pool = _pool(threads)
-            for done in [pool.submit(run, a, b) for a, b in zip(bounds[:-1], bounds[1:])]:
-                done.result()
+        # the outputs, then status, κ and backward error
+        results = native.run_states(self._native.batch[self._entry], self._size, inputs, self._outputs + 3, self._out,
+                                    threads)
         out = results[:, :self._outputs].copy()
         for k in np.flatnonzero(results[:, self._outputs] != 1.0):
             answer = reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k])
@@ -250,15 +234,3 @@ class CompiledSolver:
     def _passive_error(self, x):
         """The boundary's error naming the passive joints given a torque in x (one state or rows of them)."""
         check_passive_torques(self.robot, "x", np.max(np.abs(np.atleast_2d(x)), axis=0))
-
-
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOL_LOCK = threading.Lock()
-
-
-def _pool(threads: int) -> ThreadPoolExecutor:
-    """One pool per thread count for the process: starting threads per batch costs more than many small states."""
-    with _POOL_LOCK:
-        if threads not in _POOLS:
-            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")
-        return _POOLS[threads]

@@ -81,7 +81,7 @@ def link_accelerations(robot: Robot, kin: KinematicState, qdd: np.ndarray,
     return A
 
 
-def _ancestors(robot: Robot, i: int) -> list[int]:
+def ancestors(robot: Robot, i: int) -> list[int]:
     """The tree joints from the base to body i (tree joint j's child is body j), leaf first."""
     path = []
     while i > 0:
@@ -130,10 +130,10 @@ def frame_acceleration(robot: Robot, q, v, qdd, frame: str, *, reference: str = 
     kin = checked_state(robot, q, v, base_pose, base_twist)
     accel = _base_accel(robot, base_accel)
     A = link_accelerations(robot, kin, joint_vector(robot, "qdd", qdd), accel)
-    return _frame_acceleration(kin, A[i], i, iTf, reference, classical)
+    return acceleration_of_frame(kin, A[i], i, iTf, reference, classical)
 
 
-def _frame_acceleration(kin: KinematicState, A_i: np.ndarray, i: int, iTf: gtsam.Pose3, reference: str,
+def acceleration_of_frame(kin: KinematicState, A_i: np.ndarray, i: int, iTf: gtsam.Pose3, reference: str,
                         classical: bool) -> np.ndarray:
     """Body i's V̇_i moved to frame f (``frame_acceleration``), with the origin's ω × v if ``classical``."""
     fTi = Ad(iTf.inverse())
@@ -166,7 +166,7 @@ def frame_jacobian(robot: Robot, q, frame: str, *, reference: str = "local", bas
     J = np.zeros((6, base + robot.num_dofs))
     if robot.floating_base:
         J[:, :6] = Ad(fTw.compose(pose_to_link(robot, kin.wT[0])))
-    for j in _ancestors(robot, i):
+    for j in ancestors(robot, i):
         J[:, base + j - 1] = Ad(fTw.compose(kin.wT[j])) @ robot.joints[j - 1].screw_axis
     return _axes(wTf, reference) @ J
 
@@ -187,4 +187,4 @@ def frame_bias_acceleration(robot: Robot, q, v, frame: str, *, reference: str = 
     i, iTf = frame_on_body(robot, frame)
     kin = checked_state(robot, q, v, base_pose, base_twist)
     A = link_accelerations(robot, kin, np.zeros(robot.num_dofs), None)
-    return _frame_acceleration(kin, A[i], i, iTf, reference, classical=reference == "world_aligned")
+    return acceleration_of_frame(kin, A[i], i, iTf, reference, classical=reference == "world_aligned")
