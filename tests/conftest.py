@@ -16,3 +16,12 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests' own helpers (references,
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261122)
+
+
+@pytest.fixture(scope="module")
+def private_cache(tmp_path_factory):
+    """A compile cache of the module's own (``pytestmark = pytest.mark.usefixtures("private_cache")``): what it
+    compiles is neither read from nor left in the user's cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GTDYN_CACHE_DIR", str(tmp_path_factory.mktemp("gtdyn_cache")))
+        yield

@@ -12,11 +12,7 @@ import gtdyn
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def private_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GTDYN_CACHE_DIR", str(tmp_path_factory.mktemp("gtdyn_environment_cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.mark.parametrize("axes", ["local", "world_aligned"])

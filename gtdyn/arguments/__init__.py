@@ -143,6 +143,13 @@ def positive_number(name: str, x) -> float:
     return float(x)
 
 
+def flag(name: str, x) -> bool:
+    """``x`` as a bool (numpy's too), or ArgumentError: a string such as "no" would count as True."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise ArgumentError(f"{name}: expected True or False, got {x!r}")
+    return bool(x)
+
+
 def whole_number(name: str, x, minimum: int = 0) -> int:
     """``x`` as an int ≥ ``minimum``, or ArgumentError (a bool or a float is not a count here)."""
     if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < minimum:

@@ -88,6 +88,27 @@ class PinocchioModel:
                            self.fext(external_wrenches))
         return self.joint_order(qdd)
 
+    def aba_derivatives(self, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """∂q̈/∂q, ∂q̈/∂q̇, ∂q̈/∂τ (= M⁻¹) by Pinocchio's ``computeABADerivatives``, in gtdyn's joint order."""
+        out = self.pin.computeABADerivatives(self.model, self.data, self.configuration(q), self.tangent(v),
+                                             self.tangent(tau))
+        return tuple(self._ordered(d) for d in out)
+
+    def rnea_derivatives(self, q, v, qdd) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """∂τ/∂q, ∂τ/∂q̇, ∂τ/∂q̈ (= M) by Pinocchio's ``computeRNEADerivatives``, in gtdyn's joint order."""
+        dq, dv, M = self.pin.computeRNEADerivatives(self.model, self.data, self.configuration(q), self.tangent(v),
+                                                    self.tangent(qdd))
+        return self._ordered(dq), self._ordered(dv), self._ordered(np.triu(M) + np.triu(M, 1).T)
+
+    def _ordered(self, D) -> np.ndarray:
+        """A Pinocchio (nv × nv) derivative with rows and columns in gtdyn's order."""
+        order = self.velocity_order()
+        return np.asarray(D)[np.ix_(order, order)]
+
+    def velocity_order(self) -> np.ndarray:
+        """Pinocchio's velocity index of each of gtdyn's tangent coordinates."""
+        return self.idx_v
+
     def mass_matrix(self, q) -> np.ndarray:
         """M(q), symmetric (Pinocchio's CRBA fills the upper triangle)."""
         M = self._mass_matrix(self.configuration(q))
@@ -160,6 +181,22 @@ class FreeFlyerPinocchio(PinocchioModel):
         if base is not None:
             out[:3], out[3:6] = base[3:], base[:3]
         return out
+
+    def velocity_order(self) -> np.ndarray:
+        """The base's [ω; v] (Pinocchio's 3:6, 0:3), then the joints."""
+        return np.concatenate([[3, 4, 5, 0, 1, 2], self.idx_v])
+
+    def aba_derivatives(self, q, v, tau, base_pose=None, base_twist=None, base_wrench=None) -> tuple:
+        """∂[base accel; q̈]/∂[ξ; q], /∂[base twist; q̇], /∂[base wrench; τ] (= M⁻¹), gtdyn's order and axes."""
+        out = self.pin.computeABADerivatives(self.model, self.data, self.configuration(q, base_pose),
+                                             self.tangent(v, base_twist), self.tangent(tau, base_wrench))
+        return tuple(self._ordered(d) for d in out)
+
+    def rnea_derivatives(self, q, v, qdd, base_pose=None, base_twist=None, base_accel=None) -> tuple:
+        """∂[base wrench; τ]/∂[ξ; q], /∂[base twist; q̇], /∂[base accel; q̈] (= M), gtdyn's order and axes."""
+        dq, dv, M = self.pin.computeRNEADerivatives(self.model, self.data, self.configuration(q, base_pose),
+                                                    self.tangent(v, base_twist), self.tangent(qdd, base_accel))
+        return self._ordered(dq), self._ordered(dv), self._ordered(np.triu(M) + np.triu(M, 1).T)
 
     def base_part(self, x) -> np.ndarray:
         """The base part of a Pinocchio velocity-sized vector, as gtdyn's [angular; linear]."""

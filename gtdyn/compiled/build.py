@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import choice, gravity_vector, robot_argument
+from gtdyn.arguments import choice, covered, flag, gravity_vector, robot_argument
 from gtdyn.arguments.asked import place_contacts, qdd_joint_names
 from gtdyn.arguments.wrenches import compiled_wrench_frames
 from gtdyn.compiled import cache, native
@@ -39,7 +39,7 @@ DEFAULT_ORDERINGS = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}
 
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
             contacts=None, wrench_frames: Iterable[str] | None = None, wrench_axes: str = "local",
-            checks: bool = True, use_cache: bool = True) -> CompiledSolver:
+            derivatives: bool = False, checks: bool = True, use_cache: bool = True) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
     keys, or a callable, as everywhere; default ``DEFAULT_ORDERINGS``: RNEA for inverse dynamics, ABA for forward
@@ -55,6 +55,9 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     (``solver(..., external_wrenches={frame: wrench})``), in the frames' own axes (``wrench_axes="local"``) or in
     world-aligned axes at their origins (``"world_aligned"``), as ``gtdyn.forward_dynamics`` takes them.
 
+    ``derivatives=True`` also compiles the exact sensitivities of the answer (``solver.derivatives``,
+    ``solver.batch_derivatives``; ``gtdyn.compiled.derivatives``).
+
     ``checks=False`` skips the refinement, the condition estimate and the backward error: an answer without a
     verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
     reference path.
@@ -68,9 +71,13 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     gravity = gravity_vector(gravity)
     qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
     frames = compiled_wrench_frames(robot, wrench_frames, wrench_axes)
-    if robot.floating_base and robot.loop_joints:  # a planar loop's plane would turn with the base
-        raise ArgumentError(f"robot: '{robot.name}' has a floating base and closed loops, which compiled solvers do "
-                            "not cover; use the reference path (gtdyn.forward_dynamics etc.)")
+    derivatives = flag("derivatives", derivatives)
+    if derivatives:  # along a loop's constraint manifold: not compiled yet
+        covered(robot, "gtdyn.compile(..., derivatives=True)", loops=False,
+                advice="compiled derivatives cover trees, with floating bases, contacts and transmissions")
+    if robot.loop_joints:  # a planar loop's plane would turn with the base
+        covered(robot, "gtdyn.compile with closed loops", floating_base=False,
+                advice="use the reference path: gtdyn.forward_dynamics etc.")
     if problem == "inverse" and place_contacts(robot, contacts):
         raise ArgumentError("contacts: inverse dynamics with contacts (least-norm contact forces) is not compiled; "
                             "use gtdyn.inverse_dynamics(..., contacts=...)")
@@ -82,7 +89,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
     name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot),
                      cache.problem_signature(template.problem), order, tuple(gravity),
-                     [(f.name, f.body, f.fTcom.matrix().tobytes()) for f in frames], wrench_axes)
+                     [(f.name, f.body, f.fTcom.matrix().tobytes()) for f in frames], wrench_axes, derivatives)
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
@@ -90,7 +97,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
                  " ".join(keys.label(k) for k in order[:6]) + (" …" if len(order) > 6 else ""))
         samples = sample_states(robot, problem, qdd_joints, wrench_frames=len(frames))
         with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
-            record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes)
+            record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes, derivatives)
     solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes)
     if not cached:
         self_check(solver, samples)
@@ -104,8 +111,8 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
 
 
 def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str, wrench_frames,
-           wrench_axes: str) -> dict:
-    program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes)
+           wrench_axes: str, derivatives: bool) -> dict:
+    program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes, derivatives)
     prefix = f"g{name[:12]}_"
     ir = native.module_ir(program.functions, prefix)
     obj = native.compile_object(ir)
@@ -114,5 +121,6 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
               f"generated by gtdyn.compile")
     return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
             "outputs": len(program.outputs), "source": render(program.functions, header),
+            "entries": native.entries_of(program.functions), "derivative_columns": layout.derivative_columns,
             "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
             "operations": {fn.name: fn.count() for fn in program.functions.values()}}

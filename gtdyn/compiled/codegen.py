@@ -30,6 +30,7 @@ from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.certificate import coupling_ok, finite, main, valid_inputs
+from gtdyn.compiled.derivatives import direction_count, entry, tangent_function
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
@@ -58,10 +59,11 @@ def _identifier(text: str, fallback: str) -> str:
 
 
 def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray],
-             wrench_frames=(), wrench_axes: str = "local") -> Program:
+             wrench_frames=(), wrench_axes: str = "local", derivatives: bool = False) -> Program:
     """The functions for ``problem`` (its known values being placeholders: which joints are known is what
     matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states (and the
-    base's, and "wrench" when external wrenches on ``wrench_frames`` are inputs)."""
+    base's, and "wrench" when external wrenches on ``wrench_frames`` are inputs). ``derivatives``: also
+    ``tangents`` and the entries ``dmain``/``dfast`` (``gtdyn.compiled.derivatives``)."""
     n = robot.num_dofs
     factor = trace.Function("factor", samples["q"].shape[1])
     q = [factor.load(j, samples["q"][j], _identifier(keys.pretty(keys.joint_angle_key(j + 1)), f"q{j + 1}"))
@@ -108,7 +110,8 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
         for c in range(keys.dim(key)):
             column[key, c] = len(column)
     outputs = _outputs(robot, problem, column)
-    layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot), 6 * len(wrench_frames))
+    layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot), 6 * len(wrench_frames),
+                    direction_count(robot) if derivatives else 0)
     slots = Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)
@@ -116,6 +119,11 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions["residual"] = _residual(plan, column, layout, slots)
     functions["main"] = main(functions, plan, column, layout, slots, closure, outputs, coupled)
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
+    if derivatives:
+        functions["tangents"] = tangent_function(robot, problem, gravity, plan, column, layout, slots, outputs,
+                                                 functions, wrench_frames, wrench_axes)
+        for name, solve in (("dmain", "main"), ("dfast", "fast")):
+            functions[name] = entry(name, functions[solve], functions["tangents"])
     slots.write_back(functions)
     return Program(functions, layout, plan, outputs)
 

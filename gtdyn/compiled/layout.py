@@ -17,11 +17,14 @@ class Layout:
     unknowns: int
     base_inputs: int = 0  # a floating base's pose (16), twist (6) and given acceleration or wrench (6)
     wrench_inputs: int = 0  # six per frame that takes an external wrench
+    derivative_columns: int = 0  # directions of ``gtdyn.compiled.derivatives`` (0: values only)
     start: dict[str, int] = field(default_factory=dict)
     size: int = 0
 
     def __post_init__(self):
-        sizes = {"inputs": self.inputs, "out": self.outputs + 3, "rhs": self.rows, "sol": self.unknowns,
+        # "jac" right after "out": a batch copies the outputs, the verdict and the derivatives out as one block
+        sizes = {"inputs": self.inputs, "out": self.outputs + 3, "jac": self.outputs * self.derivative_columns,
+                 "rhs": self.rows, "sol": self.unknowns,
                  "zt": self.unknowns, "yt": self.rows, "xr": self.unknowns, "res": self.rows}
         for name, size in sizes.items():
             self.start[name] = self.size

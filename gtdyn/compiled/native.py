@@ -81,13 +81,21 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
 
 
 def module_ir(functions: dict[str, trace.Function], prefix: str) -> str:
-    """One module: the functions, and ``batch_main`` (and ``batch_fast``) running the entry state by state."""
+    """One module: the functions, and ``batch_<entry>`` running each entry present state by state."""
     head = [f"declare double @{name}(double)" for name in _INTRINSIC.values()]
-    loops = [_batch_ir(prefix, entry) for entry in ENTRIES]
+    loops = [_batch_ir(prefix, entry) for entry in entries_of(functions)]
     return "\n".join(head + [function_ir(fn, prefix) for fn in functions.values()] + loops)
 
 
-ENTRIES = ("main", "fast")  # the checked and the unchecked solve; each has a batch loop "batch_<entry>"
+# the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;
+# each has a batch loop "batch_<entry>"
+ENTRIES = ("main", "fast")
+DERIVATIVE_ENTRIES = ("dmain", "dfast")
+
+
+def entries_of(functions) -> tuple[str, ...]:
+    """The entry points of a module with these functions (names)."""
+    return ENTRIES + (DERIVATIVE_ENTRIES if "dmain" in functions else ())
 
 
 def _batch_ir(prefix: str, entry: str) -> str:
@@ -215,19 +223,19 @@ class Loaded:
     n_in, n_out, out_start)`` for each of ``ENTRIES``, as ctypes functions (which release the GIL while they
     run); arguments are addresses of float64 arrays and integers."""
 
-    def __init__(self, obj: bytes, prefix: str):
+    def __init__(self, obj: bytes, prefix: str, entries: tuple[str, ...] = ENTRIES):
         binding = llvm()
         with _lock:
             self._engine = binding.create_mcjit_compiler(binding.parse_assembly(""), _target_machine())
             self._engine.add_object_file(binding.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
             addresses = {name: self._engine.get_function_address(prefix + name)
-                         for entry in ENTRIES for name in (entry, f"batch_{entry}")}
+                         for entry in entries for name in (entry, f"batch_{entry}")}
         if not all(addresses.values()):
             raise RuntimeError("gtdyn.compiled: the object code does not define its entry points")
-        self.entry = {e: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addresses[e]) for e in ENTRIES}
+        self.entry = {e: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addresses[e]) for e in entries}
         batch_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 4)
-        self.batch = {e: batch_type(addresses[f"batch_{e}"]) for e in ENTRIES}
+        self.batch = {e: batch_type(addresses[f"batch_{e}"]) for e in entries}
 
 
 def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_start: int, threads: int = 1

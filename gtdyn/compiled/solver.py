@@ -21,13 +21,14 @@ from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
 from gtdyn.compiled import base_inputs, native
 from gtdyn.compiled.base_inputs import base_states, write_base
+from gtdyn.compiled.derivatives import Derivatives, split
 from gtdyn.compiled.fallback import reference_answer
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
-GENERATED_FUNCTIONS = ("factor", "solve", "solve_t", "residual", "main", "fast")
+GENERATED_FUNCTIONS = ("factor", "solve", "solve_t", "residual", "main", "fast", "tangents", "dmain", "dfast")
 
 
 class CompiledSolver:
@@ -74,7 +75,7 @@ class CompiledSolver:
         self.compile_seconds = float("nan")
         self.from_cache = False
         self._record = record
-        self._native = native.Loaded(record["object"], record["prefix"])
+        self._native = native.Loaded(record["object"], record["prefix"], record.get("entries", native.ENTRIES))
         self._size, self._n = record["size"], robot.num_dofs
         self._out, self._status = record["start"]["out"], record["status"]
         self._outputs = record["outputs"]
@@ -83,6 +84,8 @@ class CompiledSolver:
         self.checks = bool(checks)
         self._entry = "main" if self.checks else "fast"
         self._main = self._native.entry[self._entry]
+        self._columns = record.get("derivative_columns", 0)
+        self._derivative_entry = ("dmain" if self.checks else "dfast") if self._columns else None
         self._passive = np.array([j.index - 1 for j in robot.joints
                                   if not j.actuated
                                   and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))],
@@ -108,6 +111,61 @@ class CompiledSolver:
 
     def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                  external_wrenches=None):
+        ws, pointer, parts = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
+        self._main(pointer)
+        self._last = ws
+        if ws[self._status] != 1.0:
+            return self._fallback(ws, q, v, x)
+        if len(parts) == 1:
+            return parts[0].copy()
+        return tuple([part.copy() for part in parts])
+
+    def derivatives(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
+                    external_wrenches=None) -> Derivatives:
+        """The answer and its exact derivatives (``gtdyn.compiled.derivatives.Derivatives``: ``value``, ``dq``,
+        ``dv``, ``dx``) at one state, the arguments as ``solver(...)`` takes them. Forward dynamics: ``dx`` is
+        M⁻¹; inverse: M. A state the checked call would send to the reference path gets the reference path's
+        value, warning or error; the derivatives are then the plan's (as accurate as its condition allows)."""
+        self._derivative_entry or self._without_derivatives()
+        ws, pointer, _ = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
+        self._native.entry[self._derivative_entry](pointer)
+        self._last = ws
+        jacobian = ws[self._out + self._outputs + 3:][:self._outputs * self._columns].reshape(self._outputs, -1)
+        if ws[self._status] != 1.0:
+            answer = self._fallback(ws, q, v, x)
+            value = np.concatenate(answer) if isinstance(answer, tuple) else answer
+        else:
+            value = ws[self._out:self._out + self._outputs].copy()
+        return Derivatives(value, *split(jacobian.copy(), self.robot))
+
+    def batch_derivatives(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None,
+                          base_wrench=None, external_wrenches=None) -> Derivatives:
+        """``derivatives`` at N states (arguments as ``batch`` takes them): each array of the result gets a leading
+        axis of N."""
+        self._derivative_entry or self._without_derivatives()
+        Q, V, X, base, wrenches, inputs = self._batch_inputs(Q, V, X, threads, base_pose, base_twist, base_accel,
+                                                             base_wrench, external_wrenches)
+        results = native.run_states(self._native.batch[self._derivative_entry], self._size, inputs,
+                                    self._outputs + 3 + self._outputs * self._columns, self._out, threads)
+        values = results[:, :self._outputs].copy()
+        for k in np.flatnonzero(results[:, self._outputs] != 1.0):
+            answer = reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k])
+            values[k] = np.concatenate(answer) if isinstance(answer, tuple) else answer
+        jacobians = results[:, self._outputs + 3:].reshape(len(Q), self._outputs, self._columns)
+        return Derivatives(values, *split(jacobians, self.robot))
+
+    def _without_derivatives(self):
+        raise ArgumentError("derivatives: this solver was compiled without them; compile with "
+                            "gtdyn.compile(..., derivatives=True)")
+
+    def _fallback(self, ws: np.ndarray, q, v, x):
+        """The reference path's answer to the inputs in ``ws`` (the certificate did not pass)."""
+        n = self._n
+        return reference_answer(self, np.array(q, float), np.array(v, float), np.array(x, float),
+                                ws[3 * n:3 * n + self._base_inputs].copy(), ws[self._wrench_inputs].copy())
+
+    def _written(self, q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches):
+        """The inputs checked into a workspace: (ws, its address, the answer's part views)."""
         # The workspace belongs to the thread that compiled the solver; calls from other threads take a fresh
         # one, so no two calls ever share it.
         if get_ident() == self._owner:
@@ -145,14 +203,18 @@ class CompiledSolver:
             wrenches[...] = packed_wrenches(self.wrench_frames, external_wrenches)
         if self._passive.size and np.any(in_x[self._passive] != 0.0):
             self._passive_error(in_x)
-        self._main(pointer)
-        self._last = ws
-        if ws[self._status] != 1.0:
-            return reference_answer(self, np.array(q, float), np.array(v, float), np.array(x, float),
-                                    ws[3 * n:3 * n + self._base_inputs].copy(), wrenches.copy())
-        if len(parts) == 1:
-            return parts[0].copy()
-        return tuple([part.copy() for part in parts])
+        return ws, pointer, parts
+
+    def _batch_inputs(self, Q, V, X, threads, base_pose, base_twist, base_accel, base_wrench, external_wrenches):
+        """A batch's inputs checked: Q, V, X, the base's and the wrenches' rows, and all of them as one array."""
+        whole_number("threads", threads, 1)
+        Q, V, X = state_batch(self._n, Q=Q, V=V, X=X)
+        if self._passive.size and np.any(X[:, self._passive] != 0.0):
+            self._passive_error(X)
+        count = Q.shape[0]
+        base = base_states(self.robot, self.problem, count, base_pose, base_twist, base_accel, base_wrench)
+        wrenches = wrench_rows(self.wrench_frames, external_wrenches, count)
+        return Q, V, X, base, wrenches, np.ascontiguousarray(np.hstack([Q, V, X, base, wrenches]))
 
     def _split(self, out: np.ndarray):
         """The output vector (or rows of them) as the answer's parts, copied; one part alone, bare."""
@@ -164,15 +226,8 @@ class CompiledSolver:
     def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
               external_wrenches=None):
         """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
-        n = self._n
-        threads = whole_number("threads", threads, 1)
-        Q, V, X = state_batch(n, Q=Q, V=V, X=X)
-        if self._passive.size and np.any(X[:, self._passive] != 0.0):
-            self._passive_error(X)
-        count = Q.shape[0]
-        base = base_states(self.robot, self.problem, count, base_pose, base_twist, base_accel, base_wrench)
-        wrenches = wrench_rows(self.wrench_frames, external_wrenches, count)
-        inputs = np.ascontiguousarray(np.hstack([Q, V, X, base, wrenches]))
+        Q, V, X, base, wrenches, inputs = self._batch_inputs(Q, V, X, threads, base_pose, base_twist, base_accel,
+                                                             base_wrench, external_wrenches)
         # the outputs, then status, κ and backward error
         results = native.run_states(self._native.batch[self._entry], self._size, inputs, self._outputs + 3, self._out,
                                     threads)

@@ -22,6 +22,9 @@ UNARY = {"copy": np.positive, "neg": np.negative, "sin": np.sin, "cos": np.cos, 
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
           "le": lambda a, b: np.less_equal(a, b).astype(float)}
 COMMUTATIVE = {"add", "mul"}
+# operands whose own arithmetic runs when a Sym meets them: numpy arrays (elementwise), and the dual numbers of
+# ``gtdyn.compiled.dual`` (which add themselves here)
+DEFER: tuple[type, ...] = (np.ndarray,)
 
 
 class Sym:
@@ -33,28 +36,28 @@ class Sym:
         self.fn, self.id, self.val = fn, id, val
 
     def __add__(self, other):
-        return NotImplemented if isinstance(other, np.ndarray) else add(self, other)
+        return NotImplemented if isinstance(other, DEFER) else add(self, other)
 
     def __radd__(self, other):
-        return NotImplemented if isinstance(other, np.ndarray) else add(other, self)
+        return NotImplemented if isinstance(other, DEFER) else add(other, self)
 
     def __sub__(self, other):
-        return NotImplemented if isinstance(other, np.ndarray) else sub(self, other)
+        return NotImplemented if isinstance(other, DEFER) else sub(self, other)
 
     def __rsub__(self, other):
-        return NotImplemented if isinstance(other, np.ndarray) else sub(other, self)
+        return NotImplemented if isinstance(other, DEFER) else sub(other, self)
 
     def __mul__(self, other):
-        return NotImplemented if isinstance(other, np.ndarray) else mul(self, other)
+        return NotImplemented if isinstance(other, DEFER) else mul(self, other)
 
     def __rmul__(self, other):
-        return NotImplemented if isinstance(other, np.ndarray) else mul(other, self)
+        return NotImplemented if isinstance(other, DEFER) else mul(other, self)
 
     def __truediv__(self, other):
-        return NotImplemented if isinstance(other, np.ndarray) else div(self, other)
+        return NotImplemented if isinstance(other, DEFER) else div(self, other)
 
     def __rtruediv__(self, other):
-        return NotImplemented if isinstance(other, np.ndarray) else div(other, self)
+        return NotImplemented if isinstance(other, DEFER) else div(other, self)
 
     def __neg__(self):
         return neg(self)
@@ -161,11 +164,15 @@ def neg(a):
 
 
 def sin(a):
-    return math.sin(a) if type(a) is not Sym else a.fn.emit("sin", a)
+    if type(a) is Sym:
+        return a.fn.emit("sin", a)
+    return a.sin() if isinstance(a, DEFER) else math.sin(a)
 
 
 def cos(a):
-    return math.cos(a) if type(a) is not Sym else a.fn.emit("cos", a)
+    if type(a) is Sym:
+        return a.fn.emit("cos", a)
+    return a.cos() if isinstance(a, DEFER) else math.cos(a)
 
 
 def sqrt(a):

@@ -1,0 +1,185 @@
+"""Exact derivatives of a compiled solve, by implicit differentiation of the eliminated system.
+
+The compiled plan solves A(θ) x = b(θ), θ the inputs (q, q̇, the given x and a floating base's pose, twist and
+given quantity). Along a direction θ_d, the residual r(θ, x) = b(θ) − A(θ) x stays zero, so
+
+    A ∂x/∂θ_d = ∂r/∂θ_d   (at the solution x, with x held fixed in r)
+
+— one more right-hand side for the factorization the plan already holds: the elimination's row operations and
+back-substitution (``solve``) once per direction. ∂r/∂θ_d is the derivative of eq. 4–7 themselves, written by
+running the kinematics pass and the equations on dual numbers (``gtdyn.compiled.dual``): exact, not finite
+differences, and in every ordering, since the ordering only changes how A is factored.
+
+Directions, in the order of the returned columns: ``dq`` over [ξ; q] (a floating base's pose perturbed as
+T·Exp(ξ), ξ = [ω; v] in its root link frame; v does not enter, gravity being uniform), ``dv`` over [V_base; q̇],
+``dx`` over [the base's given acceleration or wrench; x]. A driven joint (a transmission) follows its drives:
+its columns are zero and its drives' columns move it too (derivatives along the couplings); a passive joint's τ
+is zero by definition, so its τ column is zero too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtdyn import keys
+from gtdyn.arguments.query import GIVEN, POSE, TWIST
+from gtdyn.compiled import base_inputs, trace
+from gtdyn.compiled.dual import Dual, tangents
+from gtdyn.compiled.kinematics import traced_kinematics
+from gtdyn.compiled.layout import Layout, Slots
+from gtdyn.compiled.plan import Plan
+from gtdyn.compiled.wrench_inputs import traced_wrenches
+from gtdyn.dynamics.graph import dynamics_equations
+from gtdyn.linear.system import Key
+from gtdyn.model.robot import Robot
+from gtdyn.problem import Problem
+from gtdyn.spatial import skew
+
+
+@dataclass(frozen=True)
+class Derivatives:
+    """A compiled solve and its sensitivities: ``value`` is the answer as one vector (the parts of
+    ``solver(...)`` concatenated), ``dq``, ``dv``, ``dx`` its derivatives (rows: the answer's entries; columns:
+    [ξ; q], [V_base; q̇], [base given; x], the base's six only on a floating base). In batches every array gets
+    a leading axis, one entry per state."""
+
+    value: np.ndarray
+    dq: np.ndarray
+    dv: np.ndarray
+    dx: np.ndarray
+
+
+def direction_count(robot: Robot) -> int:
+    """Columns of ``dq``, ``dv`` and ``dx`` together: 3 (n + 6 on a floating base)."""
+    return 3 * (robot.num_dofs + (6 if robot.floating_base else 0))
+
+
+def split(jacobian: np.ndarray, robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``dq``, ``dv``, ``dx`` from the generated code's (outputs × directions) block (or a stack of them)."""
+    m = robot.num_dofs + (6 if robot.floating_base else 0)
+    return jacobian[..., :m], jacobian[..., m:2 * m], jacobian[..., 2 * m:]
+
+
+def tangent_function(robot: Robot, problem: Problem, gravity, plan: Plan, column: dict, layout: Layout,
+                     slots: Slots, outputs, functions: dict, wrench_frames=(), wrench_axes: str = "local"
+                     ) -> trace.Function:
+    """``tangents``: after a solve (``main`` or ``fast``) has factored A, the derivative of every output along
+    every direction, into ``ws`` from ``layout.start["jac"]`` (row-major: output by output)."""
+    fn = trace.Function("tangents")
+    start, n = layout.start, robot.num_dofs
+    fn.comment("the solution x of A x = b, all of it (the outputs hold only part)")
+    for i, row in enumerate(plan.rows):
+        fn.store(start["rhs"] + i, slots.use(fn, row.rhs))
+    fn.call(functions["solve"])
+    x = [fn.load(start["sol"] + k) for k in range(len(column))]
+    fn.comment("the inputs as dual numbers: each carries its derivative along its own direction")
+    inputs, directions = _dual_inputs(fn, robot, problem, layout)
+    q, v, given = inputs["q"], inputs["v"], inputs["x"]
+    traced_problem = dataclasses.replace(
+        problem, known_qdd={j: given[j - 1] for j in problem.known_qdd},
+        known_tau={j: 0.0 if not robot.joints[j - 1].actuated else given[j - 1] for j in problem.known_tau})
+    if robot.floating_base:
+        traced_problem = dataclasses.replace(traced_problem, **{
+            "base_accel" if problem.kind == "inverse" else "base_wrench": inputs["base_given"]})
+    fn.comment("kinematics and eq. 5–7 on dual numbers: ∂r/∂θ with r = b − A x at the solution")
+    kin, _ = traced_kinematics(robot, q, v, inputs.get("R"), inputs.get("twist"))
+    wrench_start = 3 * n + base_inputs.input_count(robot)
+    wrenches = [[fn.load(wrench_start + 6 * m + c) for c in range(6)] for m in range(len(wrench_frames))]
+    external = traced_wrenches(wrench_frames, wrench_axes, wrenches, kin)
+    residual_tangents = _residual_tangents(robot, kin, traced_problem, gravity, external, x, column)
+    if len(residual_tangents) != len(plan.rows):
+        raise AssertionError("gtdyn.compiled.derivatives: the dual equations do not match the plan's rows")
+    given_at = {2 * n + j: ("x", j) for j in range(n)}  # an output passed through from input x_j
+    for d, direction in enumerate(directions):
+        fn.comment(f"∂/∂{direction[0]}{direction[1]}: A ∂x = ∂r")
+        rhs = [t.get(direction, 0.0) for t in residual_tangents]
+        if all(not trace.is_sym(r) and r == 0.0 for r in rhs):
+            dx = [0.0] * len(column)
+        else:
+            for i, r in enumerate(rhs):
+                fn.store(start["rhs"] + i, r)
+            fn.call(functions["solve"])
+            dx = [fn.load(start["sol"] + k) for k in range(len(column))]
+        for e, (source, index) in enumerate(outputs):
+            if source == "unknown":
+                value = dx[index]
+            elif source == "combination":
+                value = sum((coefficient * dx[c] for c, coefficient in index), 0.0)
+            elif source == "input":
+                value = 1.0 if given_at.get(index) == direction else 0.0
+            else:
+                value = 0.0
+            fn.store(start["jac"] + e * len(directions) + d, value)
+    return fn
+
+
+def entry(name: str, solve: trace.Function, tangents: trace.Function) -> trace.Function:
+    """``dmain`` / ``dfast``: the checked or unchecked solve, then its derivatives."""
+    fn = trace.Function(name)
+    fn.call(solve)
+    fn.call(tangents)
+    return fn
+
+
+def _dual_inputs(fn: trace.Function, robot: Robot, problem: Problem, layout: Layout) -> tuple[dict, list]:
+    """The inputs loaded as duals, and the directions in column order."""
+    n = robot.num_dofs
+    directions: list[tuple[str, int]] = []
+    out: dict = {}
+
+    def seeded(kind: str, count: int, first: int) -> list:
+        values = []
+        for k in range(count):
+            directions.append((kind, k))
+            values.append(Dual.seed(fn.load(first + k), (kind, k)))
+        return values
+
+    floating = robot.floating_base
+    base = 3 * n
+    if floating:  # ξ: R → R Exp(ω), ∂R/∂ω_k = R [e_k]×; ξ's linear part moves nothing the dynamics sees
+        R = np.array([fn.load(base + POSE + i) for i in base_inputs.ROTATION], dtype=object).reshape(3, 3)
+        derivative = [R @ skew(np.eye(3)[k]).astype(object) for k in range(3)]
+        directions += [("xi", k) for k in range(6)]
+        out["R"] = np.array([[Dual(R[a, b], {("xi", k): derivative[k][a, b] for k in range(3)
+                                             if trace.is_sym(derivative[k][a, b]) or derivative[k][a, b] != 0})
+                              for b in range(3)] for a in range(3)], dtype=object)
+    out["q"] = _following(robot, seeded("q", n, 0), True)
+    if floating:
+        out["twist"] = np.array(seeded("twist", 6, base + TWIST), dtype=object)
+    out["v"] = _following(robot, seeded("v", n, n), False)
+    if floating:
+        out["base_given"] = np.array(seeded("base_given", 6, base + GIVEN), dtype=object)
+    x = seeded("x", n, 2 * n)
+    out["x"] = _following(robot, x, False) if problem.kind == "inverse" else x
+    return out, directions
+
+
+def _following(robot: Robot, values: list, position: bool) -> list:
+    """A driven joint's dual follows its drives: its own direction dropped, the drives' tangents taken."""
+    values = list(values)
+    for t in robot.transmissions:
+        followed = t.follow(values, position)
+        values[t.dependent - 1] = Dual(values[t.dependent - 1].v, tangents(followed))
+    return values
+
+
+def _residual_tangents(robot: Robot, kin, problem: Problem, gravity, external, x: list, column: dict) -> list[dict]:
+    """Per row of the plan (``traced_rows`` order), the tangents of r = b − A x, x held at the solution."""
+    out = []
+    for eq, roles, _ in dynamics_equations(robot, kin, problem, gravity, external):
+        r = np.asarray(eq.rhs, dtype=object)
+        for name, coefficient in eq.coefficients.items():
+            role = roles[name]
+            coefficient = np.asarray(coefficient, dtype=object).reshape(len(r), -1)
+            if isinstance(role, Key):
+                key = int(role)
+                values = np.array([x[column[key, c]] if (key, c) in column else 0.0 for c in range(keys.dim(key))],
+                                  dtype=object)
+            else:
+                values = np.atleast_1d(np.asarray(role, dtype=object))
+            r = r - coefficient @ values
+        out += [dict(tangents(entry)) for entry in r]
+    return out
