@@ -20,7 +20,7 @@ is zero by definition, so its τ column is zero too.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,12 +39,11 @@ from gtdyn.problem import Problem
 from gtdyn.spatial import skew
 
 
-@dataclass(frozen=True)
-class Derivatives:
+class Derivatives(NamedTuple):
     """A compiled solve and its sensitivities: ``value`` is the answer as one vector (the parts of
     ``solver(...)`` concatenated), ``dq``, ``dv``, ``dx`` its derivatives (rows: the answer's entries; columns:
     [ξ; q], [V_base; q̇], [base given; x], the base's six only on a floating base). In batches every array gets
-    a leading axis, one entry per state."""
+    a leading axis, one entry per state. A named tuple: ``value, dq, dv, dx = solver.derivatives(...)``."""
 
     value: np.ndarray
     dq: np.ndarray

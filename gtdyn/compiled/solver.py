@@ -86,6 +86,7 @@ class CompiledSolver:
         self._main = self._native.entry[self._entry]
         self._columns = record.get("derivative_columns", 0)
         self._derivative_entry = ("dmain" if self.checks else "dfast") if self._columns else None
+        self._tangent_size = robot.num_dofs + (6 if robot.floating_base else 0)
         self._passive = np.array([j.index - 1 for j in robot.joints
                                   if not j.actuated
                                   and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))],
@@ -126,23 +127,26 @@ class CompiledSolver:
         ``dv``, ``dx``) at one state, the arguments as ``solver(...)`` takes them. Forward dynamics: ``dx`` is
         M⁻¹; inverse: M. A state the checked call would send to the reference path gets the reference path's
         value, warning or error; the derivatives are then the plan's (as accurate as its condition allows)."""
-        self._derivative_entry or self._without_derivatives()
+        if self._derivative_entry is None:
+            self._without_derivatives()
         ws, pointer, _ = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
         self._native.entry[self._derivative_entry](pointer)
         self._last = ws
-        jacobian = ws[self._out + self._outputs + 3:][:self._outputs * self._columns].reshape(self._outputs, -1)
-        if ws[self._status] != 1.0:
+        # the outputs, status, κ, backward error, then the outputs × directions block: one copy, then views
+        block = ws[self._out:self._out + self._outputs * (self._columns + 1) + 3].copy()
+        value, jacobian = block[:self._outputs], block[self._outputs + 3:].reshape(self._outputs, self._columns)
+        if block[self._outputs] != 1.0:
             answer = self._fallback(ws, q, v, x)
             value = np.concatenate(answer) if isinstance(answer, tuple) else answer
-        else:
-            value = ws[self._out:self._out + self._outputs].copy()
-        return Derivatives(value, *split(jacobian.copy(), self.robot))
+        m = self._tangent_size
+        return Derivatives(value, jacobian[:, :m], jacobian[:, m:2 * m], jacobian[:, 2 * m:])
 
     def batch_derivatives(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None,
                           base_wrench=None, external_wrenches=None) -> Derivatives:
         """``derivatives`` at N states (arguments as ``batch`` takes them): each array of the result gets a leading
         axis of N."""
-        self._derivative_entry or self._without_derivatives()
+        if self._derivative_entry is None:
+            self._without_derivatives()
         Q, V, X, base, wrenches, inputs = self._batch_inputs(Q, V, X, threads, base_pose, base_twist, base_accel,
                                                              base_wrench, external_wrenches)
         results = native.run_states(self._native.batch[self._derivative_entry], self._size, inputs,
@@ -236,6 +240,11 @@ class CompiledSolver:
             answer = reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k])
             out[k] = np.concatenate(answer) if isinstance(answer, tuple) else answer
         return self._split(out)
+
+    @property
+    def has_derivatives(self) -> bool:
+        """Whether ``derivatives`` and ``batch_derivatives`` are compiled in (``compile(..., derivatives=True)``)."""
+        return self._derivative_entry is not None
 
     @property
     def condition(self) -> float:

@@ -35,14 +35,13 @@ from gtdyn.arguments.series import joint_name_list, step_torques
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
 from gtdyn.estimation.steps import (
+    StepDynamics,
     between_steps,
     check_robot,
     coupled,
     integrated_joints,
     joint_key,
     planar_normals,
-    state_values,
-    step_graph,
 )
 from gtdyn.factors.integration import RULES
 from gtdyn.kinematics.loop_closure import project
@@ -97,6 +96,8 @@ class FixedLagEstimator:
     A gyroscope on the four-bar's coupler would read zero: on the parallelogram the coupler translates
     without turning, so it carries no information and the encoder is the only sensor used.
 
+    ``dynamics``: "auto" (default), "compiled" or "full", as ``trajectory_inverse_dynamics`` takes it.
+
     ``update(reading)`` adds the next step (the first call is step 0) and returns its filtered estimate;
     ``estimates`` lists them; ``window()`` gives the smoothed estimates of the steps still in the window.
     """
@@ -104,7 +105,7 @@ class FixedLagEstimator:
     def __init__(self, robot: Robot, dt: float, lag: int, encoder_joints: str | Sequence[str], sigma_encoder,
                  tau_of_step: Callable[[int], np.ndarray] | np.ndarray, *, q0, v0=None, sigma_q0: float = 0.05,
                  sigma_v0: float = 0.5, sigma_tau: float = 0.01, rule: str = "trapezoidal", gravity=GRAVITY,
-                 smoother: str = "incremental", sigma_base=None, base_twist0=None):
+                 smoother: str = "incremental", sigma_base=None, base_twist0=None, dynamics: str = "auto"):
         self.robot = robot = check_robot(robot)
         self.dt = positive_number("dt", dt)
         self.lag = whole_number("lag", lag, 1)
@@ -130,7 +131,7 @@ class FixedLagEstimator:
         self._joints = integrated_joints(robot, q0)
         q0, v0, _ = coupled(robot, q0, v0, np.zeros(robot.num_dofs))
         self._q0, self._v0 = self._closed(q0, v0, q0) if robot.loop_joints else (q0, v0)
-        self._planar = planar_normals(robot, self._q0)
+        self._steps = StepDynamics(robot, self.gravity, planar_normals(robot, self._q0), dynamics)
         params = gtsam.ISAM2Params()
         params.setRelinearizeThreshold(1e-3)  # each step starts from a one-step prediction, already close:
         params.relinearizeSkip = 10  # tighter settings (1e-8, every update) gave the same estimates, 3x slower
@@ -154,7 +155,7 @@ class FixedLagEstimator:
         k, robot = self.k, self.robot
         measured = base_pose_reading(robot, base_pose)
         tau = self._tau(k)
-        graph = step_graph(robot, k, self.gravity, self._planar)  # with passive joints' τ = 0
+        graph = self._steps.graph(k)  # with passive joints' τ = 0
         for joint in robot.joints:
             if joint.actuated:
                 j = joint.index
@@ -182,7 +183,7 @@ class FixedLagEstimator:
             graph.add(gtsam.PriorFactorPose3(K.at_step(K.pose_key(0), k), base_frame.pose_to_com(robot, measured),
                                              self._base_model))
         actuated = np.array([joint.actuated for joint in robot.joints])
-        values = state_values(robot, k, q, v, tau=np.where(actuated, tau, 0.0), gravity=self.gravity, base=base)
+        values = self._steps.values(k, q, v, tau=np.where(actuated, tau, 0.0), base=base)
         self._smoother.update(graph, values, {key: k * self.dt for key in values.keys()})
         estimate = self._estimate(k, self._smoother.calculateEstimateVector, self._smoother.calculateEstimatePose3)
         self.estimates.append(estimate)

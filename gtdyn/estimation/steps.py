@@ -13,12 +13,15 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys as K
-from gtdyn.arguments import robot_argument
+from gtdyn.arguments import choice, covered, robot_argument
 from gtdyn.arguments.base import BaseState
+from gtdyn.compiled import compile
+from gtdyn.dynamics.quantities import rigid_bodies
 from gtdyn.dynamics.solve import forward_dynamics, hybrid_dynamics, inverse_dynamics
 from gtdyn.equations import torque_equation
 from gtdyn.errors import ArgumentError
 from gtdyn.factors import base_integration_factors, integration_factors, joint_prior
+from gtdyn.factors.dynamics import DynamicsFactor
 from gtdyn.factors.full_graph import full_dynamics_graph
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.kinematics.loop_closure import independent_joints
@@ -62,14 +65,79 @@ def integrated_joints(robot: Robot, q: np.ndarray) -> list[int]:
             if robot.joint(name).index not in driven]
 
 
+DYNAMICS = ("auto", "compiled", "full")
+
+
+class StepDynamics:
+    """How each time step's dynamics enter a graph: ``"full"``, the full graph (every link's pose, twist,
+    acceleration and wrench as variables, one factor per Newton–Euler equation), or ``"compiled"``, one
+    ``DynamicsFactor`` per step over a compiled inverse-dynamics solver with derivatives (four scalar variables
+    per joint and step), which covers trees on a fixed base without transmissions; ``"auto"`` takes the compiled
+    form where it covers the robot, as it is faster for the same answers (``benchmarks/verify_estimation.py``)."""
+
+    def __init__(self, robot: Robot, gravity, planar: dict[int, np.ndarray], mode: str = "auto"):
+        self.robot, self.gravity, self.planar = robot, gravity, planar
+        self.mode = dynamics_mode(robot, mode)
+        # every joint actuated: the factor's τ are generalized forces, a passive joint's held at zero by its prior
+        self.solver = compile(rigid_bodies(robot), "inverse", gravity=gravity, derivatives=True) \
+            if self.mode == "compiled" else None
+
+    def graph(self, k: int) -> gtsam.NonlinearFactorGraph:
+        """Step k's dynamics, with hard priors τ = 0 on the passive joints."""
+        if self.solver is None:
+            return step_graph(self.robot, k, self.gravity, self.planar)
+        graph = gtsam.NonlinearFactorGraph()
+        graph.add(DynamicsFactor(self.solver, *([joint_key(kind, j.index, k) for j in self.robot.joints]
+                                                for kind in _JOINT_QUANTITIES)))
+        _passive_torques(graph, self.robot, k)
+        return graph
+
+    def values(self, k: int, q, v, *, qdd=None, tau=None, base: BaseState | None = None) -> gtsam.Values:
+        """Step k's variables at a state (``state_values``); the compiled form's are the joints' alone, τ from its
+        solver when q̈ is given."""
+        robot = self.robot
+        if self.solver is None:
+            return state_values(robot, k, q, v, qdd=qdd, tau=tau, gravity=self.gravity, base=base)
+        if qdd is None:
+            qdd = forward_dynamics(robot, q, v, tau, gravity=self.gravity).qdd
+        elif all(joint.actuated for joint in robot.joints):
+            tau = self.solver(np.asarray(q, float), np.asarray(v, float), np.asarray(qdd, float))
+        else:  # the passive joints' q̈ as the dynamics decide them (``state_values``)
+            values = state_values(robot, k, q, v, qdd=qdd, gravity=self.gravity)
+            qdd, tau = ([values.atVector(joint_key(kind, j + 1, k))[0] for j in range(robot.num_dofs)]
+                        for kind in (K.joint_accel_key, K.torque_key))
+        values = gtsam.Values()
+        for kind, x in zip(_JOINT_QUANTITIES, (q, v, qdd, tau), strict=True):
+            for j in range(self.robot.num_dofs):
+                values.insert(joint_key(kind, j + 1, k), np.array([float(x[j])]))
+        return values
+
+
+_JOINT_QUANTITIES = (K.joint_angle_key, K.joint_vel_key, K.joint_accel_key, K.torque_key)
+
+
+def dynamics_mode(robot: Robot, mode: str) -> str:
+    """The ``dynamics`` argument checked: "compiled" or "full" ("auto": compiled where it covers the robot)."""
+    choice("dynamics", mode, DYNAMICS)
+    if mode == "compiled":
+        covered(robot, 'dynamics="compiled"', loops=False, floating_base=False, transmissions=False,
+                advice='use dynamics="full"')
+    coverable = not (robot.floating_base or robot.loop_joints or robot.transmissions)
+    return "compiled" if mode == "compiled" or (mode == "auto" and coverable) else "full"
+
+
 def step_graph(robot: Robot, k: int, gravity, planar: dict[int, np.ndarray]) -> gtsam.NonlinearFactorGraph:
     """The full dynamics graph at step k, with hard priors τ = 0 on the passive joints; a floating base is in
     free flight (no wrench from the environment, so no F0 variable)."""
     graph = full_dynamics_graph(robot, gravity, planar=planar, step=k, free_flight=True)
+    _passive_torques(graph, robot, k)
+    return graph
+
+
+def _passive_torques(graph: gtsam.NonlinearFactorGraph, robot: Robot, k: int) -> None:
     for joint in robot.joints:
         if not joint.actuated:
             graph.add(joint_prior(K.at_step(K.torque_key(joint.index), k), 0.0))
-    return graph
 
 
 def between_steps(joints: list[int], k: int, dt: float, rule: str, model=None,

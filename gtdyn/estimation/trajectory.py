@@ -27,16 +27,16 @@ from gtdyn.errors import ArgumentError, ConvergenceWarning, IndeterminateSystemE
 from gtdyn.estimation.base_motion import base_motion
 from gtdyn.estimation.snap import SnapFactor
 from gtdyn.estimation.steps import (
+    StepDynamics,
     base_series,
     between_steps,
     check_robot,
     coupled,
+    dynamics_mode,
     integrated_joints,
     joint_key,
     joint_series,
     planar_normals,
-    state_values,
-    step_graph,
 )
 from gtdyn.factors.integration import RULES
 from gtdyn.kinematics.loop_closure import project, solve_rates
@@ -60,6 +60,7 @@ class TrajectoryEstimate:
 
     robot: Robot
     rule: str
+    dynamics: str  # "full" or "compiled": how the samples' dynamics entered the graph (``StepDynamics``)
     t: np.ndarray
     q: np.ndarray
     v: np.ndarray
@@ -84,7 +85,7 @@ class TrajectoryEstimate:
 
 def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: str = "trapezoidal",
                                 gravity=GRAVITY, smoothness=None, max_iterations: int = 50, base_pose=None,
-                                sigma_base=None, base_smoothness=None) -> TrajectoryEstimate:
+                                sigma_base=None, base_smoothness=None, dynamics: str = "auto") -> TrajectoryEstimate:
     """The torques (and velocities, accelerations) that explain joint angles measured at times ``t``.
 
     ``t``: N ≥ 3 increasing times (s; the steps need not be equal); ``q_measured``: array (N, n), one row per
@@ -133,6 +134,11 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
     ``base_twist``, ``base_accel`` of the result, root link frame), which the joints' motion and F0 = 0 tie to
     the joints' through the dynamics.
 
+    ``dynamics``: how each sample's dynamics enter the graph (``gtdyn.estimation.steps.StepDynamics``): "full",
+    every link's Newton–Euler factors; "compiled", one factor per sample over a compiled inverse-dynamics solver
+    and its exact derivatives (trees on a fixed base without transmissions: the same estimate, faster);
+    "auto" (default) the compiled form where it covers the robot.
+
     Initial values: the graph's kinematic part (measurement priors, integration factors and snap priors on
     the integrated joints) is linear in q, q̇, q̈ and is solved exactly; on closed loops the other joints
     then close the loops around it, and ``inverse_dynamics`` at each sample gives τ, the wrenches and the
@@ -150,6 +156,7 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
     q_measured = joint_samples(robot, q_measured, N)
     sigma = _positive(robot.num_dofs, "sigma_q", sigma_q)
     choice("rule", rule, RULES)
+    dynamics = dynamics_mode(robot, dynamics)
     gravity = gravity_vector(gravity)
     s = _positive(robot.num_dofs, "smoothness", _default_smoothness(t, sigma) if smoothness is None else smoothness)
     max_iterations = whole_number("max_iterations", max_iterations, 1)
@@ -163,7 +170,7 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
 
     started = time.perf_counter()
     try:
-        return _estimate(robot, t, q_measured, sigma, s, rule, gravity, max_iterations, started, base)
+        return _estimate(robot, t, q_measured, sigma, s, rule, gravity, max_iterations, started, base, dynamics)
     except RuntimeError as e:  # GTSAM's, from an elimination that found a variable undetermined
         if isinstance(e, IndeterminateSystemError) or "Indeterminate linear system" not in str(e):
             raise
@@ -177,14 +184,14 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
 
 
 def _estimate(robot: Robot, t, q_measured, sigma, s, rule: str, gravity, max_iterations: int,
-              started: float, base=None) -> TrajectoryEstimate:
+              started: float, base=None, dynamics: str = "auto") -> TrajectoryEstimate:
     """``trajectory_inverse_dynamics`` once its arguments are checked; ``base``: a floating base's measured poses
     (root link frame), σ and smoothness."""
     N = len(t)
     joints = integrated_joints(robot, q_measured[0])
     kinematic = _kinematic_graph(joints, t, q_measured, sigma, s, rule)
     q0, v0, a0 = _initial_motion(robot, joints, t, q_measured, kinematic)
-    planar = planar_normals(robot, q0[0])
+    steps = StepDynamics(robot, gravity, planar_normals(robot, q0[0]), dynamics)
     graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
     graph.push_back(kinematic)
     states = [None] * N
@@ -192,21 +199,23 @@ def _estimate(robot: Robot, t, q_measured, sigma, s, rule: str, gravity, max_ite
         base_graph, states = base_motion(robot, t, *base, rule, _solve_qr)
         graph.push_back(base_graph)
     for k in range(N):
-        graph.push_back(step_graph(robot, k, gravity, planar))
-        values.insert(state_values(robot, k, q0[k], v0[k], qdd=a0[k], gravity=gravity, base=states[k]))
+        graph.push_back(steps.graph(k))
+        values.insert(steps.values(k, q0[k], v0[k], qdd=a0[k], base=states[k]))
         for j in (joint.index for joint in robot.joints if joint.index not in joints):  # loops' others, driven joints
             graph.add(gtsam.PriorFactorVector(joint_key(K.joint_angle_key, j, k), q_measured[k, j - 1:j],
                                               gtsam.noiseModel.Isotropic.Sigma(1, sigma[j - 1])))
     initial_error = graph.error(values)
     result, iterations = _optimize(graph, values, max_iterations)
-    steps = range(N)
+    samples = range(N)
     return TrajectoryEstimate(
-        robot=robot, rule=rule, t=t,
-        q=joint_series(result, robot, K.joint_angle_key, steps), v=joint_series(result, robot, K.joint_vel_key, steps),
-        qdd=joint_series(result, robot, K.joint_accel_key, steps), tau=joint_series(result, robot, K.torque_key, steps),
+        robot=robot, rule=rule, dynamics=steps.mode, t=t,
+        q=joint_series(result, robot, K.joint_angle_key, samples),
+        v=joint_series(result, robot, K.joint_vel_key, samples),
+        qdd=joint_series(result, robot, K.joint_accel_key, samples),
+        tau=joint_series(result, robot, K.torque_key, samples),
         error=float(graph.error(result)), initial_error=float(initial_error), iterations=iterations,
         smoothness=s, cutoff=(s / sigma) ** 0.25, seconds=time.perf_counter() - started, graph=graph, values=result,
-        **(dict(zip(("base_pose", "base_twist", "base_accel"), base_series(result, robot, steps), strict=True))
+        **(dict(zip(("base_pose", "base_twist", "base_accel"), base_series(result, robot, samples), strict=True))
            if base else {}))
 
 
