@@ -30,7 +30,7 @@ from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.certificate import coupling_ok, finite, main, valid_inputs
-from gtdyn.compiled.derivatives import direction_count, entry, tangent_function
+from gtdyn.compiled.derivatives import LANES, direction_count, entry, solve_lanes, tangent_function
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
@@ -111,7 +111,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
             column[key, c] = len(column)
     outputs = _outputs(robot, problem, column)
     layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot), 6 * len(wrench_frames),
-                    direction_count(robot) if derivatives else 0)
+                    direction_count(robot) if derivatives else 0, LANES if derivatives else 0)
     slots = Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)
@@ -120,6 +120,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions["main"] = main(functions, plan, column, layout, slots, closure, outputs, coupled)
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     if derivatives:
+        functions["solve_lanes"] = solve_lanes(functions["solve"], layout)
         functions["tangents"] = tangent_function(robot, problem, gravity, plan, column, layout, slots, outputs,
                                                  functions, wrench_frames, wrench_axes)
         for name, solve in (("dmain", "main"), ("dfast", "fast")):

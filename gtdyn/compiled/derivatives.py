@@ -62,6 +62,17 @@ def split(jacobian: np.ndarray, robot: Robot) -> tuple[np.ndarray, np.ndarray, n
     return jacobian[..., :m], jacobian[..., m:2 * m], jacobian[..., 2 * m:]
 
 
+LANES = 8  # right-hand sides per vectorized solve: one AVX-512 register, or two AVX2 ones
+
+
+def solve_lanes(solve: trace.Function, layout: Layout) -> trace.Lanes:
+    """``solve`` on ``LANES`` right-hand sides at once, from ``rhs_lanes`` into ``sol_lanes`` (row-major)."""
+    start, w = layout.start, layout.lanes
+    return trace.Lanes("solve_lanes", solve, w,
+                       loads={start["rhs"] + i: start["rhs_lanes"] + i * w for i in range(layout.rows)},
+                       stores={start["sol"] + k: start["sol_lanes"] + k * w for k in range(layout.unknowns)})
+
+
 def tangent_function(robot: Robot, problem: Problem, gravity, plan: Plan, column: dict, layout: Layout,
                      slots: Slots, outputs, functions: dict, wrench_frames=(), wrench_axes: str = "local"
                      ) -> trace.Function:
@@ -92,27 +103,48 @@ def tangent_function(robot: Robot, problem: Problem, gravity, plan: Plan, column
     if len(residual_tangents) != len(plan.rows):
         raise AssertionError("gtdyn.compiled.derivatives: the dual equations do not match the plan's rows")
     given_at = {2 * n + j: ("x", j) for j in range(n)}  # an output passed through from input x_j
-    for d, direction in enumerate(directions):
-        fn.comment(f"∂/∂{direction[0]}{direction[1]}: A ∂x = ∂r")
-        rhs = [t.get(direction, 0.0) for t in residual_tangents]
-        if all(not trace.is_sym(r) and r == 0.0 for r in rhs):
-            dx = [0.0] * len(column)
-        else:
-            for i, r in enumerate(rhs):
-                fn.store(start["rhs"] + i, r)
-            fn.call(functions["solve"])
-            dx = [fn.load(start["sol"] + k) for k in range(len(column))]
-        for e, (source, index) in enumerate(outputs):
-            if source == "unknown":
-                value = dx[index]
-            elif source == "combination":
-                value = sum((coefficient * dx[c] for c, coefficient in index), 0.0)
-            elif source == "input":
-                value = 1.0 if given_at.get(index) == direction else 0.0
-            else:
-                value = 0.0
-            fn.store(start["jac"] + e * len(directions) + d, value)
+    w = layout.lanes
+    written: set[int] = set()  # entries of rhs_lanes left non-zero (the workspace starts at zero)
+    for first in range(0, len(directions), w):
+        group = directions[first:first + w]
+        fn.comment(f"∂/∂{', '.join(f'{kind}{k}' for kind, k in group)}: A ∂x = ∂r, {w} at once")
+        entries = {start["rhs_lanes"] + i * w + lane: r
+                   for lane, direction in enumerate(group) for i, t in enumerate(residual_tangents)
+                   if not _is_zero(r := t.get(direction, 0.0))}
+        for index in sorted(written - set(entries)):
+            fn.store(index, 0.0)
+        for index, r in entries.items():
+            fn.store(index, r)
+        written = set(entries)
+        if entries:
+            fn.call(functions["solve_lanes"])
+        for lane, direction in enumerate(group):
+            d = first + lane
+            dx = [fn.load(start["sol_lanes"] + k * w + lane) for k in range(len(column))] if entries else \
+                [0.0] * len(column)
+            _store_derivatives(fn, outputs, dx, direction, given_at, start["jac"] + d, len(directions))
+    for index in sorted(written):  # back to zero for the next call
+        fn.store(index, 0.0)
     return fn
+
+
+def _is_zero(x) -> bool:
+    return not trace.is_sym(x) and x == 0.0
+
+
+def _store_derivatives(fn: trace.Function, outputs, dx: list, direction, given_at: dict, first: int,
+                       stride: int) -> None:
+    """Each output's derivative along one direction, from the unknowns' (``dx``), into ws[first + e · stride]."""
+    for e, (source, index) in enumerate(outputs):
+        if source == "unknown":
+            value = dx[index]
+        elif source == "combination":
+            value = sum((coefficient * dx[c] for c, coefficient in index), 0.0)
+        elif source == "input":
+            value = 1.0 if given_at.get(index) == direction else 0.0
+        else:
+            value = 0.0
+        fn.store(first + e * stride, value)
 
 
 def entry(name: str, solve: trace.Function, tangents: trace.Function) -> trace.Function:

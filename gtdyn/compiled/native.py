@@ -80,11 +80,79 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
     return "\n".join(body)
 
 
-def module_ir(functions: dict[str, trace.Function], prefix: str) -> str:
-    """One module: the functions, and ``batch_<entry>`` running each entry present state by state."""
+def lanes_ir(lanes: trace.Lanes, prefix: str) -> str:
+    """A ``trace.Lanes``: its function's operations on <width x double> vectors where a lane load feeds them,
+    on doubles elsewhere (the shared values: multipliers, pivots), a shared value splatted where it meets a
+    vector."""
+    fn, width = lanes.fn, lanes.width
+    vt = f"<{width} x double>"
+    vectors: set[int] = set()
+    splats: dict[str, str] = {}
+    body = [f"define void @{prefix}{lanes.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
+
+    def scalar(a) -> str:
+        return f"%r{a.id}" if trace.is_sym(a) else _constant(a)
+
+    def vector(a) -> str:
+        if trace.is_sym(a) and a.id in vectors:
+            return f"%r{a.id}"
+        value = scalar(a)
+        if not trace.is_sym(a):
+            return "<" + ", ".join([f"double {value}"] * width) + ">"
+        if value not in splats:
+            n = len(splats)
+            body.extend([f"  %one{n} = insertelement {vt} undef, double {value}, i32 0",
+                         f"  %splat{n} = shufflevector {vt} %one{n}, {vt} undef, <{width} x i32> zeroinitializer"])
+            splats[value] = f"%splat{n}"
+        return splats[value]
+
+    def pointer(i: int, index: int, typed: str) -> list[str]:
+        return [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {index}",
+                f"  %q{i} = bitcast double* %p{i} to {typed}*"]
+
+    for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
+        kind = op[0]
+        if kind == "#" or not keep:
+            continue
+        if kind == "load" and op[1] in lanes.loads:
+            body += pointer(i, lanes.loads[op[1]], vt) + [f"  %r{i} = load {vt}, {vt}* %q{i}, align 8"]
+            vectors.add(i)
+        elif kind == "load":
+            body += [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
+                     f"  %r{i} = load double, double* %p{i}, align 8"]
+        elif kind == "store":
+            if op[1] not in lanes.stores:
+                raise ValueError(f"{lanes.name}: a store to ws[{op[1]}] outside the lanes")
+            value = vector(op[2])
+            body += pointer(i, lanes.stores[op[1]], vt) + [f"  store {vt} {value}, {vt}* %q{i}, align 8"]
+        elif kind in _INFIX or kind in ("neg", "copy"):
+            operands = op[1:]
+            if any(trace.is_sym(a) and a.id in vectors for a in operands):
+                vectors.add(i)
+                args, typed = [vector(a) for a in operands], vt
+            else:
+                args, typed = [scalar(a) for a in operands], "double"
+            if kind == "neg":
+                body.append(f"  %r{i} = fneg {typed} {args[0]}")
+            elif kind == "copy":
+                zero = vector(-0.0) if typed == vt else _constant(-0.0)
+                body.append(f"  %r{i} = fadd {typed} {args[0]}, {zero}")
+            else:
+                body.append(f"  %r{i} = {_INFIX[kind]} {typed} {args[0]}, {args[1]}")
+        else:
+            raise ValueError(f"{lanes.name}: operation {kind} has no lane form")
+    body += ["  ret void", "}"]
+    return "\n".join(body)
+
+
+def module_ir(functions: dict, prefix: str) -> str:
+    """One module: the functions (``trace.Function`` or ``trace.Lanes``), and ``batch_<entry>`` running each entry
+    present state by state."""
     head = [f"declare double @{name}(double)" for name in _INTRINSIC.values()]
     loops = [_batch_ir(prefix, entry) for entry in entries_of(functions)]
-    return "\n".join(head + [function_ir(fn, prefix) for fn in functions.values()] + loops)
+    bodies = [lanes_ir(fn, prefix) if isinstance(fn, trace.Lanes) else function_ir(fn, prefix)
+              for fn in functions.values()]
+    return "\n".join(head + bodies + loops)
 
 
 # the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;

@@ -14,8 +14,22 @@ def render(functions: dict[str, trace.Function], header: str = "") -> str:
     """All functions, callees first, ``main`` last."""
     lines = [f'"""{header}"""' if header else "", "from math import cos, sin, sqrt", ""]
     for fn in functions.values():
-        lines += render_function(fn) + [""]
+        lines += (render_lanes(fn) if isinstance(fn, trace.Lanes) else render_function(fn)) + [""]
     return "\n".join(lines)
+
+
+def render_lanes(lanes: trace.Lanes) -> list[str]:
+    """What a ``trace.Lanes`` computes, as a loop: each lane's values through the scalar function it vectorizes
+    (the machine code runs the lanes side by side)."""
+    loads, stores = sorted(lanes.loads.items()), sorted(lanes.stores.items())
+    return [f"def {lanes.name}(ws):",
+            f'    """{lanes.fn.name} on {lanes.width} right-hand sides at once (one per lane)."""',
+            f"    for lane in range({lanes.width}):",
+            f"        for index, start in {loads!r}:",
+            "            ws[index] = ws[start + lane]",
+            f"        {lanes.fn.name}(ws)",
+            f"        for index, start in {stores!r}:",
+            "            ws[start + lane] = ws[index]"]
 
 
 def render_function(fn: trace.Function) -> list[str]:

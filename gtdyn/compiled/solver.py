@@ -133,12 +133,10 @@ class CompiledSolver:
         self._native.entry[self._derivative_entry](pointer)
         self._last = ws
         # the outputs, status, κ, backward error, then the outputs × directions block: one copy, then views
-        block = ws[self._out:self._out + self._outputs * (self._columns + 1) + 3].copy()
-        value, jacobian = block[:self._outputs], block[self._outputs + 3:].reshape(self._outputs, self._columns)
-        if block[self._outputs] != 1.0:
-            answer = self._fallback(ws, q, v, x)
-            value = np.concatenate(answer) if isinstance(answer, tuple) else answer
-        m = self._tangent_size
+        outputs, m = self._outputs, self._tangent_size
+        block = ws[self._out:self._out + outputs * (self._columns + 1) + 3].copy()
+        jacobian = block[outputs + 3:].reshape(outputs, self._columns)
+        value = block[:outputs] if block[outputs] == 1.0 else self._fallback_vector(ws, q, v, x)
         return Derivatives(value, jacobian[:, :m], jacobian[:, m:2 * m], jacobian[:, 2 * m:])
 
     def batch_derivatives(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None,
@@ -161,6 +159,10 @@ class CompiledSolver:
     def _without_derivatives(self):
         raise ArgumentError("derivatives: this solver was compiled without them; compile with "
                             "gtdyn.compile(..., derivatives=True)")
+
+    def _fallback_vector(self, ws: np.ndarray, q, v, x) -> np.ndarray:
+        answer = self._fallback(ws, q, v, x)
+        return np.concatenate(answer) if isinstance(answer, tuple) else answer
 
     def _fallback(self, ws: np.ndarray, q, v, x):
         """The reference path's answer to the inputs in ``ws`` (the certificate did not pass)."""

@@ -272,3 +272,17 @@ class Function:
     def count(self) -> int:
         """Arithmetic operations that run (loads, stores and comments not counted)."""
         return sum(op[0] not in ("load", "store", "call", "#") and keep for op, keep in zip(self.ops, self.live()))
+
+
+class Lanes:
+    """``fn`` run on ``width`` lanes at once (SIMD): each load from an index in ``loads`` reads ``width`` doubles
+    at ``ws[loads[index]:][:width]`` (lane w at + w), each store to an index in ``stores`` writes ``width``;
+    every other load is one double that all lanes share. ``gtdyn.compiled.native`` lowers it to vector
+    instructions, ``gtdyn.compiled.render`` writes what it means as a loop over the lanes."""
+
+    def __init__(self, name: str, fn: Function, width: int, loads: dict[int, int], stores: dict[int, int]):
+        self.name, self.fn, self.width, self.loads, self.stores = name, fn, width, loads, stores
+
+    def count(self) -> int:
+        """Vector operations that run (each does ``width`` lanes' arithmetic)."""
+        return self.fn.count()
