@@ -36,7 +36,6 @@ import gtdyn
 from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioContacts, PinocchioModel
 from gtdyn.bench.report import machine_description
 from gtdyn.bench.timing import measure_interleaved, paired_ratio
-from gtdyn.compiled.fallback import reference_answer
 from gtdyn.model.random import random_robot
 from gtdyn.orderings import applicable
 from gtdyn.progress import Progress
@@ -143,38 +142,9 @@ def free_flyers(name: str, progress: Progress) -> list[tuple]:
     return rows
 
 
-def central_differences(solver, q, v, x, h=1e-6) -> list[np.ndarray]:
-    """The reference path's ∂(answer)/∂(q, q̇, x), driven joints following their drives (their own columns
-    zero), a passive joint's τ column zero: the compiled derivatives' conventions."""
-    robot = solver.robot
-    driven = {t.dependent - 1 for t in robot.transmissions}
-    passive = {j.index - 1 for j in robot.joints if not j.actuated}
-
-    def value(*args):
-        answer = reference_answer(solver, *args)
-        return np.concatenate(answer) if isinstance(answer, tuple) else answer
-
-    out = []
-    for which in range(3):
-        columns = []
-        for j in range(robot.num_dofs):
-            if (j in driven and (which < 2 or solver.problem == "inverse")) or \
-                    (which == 2 and j in passive and solver.problem != "inverse"):
-                columns.append(np.zeros_like(value(q, v, x)))
-                continue
-            sides = []
-            for sign in (1, -1):
-                args = [np.array(a, float) for a in (q, v, x)]
-                args[which][j] += sign * h
-                robot.follow_drives(*args[:2], args[2] if solver.problem == "inverse" else None)
-                sides.append(value(*args))
-            columns.append((sides[0] - sides[1]) / (2 * h))
-        out.append(np.array(columns).T)
-    return out
-
-
 def against_differences(progress: Progress) -> list[tuple]:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    from references import central_differences
     from test_transmissions import GEARED
 
     rows = []

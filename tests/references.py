@@ -10,6 +10,8 @@ from importlib.metadata import PackageNotFoundError, distribution
 import gtsam
 import numpy as np
 
+from gtdyn.compiled.fallback import reference_answer
+
 
 def erd_path(relative: str) -> str:
     """Path of a URDF shipped by the example-robot-data wheel (data only, under cmeel.prefix/share)."""
@@ -53,3 +55,34 @@ def random_base(rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     T[:3, :3] = gtsam.Rot3.Quaternion(*(quaternion / np.linalg.norm(quaternion))).matrix()
     T[:3, 3] = rng.normal(size=3)
     return T, rng.normal(size=6), rng.normal(size=6)
+
+
+def central_differences(solver, q, v, x, h=1e-6):
+    """∂(reference answer)/∂(q, q̇, x) by central differences of the reference path (``reference_answer``: the
+    solver's answer layout, computed by the reference path alone); driven joints follow their drives and their
+    own columns are zero, as the compiled derivatives define them, and so are a passive joint's τ columns."""
+    robot = solver.robot
+    driven = {t.dependent - 1 for t in robot.transmissions}
+    passive = {j.index - 1 for j in robot.joints if not j.actuated}
+
+    def value(q, v, x):
+        answer = reference_answer(solver, q, v, x)
+        return np.concatenate(answer) if isinstance(answer, tuple) else answer
+
+    columns = []
+    for which in range(3):
+        block = []
+        for j in range(robot.num_dofs):
+            if (j in driven and (which < 2 or solver.problem == "inverse")) or \
+                    (which == 2 and j in passive and solver.problem != "inverse"):
+                block.append(np.zeros_like(value(q, v, x)))
+                continue
+            sides = []
+            for sign in (1, -1):
+                args = [np.array(a, float) for a in (q, v, x)]
+                args[which][j] += sign * h
+                robot.follow_drives(*args[:2], args[2] if solver.problem == "inverse" else None)
+                sides.append(value(*args))
+            block.append((sides[0] - sides[1]) / (2 * h))
+        columns.append(np.array(block).T)
+    return columns
