@@ -61,6 +61,8 @@ assert len(pivots) == 3 and np.allclose(pivots, pinocchio_pivots, rtol=1e-9, ato
 assert len(puma_errors) == 4 and all(max(errors) < 1e-9 for errors in puma_errors.values())
 assert {"Pinocchio rnea", "Pinocchio aba"} < set(median_us) and all(us > 0 for us in median_us.values())
 assert isinstance(nan_error, gtdyn.ArgumentError) and puma_solvers["aba"].fallbacks == 1
+assert derivative_error < 1e-9 * max(1.0, np.max(np.abs(pin_dq)))
+assert moved["A1"] < 1e-9 and all(moved[x] > 1e-6 for x in ("A2", "A3", "F1", "F2", "F3", "t1", "t2", "t3"))
 """,  # noqa: E501
     "08_simulation_and_estimation.ipynb": """
 assert drift["euler"] > 1e3 * drift["variational"] and drift["rk4"] < drift["variational"]
