@@ -7,6 +7,7 @@ Forward, and Hybrid Manipulator Dynamics using Factor Graphs").
     r.tau, r.bayes_net, r.dag()
     solver = gtdyn.compile(robot, "forward", ordering="aba")   # the same elimination as machine code
     qdd = solver(q, v, tau)
+    qdd, dq, dv, dtau = gtdyn.compile(robot, "forward", derivatives=True).derivatives(q, v, tau)
     trajectory = gtdyn.simulate(robot, q, v, tau=tau, dt=1e-3, steps=1000, method="rk4")
 
 This module is the user API. The documented submodules are ``gtdyn.analysis`` (DAGs, metrics, steps),
@@ -17,6 +18,7 @@ This module is the user API. The documented submodules are ``gtdyn.analysis`` (D
 from importlib import metadata as _metadata
 
 from gtdyn.compiled import CompiledSolver, compile
+from gtdyn.compiled.derivatives import Derivatives
 from gtdyn.compiled.frames import compile_frames
 from gtdyn.compiled.quantities import compile_mass_matrix
 from gtdyn.dynamics.quantities import (
@@ -68,7 +70,7 @@ __all__ = [
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
     "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
     "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix", "potential_energy",
-    "compile_frames",
+    "compile_frames", "Derivatives",
 ]
 try:  # the version lives in pyproject.toml alone
     __version__ = _metadata.version("gtdyn")

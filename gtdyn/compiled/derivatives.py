@@ -80,11 +80,8 @@ def tangent_function(robot: Robot, problem: Problem, gravity, plan: Plan, column
     every direction, into ``ws`` from ``layout.start["jac"]`` (row-major: output by output)."""
     fn = trace.Function("tangents")
     start, n = layout.start, robot.num_dofs
-    fn.comment("the solution x of A x = b, all of it (the outputs hold only part)")
-    for i, row in enumerate(plan.rows):
-        fn.store(start["rhs"] + i, slots.use(fn, row.rhs))
-    fn.call(functions["solve"])
-    x = [fn.load(start["sol"] + k) for k in range(len(column))]
+    # the solution x of A x = b, all of it (the outputs hold only part), as the solve before kept it
+    x = [fn.load(start["solution"] + k) for k in range(len(column))]
     fn.comment("the inputs as dual numbers: each carries its derivative along its own direction")
     inputs, directions = _dual_inputs(fn, robot, problem, layout)
     q, v, given = inputs["q"], inputs["v"], inputs["x"]

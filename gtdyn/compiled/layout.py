@@ -25,6 +25,7 @@ class Layout:
     def __post_init__(self):
         # "jac" right after "out": a batch copies the outputs, the verdict and the derivatives out as one block
         sizes = {"inputs": self.inputs, "out": self.outputs + 3, "jac": self.outputs * self.derivative_columns,
+                 "solution": self.solution,
                  "rhs": self.rows, "sol": self.unknowns, "rhs_lanes": self.rows * self.lanes,
                  "sol_lanes": self.unknowns * self.lanes,
                  "zt": self.unknowns, "yt": self.rows, "xr": self.unknowns, "res": self.rows}
@@ -35,6 +36,11 @@ class Layout:
     @property
     def inputs(self) -> int:
         return 3 * self.n + self.base_inputs + self.wrench_inputs
+
+    @property
+    def solution(self) -> int:
+        """Room for all of x, which a solve keeps there when derivatives are compiled (they start from it)."""
+        return self.unknowns if self.derivative_columns else 0
 
     @property
     def status(self) -> int:
@@ -72,3 +78,5 @@ def store_outputs(fn: trace.Function, layout: Layout, outputs, x: list) -> None:
         else:
             value = x[index] if source == "unknown" else fn.load(index) if source == "input" else 0.0
         fn.store(layout.start["out"] + i, value)
+    for k in range(layout.start["solution"], layout.start["solution"] + layout.solution):  # for the derivatives
+        fn.store(k, x[k - layout.start["solution"]])

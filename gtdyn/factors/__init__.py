@@ -9,6 +9,7 @@ base (pose identity, twist and acceleration zero) and is not a variable.
 """
 
 from gtdyn.factors.contact import ContactFactor
+from gtdyn.factors.dynamics import DynamicsFactor
 from gtdyn.factors.integration import (
                                        IntegrationFactor,
                                        PoseIntegrationFactor,
@@ -24,7 +25,7 @@ from gtdyn.factors.transmission import TransmissionFactor
 from gtdyn.factors.twist import TwistAccelFactor, TwistFactor
 from gtdyn.factors.wrench import WrenchFactor
 
-__all__ = ["ContactFactor", "IntegrationFactor", "MinTorqueFactor", "PlanarFactor", "PoseFactor",
+__all__ = ["ContactFactor", "DynamicsFactor", "IntegrationFactor", "MinTorqueFactor", "PlanarFactor", "PoseFactor",
            "PoseIntegrationFactor", "TorqueFactor", "TransmissionFactor", "TwistAccelFactor", "TwistFactor",
            "WrenchFactor", "base_integration_factors", "integration_factors", "joint_prior", "pose_prior",
            "vector_prior"]
