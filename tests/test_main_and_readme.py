@@ -165,10 +165,22 @@ def test_readme_simulation_example_runs():
     assert abs(run.energy[-1] - run.energy[0]) < 1e-3
 
 
-@pytest.mark.parametrize("marker", ["gtdyn.frame_placement(", "gtdyn.mass_matrix(", "panda.locked("])
+@pytest.mark.parametrize("marker", ["gtdyn.frame_placement(", "M = gtdyn.mass_matrix(", "panda.locked("])
 def test_readme_quantity_examples_run_verbatim(marker, tmp_path, monkeypatch):
     """The frames, whole-body quantities and locking examples, exactly as printed (their own asserts check J v = V,
     the compiled mass matrix and T = ½ vᵀ M v; test_frames.py, test_quantities.py and test_locking.py check the
     numbers against Pinocchio)."""
     monkeypatch.chdir(tmp_path)
     exec(compile(readme_block(marker), "README.md", "exec"), {})
+
+
+def test_readme_derivatives_example_runs(tmp_path, monkeypatch):
+    """The derivatives example as printed (its own assert: ∂q̈/∂τ = M⁻¹), and its ∂q̈/∂q against Pinocchio."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    namespace = {}
+    exec(compile(readme_block("aba.derivatives("), "README.md", "exec"), namespace)
+    robot, q, v, tau = (namespace[name] for name in ("robot", "q", "v", "tau"))
+    ref = PinocchioModel(robot.source, robot)
+    dq, dv, _ = ref.aba_derivatives(q, v, tau)
+    assert rel_err(namespace["dq"], dq) < 1e-9 and rel_err(namespace["dv"], dv) < 1e-9
+    assert namespace["many"].dq.shape == (100, 6, 6)
