@@ -170,3 +170,15 @@ def check_trajectory_memory(robot: Robot, steps: int) -> None:
         raise ArgumentError(f"steps: {steps} steps of '{robot.name}' need {size} for the trajectory's arrays, more "
                             "than this machine can allocate; simulate fewer steps (or several runs, each starting "
                             "where the last ended)") from None
+
+
+def simulation_covers(robot: Robot, method: str, contacts: bool) -> None:
+    """What ``gtdyn.simulate`` covers, checked: closed loops on a fixed base, the variational integrator on trees,
+    contacts on trees with the explicit integrators."""
+    if robot.floating_base and robot.loop_joints:
+        raise ArgumentError(f"robot: simulate covers closed loops on a fixed base; '{robot.name}' floats")
+    if robot.loop_joints and method == "variational":
+        raise ArgumentError(f"method: the variational integrator covers trees; '{robot.name}' has closed loops")
+    if contacts and (robot.loop_joints or method == "variational"):
+        raise ArgumentError("contacts: simulate covers contacts on trees with the explicit integrators (not closed "
+                            "loops, not the variational integrator)")

@@ -8,10 +8,10 @@ import numpy as np
 
 from gtdyn.arguments import choice, robot_argument
 from gtdyn.arguments.query import ask
-from gtdyn.arguments.series import check_trajectory_memory, simulation_torques, time_grid
+from gtdyn.arguments.series import check_trajectory_memory, simulation_covers, simulation_torques, time_grid
 from gtdyn.compiled import compile as compile_solver
 from gtdyn.equations import GRAVITY
-from gtdyn.errors import ArgumentError, JointLimitWarning
+from gtdyn.errors import JointLimitWarning
 from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
 from gtdyn.simulation.closed_loops import ClosedLoopStepper
@@ -62,17 +62,11 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     placed = start.problem.contacts
     q, v, gravity = start.q, start.v, start.gravity
     torque = simulation_torques(robot, tau, steps)
-    if placed and (robot.loop_joints or method == "variational"):
-        raise ArgumentError("contacts: simulate covers contacts on trees with the explicit integrators (not closed "
-                            "loops, not the variational integrator)")
+    simulation_covers(robot, method, bool(placed))
     solver = compile_solver(robot, "forward", ordering="aba", gravity=gravity, contacts=contacts, checks=checks,
                             wrench_frames=list(external_wrenches or ()), wrench_axes=wrench_axes)
     forward = EnvironmentForward(solver, external_wrenches, bool(placed)) if placed or external_wrenches else solver
     base_pose, base_twist = (None, None) if start.base is None else (start.base.pose, start.base.twist)
-    if robot.floating_base and robot.loop_joints:
-        raise ArgumentError(f"robot: simulate covers closed loops on a fixed base; '{robot.name}' floats")
-    if robot.loop_joints and method == "variational":
-        raise ArgumentError(f"method: the variational integrator covers trees; '{robot.name}' has closed loops")
     samples = Samples.allocate(robot, steps, dt, sum(c.dim for c in placed))
     stepper = _stepper(robot, method, q, v, base_pose, base_twist, torque, callable(tau), dt, samples.t, gravity,
                        forward)
