@@ -30,7 +30,7 @@ from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.certificate import coupling_ok, finite, main, valid_inputs
-from gtdyn.compiled.derivatives import LANES, direction_count, entry, solve_lanes, tangent_function
+from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_count, entry
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
@@ -120,9 +120,8 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions["main"] = main(functions, plan, column, layout, slots, closure, outputs, coupled)
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     if derivatives:
-        functions["solve_lanes"] = solve_lanes(functions["solve"], layout)
-        functions["tangents"] = tangent_function(robot, problem, gravity, plan, column, layout, slots, outputs,
-                                                 functions, wrench_frames, wrench_axes)
+        functions.update(derivative_functions(robot, problem, gravity, plan, column, layout, slots, outputs,
+                                              functions, wrench_frames, wrench_axes))
         for name, solve in (("dmain", "main"), ("dfast", "fast")):
             functions[name] = entry(name, functions[solve], functions["tangents"])
     slots.write_back(functions)

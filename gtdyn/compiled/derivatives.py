@@ -62,24 +62,21 @@ def split(jacobian: np.ndarray, robot: Robot) -> tuple[np.ndarray, np.ndarray, n
     return jacobian[..., :m], jacobian[..., m:2 * m], jacobian[..., 2 * m:]
 
 
-LANES = 8  # right-hand sides per vectorized solve: one AVX-512 register, or two AVX2 ones
+LANES = 8  # outputs per vectorized transposed solve: one AVX-512 register, or two AVX2 ones
 
 
-def solve_lanes(solve: trace.Function, layout: Layout) -> trace.Lanes:
-    """``solve`` on ``LANES`` right-hand sides at once, from ``rhs_lanes`` into ``sol_lanes`` (row-major)."""
-    start, w = layout.start, layout.lanes
-    return trace.Lanes("solve_lanes", solve, w,
-                       loads={start["rhs"] + i: start["rhs_lanes"] + i * w for i in range(layout.rows)},
-                       stores={start["sol"] + k: start["sol_lanes"] + k * w for k in range(layout.unknowns)})
+def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, column: dict, layout: Layout,
+                         slots: Slots, outputs, functions: dict, wrench_frames=(), wrench_axes: str = "local"
+                         ) -> dict:
+    """``tangents`` and the two lane functions it calls (``solve_t_lanes``, ``contract_lanes``): after a solve
+    (``main`` or ``fast``) has factored A, the derivative of every output along every direction, into ``ws``
+    from ``layout.start["jac"]`` (row-major: output by output).
 
-
-def tangent_function(robot: Robot, problem: Problem, gravity, plan: Plan, column: dict, layout: Layout,
-                     slots: Slots, outputs, functions: dict, wrench_frames=(), wrench_axes: str = "local"
-                     ) -> trace.Function:
-    """``tangents``: after a solve (``main`` or ``fast``) has factored A, the derivative of every output along
-    every direction, into ``ws`` from ``layout.start["jac"]`` (row-major: output by output)."""
+    Adjoint form: an output o = eₒᵀ x has ∂o/∂θ_d = eₒᵀ A⁻¹ ∂r_d = λₒᵀ ∂r_d with λₒ = A⁻ᵀ eₒ — one transposed
+    solve per output (there are three times as many directions as outputs), ``LANES`` outputs at a time in
+    vector registers, then a sparse contraction of the λ's with the non-zero entries of ∂r."""
     fn = trace.Function("tangents")
-    start, n = layout.start, robot.num_dofs
+    start, n, w = layout.start, robot.num_dofs, layout.lanes
     # the solution x of A x = b, all of it (the outputs hold only part), as the solve before kept it
     x = [fn.load(start["solution"] + k) for k in range(len(column))]
     fn.comment("the inputs as dual numbers: each carries its derivative along its own direction")
@@ -99,49 +96,77 @@ def tangent_function(robot: Robot, problem: Problem, gravity, plan: Plan, column
     residual_tangents = _residual_tangents(robot, kin, traced_problem, gravity, external, x, column)
     if len(residual_tangents) != len(plan.rows):
         raise AssertionError("gtdyn.compiled.derivatives: the dual equations do not match the plan's rows")
+    # the non-zero entries of ∂r, kept in ws for the contraction
+    entries = [(i, d, value) for d, direction in enumerate(directions) for i, t in enumerate(residual_tangents)
+               if not _is_zero(value := t.get(direction, 0.0))]
+    entry_start, accumulated = _allocate(layout, len(entries)), _allocate(layout, len(directions))
+    for k, (_, _, value) in enumerate(entries):
+        fn.store(entry_start + k, value)
+    solve_t_lanes = trace.Lanes(
+        "solve_t_lanes", functions["solve_t"], w,
+        loads={start["zt"] + k: start["zt_lanes"] + k * w for k in range(layout.unknowns)},
+        stores={start["yt"] + i: start["yt_lanes"] + i * w for i in range(layout.rows)})
+    contract_lanes = _contraction(entries, len(directions), entry_start, accumulated, layout)
     given_at = {2 * n + j: ("x", j) for j in range(n)}  # an output passed through from input x_j
-    w = layout.lanes
-    written: set[int] = set()  # entries of rhs_lanes left non-zero (the workspace starts at zero)
-    for first in range(0, len(directions), w):
-        group = directions[first:first + w]
-        fn.comment(f"∂/∂{', '.join(f'{kind}{k}' for kind, k in group)}: A ∂x = ∂r, {w} at once")
-        entries = {start["rhs_lanes"] + i * w + lane: r
-                   for lane, direction in enumerate(group) for i, t in enumerate(residual_tangents)
-                   if not _is_zero(r := t.get(direction, 0.0))}
-        for index in sorted(written - set(entries)):
+    solved = [e for e, (source, _) in enumerate(outputs) if source in ("unknown", "combination")]
+    stride = len(directions)
+    for e, (source, index) in enumerate(outputs):  # passed through or zero: no solve
+        if e not in solved:
+            for d, direction in enumerate(directions):
+                value = 1.0 if source == "input" and given_at.get(index) == direction else 0.0
+                fn.store(start["jac"] + e * stride + d, value)
+    written: set[int] = set()  # entries of zt_lanes left non-zero (the workspace starts at zero)
+    for first in range(0, len(solved), w):
+        group = solved[first:first + w]
+        fn.comment(f"λ = A⁻ᵀ e for outputs {', '.join(map(str, group))}, then ∂o/∂θ = λᵀ ∂r")
+        selectors = {}
+        for lane, e in enumerate(group):
+            source, index = outputs[e]
+            for c, coefficient in ([(index, 1.0)] if source == "unknown" else index):
+                selectors[start["zt_lanes"] + c * w + lane] = coefficient
+        for index in sorted(written - set(selectors)):
             fn.store(index, 0.0)
-        for index, r in entries.items():
-            fn.store(index, r)
-        written = set(entries)
-        if entries:
-            fn.call(functions["solve_lanes"])
-        for lane, direction in enumerate(group):
-            d = first + lane
-            dx = [fn.load(start["sol_lanes"] + k * w + lane) for k in range(len(column))] if entries else \
-                [0.0] * len(column)
-            _store_derivatives(fn, outputs, dx, direction, given_at, start["jac"] + d, len(directions))
+        for index, value in selectors.items():
+            fn.store(index, value)
+        written = set(selectors)
+        fn.call(solve_t_lanes)
+        fn.call(contract_lanes)
+        for lane, e in enumerate(group):
+            for d in range(stride):
+                fn.store(start["jac"] + e * stride + d, fn.load(contract_lanes.stores[accumulated + d] + lane))
     for index in sorted(written):  # back to zero for the next call
         fn.store(index, 0.0)
-    return fn
+    return {"solve_t_lanes": solve_t_lanes, "contract_lanes": contract_lanes, "tangents": fn}
+
+
+def _allocate(layout: Layout, size: int) -> int:
+    """``size`` more doubles at the end of ``ws`` (as ``Slots`` takes its slots): their first index."""
+    first = layout.size
+    layout.size += size
+    return first
+
+
+def _contraction(entries: list, directions: int, entry_start: int, accumulated: int, layout: Layout) -> trace.Lanes:
+    """``contract_lanes``: for each direction d, Σᵢ λ[i] ∂r_i/∂θ_d over ∂r's non-zero entries, λ from ``yt_lanes``
+    (a lane per output), the entries shared, the sums into a lane block per direction."""
+    w = layout.lanes
+    fn = trace.Function("contract")
+    yt = layout.start["yt"]
+    lam = {}
+    totals: list = [0.0] * directions
+    for k, (i, d, _) in sorted(enumerate(entries), key=lambda item: item[1][:2]):  # row by row: each λᵢ once
+        if i not in lam:
+            lam[i] = fn.load(yt + i)
+        totals[d] = totals[d] + lam[i] * fn.load(entry_start + k)
+    for d, total in enumerate(totals):
+        fn.store(accumulated + d, total)
+    block = _allocate(layout, directions * w)
+    return trace.Lanes("contract_lanes", fn, w, loads={yt + i: layout.start["yt_lanes"] + i * w for i in lam},
+                       stores={accumulated + d: block + d * w for d in range(directions)})
 
 
 def _is_zero(x) -> bool:
     return not trace.is_sym(x) and x == 0.0
-
-
-def _store_derivatives(fn: trace.Function, outputs, dx: list, direction, given_at: dict, first: int,
-                       stride: int) -> None:
-    """Each output's derivative along one direction, from the unknowns' (``dx``), into ws[first + e · stride]."""
-    for e, (source, index) in enumerate(outputs):
-        if source == "unknown":
-            value = dx[index]
-        elif source == "combination":
-            value = sum((coefficient * dx[c] for c, coefficient in index), 0.0)
-        elif source == "input":
-            value = 1.0 if given_at.get(index) == direction else 0.0
-        else:
-            value = 0.0
-        fn.store(first + e * stride, value)
 
 
 def entry(name: str, solve: trace.Function, tangents: trace.Function) -> trace.Function:

@@ -18,7 +18,7 @@ class Layout:
     base_inputs: int = 0  # a floating base's pose (16), twist (6) and given acceleration or wrench (6)
     wrench_inputs: int = 0  # six per frame that takes an external wrench
     derivative_columns: int = 0  # directions of ``gtdyn.compiled.derivatives`` (0: values only)
-    lanes: int = 0  # right-hand sides the derivatives solve at once (``trace.Lanes``; 0: values only)
+    lanes: int = 0  # outputs the derivatives solve for at once (``trace.Lanes``; 0: values only)
     start: dict[str, int] = field(default_factory=dict)
     size: int = 0
 
@@ -26,8 +26,8 @@ class Layout:
         # "jac" right after "out": a batch copies the outputs, the verdict and the derivatives out as one block
         sizes = {"inputs": self.inputs, "out": self.outputs + 3, "jac": self.outputs * self.derivative_columns,
                  "solution": self.solution,
-                 "rhs": self.rows, "sol": self.unknowns, "rhs_lanes": self.rows * self.lanes,
-                 "sol_lanes": self.unknowns * self.lanes,
+                 "rhs": self.rows, "sol": self.unknowns, "zt_lanes": self.unknowns * self.lanes,
+                 "yt_lanes": self.rows * self.lanes,
                  "zt": self.unknowns, "yt": self.rows, "xr": self.unknowns, "res": self.rows}
         for name, size in sizes.items():
             self.start[name] = self.size

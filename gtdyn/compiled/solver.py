@@ -28,7 +28,8 @@ from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
-GENERATED_FUNCTIONS = ("factor", "solve", "solve_t", "residual", "main", "fast", "tangents", "dmain", "dfast")
+GENERATED_FUNCTIONS = ("factor", "solve", "solve_t", "residual", "main", "fast", "tangents", "solve_t_lanes",
+                       "contract_lanes", "dmain", "dfast")
 
 
 class CompiledSolver:
