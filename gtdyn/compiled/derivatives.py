@@ -5,10 +5,12 @@ given quantity). Along a direction θ_d, the residual r(θ, x) = b(θ) − A(θ)
 
     A ∂x/∂θ_d = ∂r/∂θ_d   (at the solution x, with x held fixed in r)
 
-— one more right-hand side for the factorization the plan already holds: the elimination's row operations and
-back-substitution (``solve``) once per direction. ∂r/∂θ_d is the derivative of eq. 4–7 themselves, written by
-running the kinematics pass and the equations on dual numbers (``gtdyn.compiled.dual``): exact, not finite
-differences, and in every ordering, since the ordering only changes how A is factored.
+— one more right-hand side for the factorization the plan already holds. There are three times as many
+directions as outputs, so the code takes the adjoint form: an output o = eₒᵀ x has ∂o/∂θ_d = λₒᵀ ∂r/∂θ_d with
+λₒ = A⁻ᵀ eₒ, one transposed solve (``solve_t``, the same factors) per output, eight outputs at a time in vector
+registers, then a sparse contraction with ∂r's non-zero entries. ∂r/∂θ_d is the derivative of eq. 4–7
+themselves, written by running the kinematics pass and the equations on dual numbers (``gtdyn.compiled.dual``):
+exact, not finite differences, and in every ordering, since the ordering only changes how A is factored.
 
 Directions, in the order of the returned columns: ``dq`` over [ξ; q] (a floating base's pose perturbed as
 T·Exp(ξ), ξ = [ω; v] in its root link frame; v does not enter, gravity being uniform), ``dv`` over [V_base; q̇],
