@@ -1,0 +1,80 @@
+"""Trajectory optimization (issue 22, first part): time, iterations, cost and violation of ``optimize_trajectory``
+rest to rest, and how the time per iteration grows with the number of knots (linearly: each iteration is one
+batch of compiled derivatives and one banded elimination).
+
+    python -m benchmarks.planning
+
+Writes benchmarks/results/planning.md and planning_scaling.png.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+import gtdyn
+from gtdyn.bench.report import machine_description
+from gtdyn.progress import Progress
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+CASES = {"rr": (np.zeros(2), np.array([1.0, -0.5]), 1.5),
+         "puma560": (np.array([0, 0.5, -2.0, 0, 0.5, 0]), np.array([1.0, 0.2, -1.5, 0.5, 1.0, 0.3]), 2.0)}
+KNOTS = (25, 50, 100, 200)
+MAX_ITERATIONS = 400
+
+
+def main() -> None:
+    rows = []
+    with Progress("planning", len(CASES) * len(KNOTS), enabled=True) as progress:
+        for name, (q0, goal, duration) in CASES.items():
+            robot = gtdyn.load_robot(name)
+            gtdyn.compile(robot, "inverse", derivatives=True)  # compiled once, outside the timings
+            for steps in KNOTS:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", gtdyn.ConvergenceWarning)
+                    plan = gtdyn.optimize_trajectory(robot, q0=q0, goal_q=goal, goal_v=np.zeros(robot.num_dofs),
+                                                     steps=steps, dt=duration / steps, max_iterations=MAX_ITERATIONS)
+                rows.append((name, steps, plan))
+                progress.step(f"{name} {steps} knots")
+    lines = ["# Trajectory optimization: rest to rest", "", "`python -m benchmarks.planning`; "
+             + machine_description(1, 1, 0).split("; medians")[0], "",
+             f"Trapezoidal collocation, effort 1, smoothness 1e-4, the model's limits, tolerance 1e-8, at most "
+             f"{MAX_ITERATIONS} iterations; the rr arm over 1.5 s, the PUMA 560 over 2 s.", "",
+             "| robot | knots | converged | iterations | seconds | ms per iteration | cost | violation |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, steps, plan in rows:
+        lines.append(f"| {name} | {steps + 1} | {'yes' if plan.converged else '**no**'} | {plan.iterations} | "
+                     f"{plan.seconds:.2f} | {1e3 * plan.seconds / plan.iterations:.1f} | {plan.cost:.4g} | "
+                     f"{plan.violation:.1e} |")
+    with open(os.path.join(RESULTS, "planning.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    plot(rows)
+    for name, steps, plan in rows:
+        print(f"{name} {steps + 1} knots: {plan.iterations} iterations, {plan.seconds:.2f} s "
+              f"({1e3 * plan.seconds / plan.iterations:.1f} ms each), converged {plan.converged}")
+    print(f"wrote {os.path.join(RESULTS, 'planning.md')}")
+
+
+def plot(rows) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for name in CASES:
+        knots = [steps + 1 for n, steps, _ in rows if n == name]
+        per = [1e3 * plan.seconds / plan.iterations for n, _, plan in rows if n == name]
+        ax.plot(knots, per, "o-", label=name)
+    ax.set_xlabel("knots")
+    ax.set_ylabel("ms per iteration")
+    ax.set_title("optimize_trajectory: time per iteration against knots")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(RESULTS, "planning_scaling.png"), dpi=120)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The model's limits on q, q̇ and τ over a trajectory's knots, as inequalities c(x) ≤ 0 kept by an augmented
+Lagrangian: the soft terms μ/2 · max(0, c + λ/μ)² (λ ≥ 0 one multiplier per inequality, μ a weight) are part of
+each Gauss–Newton step; between solves λ ← max(0, λ + μ c), and μ grows while the violation does not shrink.
+At convergence the active limits hold to the tolerance (the multipliers carry the force that holds them), not
+approximately as a fixed penalty would leave them."""
+
+from __future__ import annotations
+
+import gtsam
+import numpy as np
+
+from gtdyn.errors import ArgumentError
+from gtdyn.model.robot import Robot
+
+MU_START, MU_GROWTH, MU_MAX = 1e3, 10.0, 1e12
+# (name, variable, sign): c = sign · (value − bound), for q (column j of a state), q̇ (column n + j) and τ
+KINDS = (("q upper", "q", 1.0), ("q lower", "q", -1.0), ("v upper", "v", 1.0), ("v lower", "v", -1.0),
+         ("tau upper", "tau", 1.0), ("tau lower", "tau", -1.0))
+
+
+class Limits:
+    def __init__(self, robot: Robot, knots: int, lower, upper, velocity, effort):
+        self.robot, self.n = robot, robot.num_dofs
+        self.bound = {"q upper": upper, "q lower": lower, "v upper": velocity, "v lower": -velocity,
+                      "tau upper": effort, "tau lower": -effort}
+        self.multipliers = {name: np.zeros((knots, self.n)) for name, _, _ in KINDS}
+        self.mu = MU_START
+        self.last_violation = np.inf
+
+    @classmethod
+    def of(cls, robot: Robot, knots: int) -> Limits:
+        """The model's limits (infinite where it has none; passive joints' τ are zero anyway)."""
+        joints = robot.joints
+        return cls(robot, knots, np.array([j.lower for j in joints]), np.array([j.upper for j in joints]),
+                   np.array([j.velocity for j in joints]), np.array([j.effort for j in joints]))
+
+    @classmethod
+    def none(cls, robot: Robot, knots: int) -> Limits:
+        inf = np.full(robot.num_dofs, np.inf)
+        return cls(robot, knots, -inf, inf, inf, inf)
+
+    def check_reachable(self, q0, v0, goal_q, goal_v) -> None:
+        """A start or goal outside the limits cannot be met: say which joint and bound, before any work."""
+        for name, values in (("q0", q0), ("goal_q", goal_q)):
+            if values is None:
+                continue
+            for j, joint in enumerate(self.robot.joints):
+                if not self.bound["q lower"][j] <= values[j] <= self.bound["q upper"][j]:
+                    raise ArgumentError(f"{name}: joint '{joint.name}' at {values[j]:g} is outside its limits "
+                                        f"[{self.bound['q lower'][j]:g}, {self.bound['q upper'][j]:g}], which the "
+                                        "trajectory must keep (limits=False drops them)")
+        for name, values in (("v0", v0), ("goal_v", goal_v)):
+            if values is not None and np.any(np.abs(values) > self.bound["v upper"]):
+                j = int(np.argmax(np.abs(values) - self.bound["v upper"]))
+                raise ArgumentError(f"{name}: joint '{self.robot.joints[j].name}' at {values[j]:g} exceeds its "
+                                    f"velocity limit {self.bound['v upper'][j]:g}")
+
+    def _constraints(self, q, v, tau):
+        values = {"q": q, "v": v, "tau": tau}
+        for name, variable, sign in KINDS:
+            bound = self.bound[name]
+            finite = np.isfinite(bound)
+            if finite.any():
+                c = np.where(finite, sign * (values[variable] - np.where(finite, bound, 0.0)), -np.inf)
+                yield name, variable, sign, c
+
+    def violation(self, q, v, tau) -> float:
+        """The largest amount by which a limit is exceeded (0 when all hold)."""
+        return max([0.0] + [float(np.max(c)) for _, _, _, c in self._constraints(q, v, tau)])
+
+    def penalty(self, q, v, tau) -> float:
+        """Σ μ/2 · max(0, c + λ/μ)² − λ²/(2μ): the augmented-Lagrangian terms' value."""
+        total = 0.0
+        for name, _, _, c in self._constraints(q, v, tau):
+            lam = self.multipliers[name]
+            shifted = np.maximum(0.0, np.where(np.isfinite(c), c, -np.inf) + lam / self.mu)
+            total += float(np.sum(0.5 * self.mu * shifted ** 2 - lam ** 2 / (2 * self.mu)))
+        return total
+
+    def add_factors(self, graph: gtsam.GaussianFactorGraph, q, v, tau, s_keys, u_keys) -> None:
+        """The active terms, linearized: rows √μ ∂c/∂x δ = −√μ (c + λ/μ), per knot and variable."""
+        n, root = self.n, np.sqrt(self.mu)
+        rows = {}
+        for name, variable, sign, c in self._constraints(q, v, tau):
+            shifted = c + self.multipliers[name] / self.mu
+            for k, j in zip(*np.nonzero(shifted > 0.0), strict=True):
+                key, column = (u_keys[k], j) if variable == "tau" else (s_keys[k], j if variable == "q" else n + j)
+                rows.setdefault(key, []).append((column, root * sign, -root * shifted[k, j]))
+        for key, entries in rows.items():
+            dim = n if key in u_keys else 3 * n
+            A = np.zeros((len(entries), dim))
+            for r, (column, value, _) in enumerate(entries):
+                A[r, column] = value
+            graph.add(gtsam.JacobianFactor(key, A, np.array([b for _, _, b in entries]),
+                                           gtsam.noiseModel.Unit.Create(len(entries))))
+
+    def update(self, q, v, tau) -> bool:
+        """After a solve: λ ← max(0, λ + μ c); μ grows while the violation does not shrink by four. False when μ
+        is at its cap and the violation did not shrink: nothing more to try."""
+        violation = self.violation(q, v, tau)
+        for name, _, _, c in self._constraints(q, v, tau):
+            self.multipliers[name] = np.maximum(0.0, self.multipliers[name] + self.mu * np.where(np.isfinite(c), c,
+                                                                                                  -np.inf))
+        if violation > 0.25 * self.last_violation:
+            if self.mu >= MU_MAX:
+                return False
+            self.mu = min(self.mu * MU_GROWTH, MU_MAX)
+        self.last_violation = violation
+        return True

@@ -1,0 +1,286 @@
+"""``optimize_trajectory``: a kinodynamic trajectory by direct collocation, solved as a sequence of linear factor
+graphs.
+
+Knots k = 0 … N (N = ``steps``), Δt apart, each with a state s_k = [q; q̇; q̈] and torques τ_k. The factors:
+
+* dynamics at every knot, τ_k − ID(q_k, q̇_k, q̈_k) = 0 (hard), by a compiled inverse-dynamics solver and its exact
+  derivatives (issue 21) — all knots in one native batch call per iteration; passive joints' τ = 0 (hard);
+* collocation between knots (hard): trapezoidal, q_{k+1} = q_k + Δt/2 (q̇_k + q̇_{k+1}) and likewise q̇ from q̈,
+  or Euler, q_{k+1} = q_k + Δt q̇_k, q̇_{k+1} = q̇_k + Δt q̈_k;
+* start and goal (hard); costs (soft): torque effort Σ Δt ‖τ_k‖² and smoothness Σ Δt ‖(q̈_{k+1} − q̈_k)/Δt‖²;
+* limits on q, q̇ and τ from the model as inequalities c(x) ≤ 0, by an augmented Lagrangian: soft terms
+  μ/2 · max(0, c + λ/μ)², the multipliers λ and the weight μ updated between solves until every limit holds to
+  ``tolerance``.
+
+Why not GTSAM's nonlinear optimizers: its Python ``CustomFactor`` copies the whole ``Values`` at each call, so a
+graph of N knots costs O(N²) per iteration. Here each Gauss–Newton iteration linearizes every factor at once
+from Python (the dynamics' Jacobians from one batch call) into a ``gtsam.GaussianFactorGraph`` of
+``JacobianFactor``s, whose elimination (COLAMD, banded in time) GTSAM does: linear in the knots. The hard rows
+are GTSAM constrained rows, so each step meets the linearized constraints exactly (a Gauss–Newton SQP step);
+Levenberg–Marquardt damping on a merit (cost plus a penalty on the hard residuals) keeps it descending.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import gtsam
+import numpy as np
+
+from gtdyn.arguments import choice, gravity_vector, joint_vector, positive_number, robot_argument, whole_number
+from gtdyn.compiled import compile
+from gtdyn.equations import GRAVITY
+from gtdyn.errors import ArgumentError, ConvergenceWarning
+from gtdyn.model.robot import Robot
+from gtdyn.planning.limits import Limits
+
+COLLOCATION = ("trapezoidal", "euler")
+MERIT_PENALTY = 1e4  # weight of the hard residuals' L1 norm in the merit a step must lower
+DAMPING_START, DAMPING_MIN, DAMPING_MAX = 1e-3, 1e-12, 1e8
+CORRECTION_DAMPING = 1e-6  # a second-order correction: the least-change step back onto the hard constraints
+STALL = 1e-12  # a round of steps ends when the merit falls by less than this, relatively
+
+
+@dataclass(frozen=True, eq=False)
+class PlannedTrajectory:
+    """The optimized trajectory at the ``steps + 1`` knots: times ``t``, ``q``, ``v``, ``qdd``, ``tau`` (rows in time,
+    columns in ``robot.joint_names`` order). ``cost``: the soft costs' value (½ Σ weighted squares of effort and
+    smoothness); ``violation``: the largest residual of a hard constraint (dynamics, collocation, start, goal,
+    passive torques) or limit; ``converged``: whether both are met to the tolerance; ``iterations``
+    (Gauss–Newton steps, all augmented-Lagrangian rounds together) and ``seconds``."""
+
+    robot: Robot
+    collocation: str
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    cost: float
+    violation: float
+    converged: bool
+    iterations: int
+    seconds: float
+
+    def __repr__(self) -> str:
+        return (f"PlannedTrajectory('{self.robot.name}', {len(self.t)} knots, {self.collocation}, "
+                f"cost {self.cost:.4g}, violation {self.violation:.1e}, {self.iterations} iterations, "
+                f"{self.seconds:.3g} s)")
+
+
+def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, steps: int, dt: float,
+                        collocation: str = "trapezoidal", limits: bool = True, effort: float = 1.0,
+                        smoothness: float = 1e-4, gravity=GRAVITY, tolerance: float = 1e-8,
+                        max_iterations: int = 200) -> PlannedTrajectory:
+    """A trajectory from (q0, v0) to ``goal_q`` (and ``goal_v``; None: free) in ``steps`` steps of ``dt`` seconds
+    that obeys the dynamics and the ``collocation`` rule ("trapezoidal" or "euler") at every knot, minimizes
+    ``effort`` · Σ Δt ‖τ‖² + ``smoothness`` · Σ Δt ‖jerk‖², and keeps the model's limits on q, q̇ and τ when
+    ``limits`` (as constraints met to ``tolerance``, not penalties). Passive joints carry no torque. Trees on a
+    fixed base. A run that stops before meeting every constraint says so with a ``ConvergenceWarning`` (and
+    ``converged`` False)."""
+    robot = robot_argument(robot)
+    if robot.floating_base or robot.loop_joints or robot.transmissions:
+        raise ArgumentError(f"robot: optimize_trajectory covers trees on a fixed base without transmissions; "
+                            f"'{robot.name}' is not one")
+    choice("collocation", collocation, COLLOCATION)
+    steps = whole_number("steps", steps, 1)
+    dt = positive_number("dt", dt)
+    n = robot.num_dofs
+    q0 = joint_vector(robot, "q0", q0)
+    v0 = np.zeros(n) if v0 is None else joint_vector(robot, "v0", v0)
+    goal_q = None if goal_q is None else joint_vector(robot, "goal_q", goal_q)
+    goal_v = None if goal_v is None else joint_vector(robot, "goal_v", goal_v)
+    weights = positive_number("effort", effort), positive_number("smoothness", smoothness)
+    tolerance = positive_number("tolerance", tolerance)
+    max_iterations = whole_number("max_iterations", max_iterations, 1)
+    bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
+    bounds.check_reachable(q0, v0, goal_q, goal_v)
+    started = time.perf_counter()
+    solver = compile(robot, "inverse", gravity=gravity_vector(gravity), derivatives=True)
+    problem = _Problem(robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds)
+    x, iterations, violation = problem.solve(problem.initial_guess(), tolerance, max_iterations)
+    converged = violation <= tolerance
+    if not converged:
+        warnings.warn(f"optimize_trajectory: stopped after {iterations} iterations with a constraint violated by "
+                      f"{violation:.3g} (tolerance {tolerance:g}); the trajectory does not meet its constraints — "
+                      "more steps, a longer dt, wider limits or a reachable goal may help", ConvergenceWarning,
+                      stacklevel=2)
+    q, v, a, tau = problem.unpack(x)
+    return PlannedTrajectory(robot, collocation, dt * np.arange(steps + 1), q, v, a, tau, problem.cost(x),
+                             violation, converged, iterations, time.perf_counter() - started)
+
+
+class _Problem:
+    """The factors of one planning problem, linearized at a point as a ``gtsam.GaussianFactorGraph``."""
+
+    def __init__(self, robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds: Limits):
+        self.robot, self.solver, self.N, self.h, self.rule = robot, solver, steps, dt, collocation
+        self.q0, self.v0, self.goal_q, self.goal_v = q0, v0, goal_q, goal_v
+        self.effort, self.smoothness = weights
+        self.bounds = bounds
+        n = self.n = robot.num_dofs
+        self.passive = np.array([not j.actuated for j in robot.joints], bool)
+        self.s_keys = [gtsam.symbol("s", k) for k in range(steps + 1)]
+        self.u_keys = [gtsam.symbol("u", k) for k in range(steps + 1)]
+        eye, zero = np.eye(n), np.zeros((n, n))
+        h = dt
+        # collocation rows [q; q̇]_{k+1} − [q; q̇]_k − rule = C_now s_k + C_next s_{k+1}
+        if collocation == "trapezoidal":
+            self.C_now = np.block([[-eye, -h / 2 * eye, zero], [zero, -eye, -h / 2 * eye]])
+            self.C_next = np.block([[eye, -h / 2 * eye, zero], [zero, eye, -h / 2 * eye]])
+        else:
+            self.C_now = np.block([[-eye, -h * eye, zero], [zero, -eye, -h * eye]])
+            self.C_next = np.block([[eye, zero, zero], [zero, eye, zero]])
+        self.position_velocity = np.block([[eye, zero, zero], [zero, eye, zero]])
+
+    # -- variables ------------------------------------------------------------------------------------------
+
+    def unpack(self, x: np.ndarray):
+        """x = [s_0 … s_N, τ_0 … τ_N] → q, v, a, τ (rows in time)."""
+        n, K = self.n, self.N + 1
+        s = x[:3 * n * K].reshape(K, 3, n)
+        return s[:, 0].copy(), s[:, 1].copy(), s[:, 2].copy(), x[3 * n * K:].reshape(K, n).copy()
+
+    def pack(self, q, v, a, tau) -> np.ndarray:
+        return np.concatenate([np.stack([q, v, a], axis=1).ravel(), np.asarray(tau).ravel()])
+
+    def initial_guess(self) -> np.ndarray:
+        """q from q0 to the goal along a smooth (cubic) rest-to-rest path, q̇ and q̈ its derivatives, τ its
+        inverse dynamics: consistent with the dynamics, nearly so with the collocation."""
+        T = self.N * self.h
+        t = self.h * np.arange(self.N + 1)[:, None]
+        goal = self.q0 if self.goal_q is None else self.goal_q
+        s = 3 * (t / T) ** 2 - 2 * (t / T) ** 3
+        ds, dds = (6 * t / T ** 2 - 6 * t ** 2 / T ** 3), (6 / T ** 2 - 12 * t / T ** 3)
+        q = self.q0 + s * (goal - self.q0)
+        v, a = ds * (goal - self.q0), dds * (goal - self.q0)
+        v[0] = self.v0
+        tau = self.solver.batch_derivatives(q, v, a).value
+        tau[:, self.passive] = 0.0
+        return self.pack(q, v, a, tau)
+
+    # -- the factors ----------------------------------------------------------------------------------------
+
+    def hard_residuals(self, x: np.ndarray, derivatives=None) -> np.ndarray:
+        q, v, a, tau = self.unpack(x)
+        d = self.solver.batch_derivatives(q, v, a) if derivatives is None else derivatives
+        s = x[:3 * self.n * (self.N + 1)].reshape(self.N + 1, 3 * self.n)
+        parts = [(tau - d.value).ravel(), tau[:, self.passive].ravel(),
+                 (s[:-1] @ self.C_now.T + s[1:] @ self.C_next.T).ravel(), q[0] - self.q0, v[0] - self.v0]
+        if self.goal_q is not None:
+            parts.append(q[-1] - self.goal_q)
+        if self.goal_v is not None:
+            parts.append(v[-1] - self.goal_v)
+        return np.concatenate(parts)
+
+    def soft_residuals(self, x: np.ndarray) -> np.ndarray:
+        """Effort and smoothness, weighted so that ½‖r‖² is the cost."""
+        _, _, a, tau = self.unpack(x)
+        effort = np.sqrt(self.effort * self.h) * tau[:, ~self.passive]
+        jerk = np.sqrt(self.smoothness * self.h) * np.diff(a, axis=0) / self.h
+        return np.concatenate([effort.ravel(), jerk.ravel()])
+
+    def cost(self, x: np.ndarray) -> float:
+        return 0.5 * float(np.sum(self.soft_residuals(x) ** 2))
+
+    def merit(self, x: np.ndarray) -> float:
+        q, v, _, tau = self.unpack(x)
+        return self.cost(x) + self.bounds.penalty(q, v, tau) + MERIT_PENALTY * float(np.sum(np.abs(
+            self.hard_residuals(x))))
+
+    def linearized(self, x: np.ndarray, soft: bool = True) -> tuple[gtsam.GaussianFactorGraph, float]:
+        """Every factor linearized at x (J δ = −r per factor; the hard ones alone if not ``soft``), and the largest
+        hard residual there."""
+        n, N, h = self.n, self.N, self.h
+        q, v, a, tau = self.unpack(x)
+        d = self.solver.batch_derivatives(q, v, a)
+        graph = gtsam.GaussianFactorGraph()
+        hard = gtsam.noiseModel.Constrained.All
+        unit = gtsam.noiseModel.Unit.Create
+        eye = np.eye(n)
+        w_effort, w_jerk = np.sqrt(self.effort * h), np.sqrt(self.smoothness * h) / h
+        selector = eye[~self.passive]
+        for k in range(N + 1):
+            s_k, u_k = self.s_keys[k], self.u_keys[k]
+            J_state = -np.hstack([d.dq[k], d.dv[k], d.dx[k]])
+            graph.add(gtsam.JacobianFactor(s_k, J_state, u_k, eye, -(tau[k] - d.value[k]), hard(n)))
+            if self.passive.any():
+                graph.add(gtsam.JacobianFactor(u_k, eye[self.passive], -tau[k, self.passive],
+                                               hard(int(self.passive.sum()))))
+            if selector.size and soft:
+                graph.add(gtsam.JacobianFactor(u_k, w_effort * selector, -w_effort * tau[k, ~self.passive],
+                                               unit(selector.shape[0])))
+            if k < N:
+                s_now = np.concatenate([q[k], v[k], a[k]])
+                s_next = np.concatenate([q[k + 1], v[k + 1], a[k + 1]])
+                r = self.C_now @ s_now + self.C_next @ s_next
+                graph.add(gtsam.JacobianFactor(s_k, self.C_now, self.s_keys[k + 1], self.C_next, -r, hard(2 * n)))
+                if not soft:
+                    continue
+                jerk = np.hstack([np.zeros((n, 2 * n)), eye])
+                graph.add(gtsam.JacobianFactor(s_k, -w_jerk * jerk, self.s_keys[k + 1], w_jerk * jerk,
+                                               -w_jerk * (a[k + 1] - a[k]), unit(n)))
+        P = self.position_velocity
+        graph.add(gtsam.JacobianFactor(self.s_keys[0], P, -np.concatenate([q[0] - self.q0, v[0] - self.v0]),
+                                       hard(2 * n)))
+        if self.goal_q is not None:
+            graph.add(gtsam.JacobianFactor(self.s_keys[N], P[:n], -(q[N] - self.goal_q), hard(n)))
+        if self.goal_v is not None:
+            graph.add(gtsam.JacobianFactor(self.s_keys[N], P[n:], -(v[N] - self.goal_v), hard(n)))
+        if soft:
+            self.bounds.add_factors(graph, q, v, tau, self.s_keys, self.u_keys)
+        return graph, float(np.max(np.abs(self.hard_residuals(x, d))))
+
+    def step(self, graph: gtsam.GaussianFactorGraph, damping: float) -> np.ndarray:
+        """The Gauss–Newton step of the linearized graph, with Levenberg–Marquardt damping √damping · δ = 0 on
+        every variable (the hard rows stay exact)."""
+        damped = gtsam.GaussianFactorGraph()
+        damped.push_back(graph)
+        root = np.sqrt(damping)
+        for key, dim in [(key, 3 * self.n) for key in self.s_keys] + [(key, self.n) for key in self.u_keys]:
+            damped.add(gtsam.JacobianFactor(key, root * np.eye(dim), np.zeros(dim), gtsam.noiseModel.Unit.Create(dim)))
+        delta = damped.optimize()
+        return np.concatenate([delta.at(key) for key in self.s_keys] + [delta.at(key) for key in self.u_keys])
+
+    # -- the solve ------------------------------------------------------------------------------------------
+
+    def solve(self, x: np.ndarray, tolerance: float, max_iterations: int) -> tuple[np.ndarray, int, float]:
+        """Augmented-Lagrangian rounds, each of damped Gauss–Newton steps until the merit stops falling (a step is
+        taken when it lowers the merit, after a second-order correction if the constraints' curvature needs one;
+        the damping shrinks after a success and grows after a failure), the multipliers updated between rounds.
+        Returns the point, the linearizations made and the largest violation (hard residual or limit) there."""
+        iterations = 0
+        while iterations < max_iterations:
+            x, taken = self._descend(x, max_iterations - iterations)
+            iterations += taken
+            q, v, _, tau = self.unpack(x)
+            hard = float(np.max(np.abs(self.hard_residuals(x))))
+            if self.bounds.violation(q, v, tau) <= tolerance and hard <= tolerance:
+                break
+            if not self.bounds.update(q, v, tau):  # the multipliers and weights cannot grow further
+                break
+        q, v, _, tau = self.unpack(x)
+        return x, iterations, max(float(np.max(np.abs(self.hard_residuals(x)))), self.bounds.violation(q, v, tau))
+
+    def _descend(self, x: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
+        """Damped Gauss–Newton steps on the current merit until it stops falling (relative change below
+        ``STALL``) or the damping runs out; returns the point and the linearizations made."""
+        damping = DAMPING_START
+        for taken in range(1, budget + 1):
+            graph, _ = self.linearized(x)
+            merit = self.merit(x)
+            while damping <= DAMPING_MAX:
+                trial = x + self.step(graph, damping)
+                if self.merit(trial) >= merit:  # the constraints' curvature (Maratos): a second-order correction
+                    trial = trial + self.step(self.linearized(trial, soft=False)[0], CORRECTION_DAMPING)
+                if self.merit(trial) < merit:
+                    break
+                damping *= 10
+            if damping > DAMPING_MAX:
+                return x, taken
+            x, damping = trial, max(damping / 10, DAMPING_MIN)
+            if merit - self.merit(x) <= STALL * (1.0 + abs(merit)):
+                return x, taken
+        return x, budget
