@@ -73,7 +73,7 @@ class PlannedTrajectory:
 def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, steps: int, dt: float,
                         collocation: str = "trapezoidal", limits: bool = True, effort: float = 1.0,
                         smoothness: float = 1e-4, gravity=GRAVITY, tolerance: float = 1e-8,
-                        max_iterations: int = 200) -> PlannedTrajectory:
+                        max_iterations: int = 400) -> PlannedTrajectory:
     """A trajectory from (q0, v0) to ``goal_q`` (and ``goal_v``; None: free) in ``steps`` steps of ``dt`` seconds
     that obeys the dynamics and the ``collocation`` rule ("trapezoidal" or "euler") at every knot, minimizes
     ``effort`` · Σ Δt ‖τ‖² + ``smoothness`` · Σ Δt ‖jerk‖², and keeps the model's limits on q, q̇ and τ when
