@@ -182,3 +182,23 @@ def simulation_covers(robot: Robot, method: str, contacts: bool) -> None:
     if contacts and (robot.loop_joints or method == "variational"):
         raise ArgumentError("contacts: simulate covers contacts on trees with the explicit integrators (not closed "
                             "loops, not the variational integrator)")
+
+
+def within_limits(robot: Robot, **states) -> None:
+    """Joint positions (``q0=``, ``goal_q=``: by name, None skipped) inside the model's limits and velocities
+    (names ending in ``v``) inside its velocity limits: what a trajectory that keeps the limits must start or end
+    at. The error names the argument, the joint and the bound."""
+    lower = np.array([j.lower for j in robot.joints])
+    upper = np.array([j.upper for j in robot.joints])
+    speed = np.array([j.velocity for j in robot.joints])
+    for name, x in states.items():
+        if x is None:
+            continue
+        low, high = (-speed, speed) if name.endswith("v") else (lower, upper)
+        outside = np.flatnonzero((x < low) | (x > high))
+        if outside.size:
+            j = int(outside[0])
+            what = "velocity limits" if name.endswith("v") else "limits"
+            raise ArgumentError(f"{name}: joint '{robot.joints[j].name}' at {x[j]:g} is outside its {what} "
+                                f"[{low[j]:g}, {high[j]:g}], which the trajectory must keep (limits=False drops "
+                                "them)")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gtsam
 import numpy as np
 
-from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
 
 MU_START, MU_GROWTH, MU_MAX = 1e3, 10.0, 1e12
@@ -38,22 +37,6 @@ class Limits:
     def none(cls, robot: Robot, knots: int) -> Limits:
         inf = np.full(robot.num_dofs, np.inf)
         return cls(robot, knots, -inf, inf, inf, inf)
-
-    def check_reachable(self, q0, v0, goal_q, goal_v) -> None:
-        """A start or goal outside the limits cannot be met: say which joint and bound, before any work."""
-        for name, values in (("q0", q0), ("goal_q", goal_q)):
-            if values is None:
-                continue
-            for j, joint in enumerate(self.robot.joints):
-                if not self.bound["q lower"][j] <= values[j] <= self.bound["q upper"][j]:
-                    raise ArgumentError(f"{name}: joint '{joint.name}' at {values[j]:g} is outside its limits "
-                                        f"[{self.bound['q lower'][j]:g}, {self.bound['q upper'][j]:g}], which the "
-                                        "trajectory must keep (limits=False drops them)")
-        for name, values in (("v0", v0), ("goal_v", goal_v)):
-            if values is not None and np.any(np.abs(values) > self.bound["v upper"]):
-                j = int(np.argmax(np.abs(values) - self.bound["v upper"]))
-                raise ArgumentError(f"{name}: joint '{self.robot.joints[j].name}' at {values[j]:g} exceeds its "
-                                    f"velocity limit {self.bound['v upper'][j]:g}")
 
     def _constraints(self, q, v, tau):
         values = {"q": q, "v": v, "tau": tau}

@@ -29,10 +29,19 @@ from dataclasses import dataclass
 import gtsam
 import numpy as np
 
-from gtdyn.arguments import choice, gravity_vector, joint_vector, positive_number, robot_argument, whole_number
+from gtdyn.arguments import (
+    choice,
+    covered,
+    gravity_vector,
+    joint_vector,
+    positive_number,
+    robot_argument,
+    whole_number,
+)
+from gtdyn.arguments.series import within_limits
 from gtdyn.compiled import compile
 from gtdyn.equations import GRAVITY
-from gtdyn.errors import ArgumentError, ConvergenceWarning
+from gtdyn.errors import ConvergenceWarning
 from gtdyn.model.robot import Robot
 from gtdyn.planning.limits import Limits
 
@@ -80,10 +89,8 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     ``limits`` (as constraints met to ``tolerance``, not penalties). Passive joints carry no torque. Trees on a
     fixed base. A run that stops before meeting every constraint says so with a ``ConvergenceWarning`` (and
     ``converged`` False)."""
-    robot = robot_argument(robot)
-    if robot.floating_base or robot.loop_joints or robot.transmissions:
-        raise ArgumentError(f"robot: optimize_trajectory covers trees on a fixed base without transmissions; "
-                            f"'{robot.name}' is not one")
+    covered(robot_argument(robot), "optimize_trajectory", loops=False, floating_base=False, transmissions=False,
+            advice="it covers trees on a fixed base for now")
     choice("collocation", collocation, COLLOCATION)
     steps = whole_number("steps", steps, 1)
     dt = positive_number("dt", dt)
@@ -95,8 +102,9 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     weights = positive_number("effort", effort), positive_number("smoothness", smoothness)
     tolerance = positive_number("tolerance", tolerance)
     max_iterations = whole_number("max_iterations", max_iterations, 1)
+    if limits:
+        within_limits(robot, q0=q0, v0=v0, goal_q=goal_q, goal_v=goal_v)
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
-    bounds.check_reachable(q0, v0, goal_q, goal_v)
     started = time.perf_counter()
     solver = compile(robot, "inverse", gravity=gravity_vector(gravity), derivatives=True)
     problem = _Problem(robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds)
