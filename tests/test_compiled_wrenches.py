@@ -5,6 +5,7 @@ test_world_wrenches.py), on a fixed and a floating base, in batches, and the err
 import numpy as np
 import pytest
 from references import random_base, rel_err
+from test_derivatives import FLOATING_ARM
 from test_world_wrenches import PENDULUM
 
 import gtdyn
@@ -76,13 +77,15 @@ def test_the_fallback_answers_with_the_same_wrenches(puma):
     assert rel_err(fallback, solver(q, v, x)) > 1e-6  # and the wrench matters
 
 
-def test_wrenches_on_a_floating_quadrupeds_foot(axes="world_aligned"):
-    robot = gtdyn.load_robot("quadruped", base="floating")
-    solver = gtdyn.compile(robot, "forward", wrench_frames=["FL_foot", "torso"], wrench_axes=axes)
+def test_wrenches_on_a_floating_robot(tmp_path, axes="world_aligned"):
+    path = tmp_path / "floating_arm.urdf"
+    path.write_text(FLOATING_ARM)
+    robot = gtdyn.load_robot(str(path), base="floating")
+    solver = gtdyn.compile(robot, "forward", wrench_frames=["tip", "body"], wrench_axes=axes)
     rng = np.random.default_rng(10)
     pose, twist, _ = random_base(rng)
-    q, v, tau = rng.uniform(-0.5, 0.5, (3, 12))
-    wrenches = {"FL_foot": rng.normal(size=6), "torso": rng.normal(size=6)}
+    q, v, tau = rng.uniform(-0.5, 0.5, (3, 2))
+    wrenches = {"tip": rng.normal(size=6), "body": rng.normal(size=6)}
     base_accel, qdd = solver(q, v, tau, base_pose=pose, base_twist=twist, external_wrenches=wrenches)
     want = gtdyn.forward_dynamics(robot, q, v, tau, base_pose=pose, base_twist=twist, external_wrenches=wrenches,
                                   wrench_axes=axes)

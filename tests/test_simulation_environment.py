@@ -6,6 +6,7 @@ the reference path's constrained forward dynamics."""
 import numpy as np
 import pytest
 from references import rel_err
+from test_derivatives import FLOATING_ARM
 
 import gtdyn
 
@@ -31,22 +32,30 @@ def test_a_held_wrench_moves_the_arm_as_the_torques_j_transpose_f(axes):
     assert np.max(np.abs(pushed.q[-1] - gtdyn.simulate(puma, q0, v0, dt=1e-3, steps=100, method="rk4").q[-1])) > 1e-3
 
 
-def test_a_quadruped_on_four_feet_records_the_reference_paths_contact_forces():
-    robot = gtdyn.load_robot("quadruped", base="floating")
-    contacts = [gtdyn.Contact(foot) for foot in FEET]
-    q0 = np.tile([0.0, 0.6, -1.2], 4)
-    tau = np.tile([0.0, 1.0, -2.0], 4)
+@pytest.mark.parametrize("name, feet", [("floating_arm", ["tip"]),
+                                        pytest.param("quadruped", FEET, marks=pytest.mark.heavy)])
+def test_a_floating_robot_in_contact_records_the_reference_paths_contact_forces(name, feet, tmp_path):
+    """A small floating arm with its tip held, and (heavy set) the quadruped on four feet."""
+    if name == "floating_arm":
+        path = tmp_path / "floating_arm.urdf"
+        path.write_text(FLOATING_ARM)
+        name = str(path)
+    robot = gtdyn.load_robot(name, base="floating")
+    contacts = [gtdyn.Contact(foot) for foot in feet]
+    n = robot.num_dofs
+    q0 = np.tile([0.0, 0.6, -1.2], 4) if n == 12 else np.array([0.4, -0.3])
+    tau = np.tile([0.0, 1.0, -2.0], 4) if n == 12 else np.array([0.5, -0.2])
     start = np.eye(4)
     start[2, 3] = 0.4
-    run = gtdyn.simulate(robot, q0, np.zeros(12), tau=tau, dt=1e-3, steps=60, contacts=contacts, base_pose=start)
-    assert run.contact_forces.shape == (61, 12)
+    run = gtdyn.simulate(robot, q0, np.zeros(n), tau=tau, dt=1e-3, steps=60, contacts=contacts, base_pose=start)
+    assert run.contact_forces.shape == (61, 3 * len(feet))
     for k in (0, 30, 60):
         r = gtdyn.forward_dynamics(robot, run.q[k], run.v[k], tau, base_pose=run.base_pose[k],
                                    base_twist=run.base_twist[k], contacts=contacts)
         assert rel_err(run.contact_forces[k], np.concatenate([w.local[3:] for w in r.contact_wrenches])) < 1e-9
         assert rel_err(np.concatenate([run.base_accel[k], run.qdd[k]]), np.concatenate([r.base_accel, r.qdd])) < 1e-9
     # held at the acceleration level: each foot drifts only by the integrator's error
-    for foot in FEET:
+    for foot in feet:
         here = [gtdyn.frame_placement(robot, run.q[k], foot, base_pose=run.base_pose[k]).translation() for k in (0, 60)]
         assert np.linalg.norm(here[1] - here[0]) < 1e-3
 
