@@ -115,3 +115,12 @@ def test_solve_is_no_hub():
     """The entry points of the reference path stay small (issue 19): verdicts, the reference path and argument
     checks live beside them."""
     assert len((PACKAGE / "dynamics" / "solve.py").read_text().splitlines()) <= 250
+
+
+def test_every_package_is_installed():
+    """pyproject.toml lists packages by name: a new folder left out would be missing from a non-editable install."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert folders - listed == set()

@@ -40,6 +40,7 @@ from gtdyn.arguments import (
 )
 from gtdyn.arguments.series import within_limits
 from gtdyn.compiled import compile
+from gtdyn.dynamics.quantities import rigid_bodies
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ConvergenceWarning
 from gtdyn.model.robot import Robot
@@ -106,7 +107,8 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
         within_limits(robot, q0=q0, v0=v0, goal_q=goal_q, goal_v=goal_v)
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
     started = time.perf_counter()
-    solver = compile(robot, "inverse", gravity=gravity_vector(gravity), derivatives=True)
+    # every joint actuated in the solver: its τ are generalized forces, a passive joint's held at zero by a hard row
+    solver = compile(rigid_bodies(robot), "inverse", gravity=gravity_vector(gravity), derivatives=True)
     problem = _Problem(robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds)
     x, iterations, violation = problem.solve(problem.initial_guess(), tolerance, max_iterations)
     converged = violation <= tolerance
