@@ -10,6 +10,8 @@ Writes benchmarks/results/planning.md and planning_scaling.png.
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 import warnings
 
 import numpy as np
@@ -38,6 +40,7 @@ def main() -> None:
                                                      steps=steps, dt=duration / steps, max_iterations=MAX_ITERATIONS)
                 rows.append((name, steps, plan))
                 progress.step(f"{name} {steps} knots")
+    swing_up = cart_pole_swing_up()
     lines = ["# Trajectory optimization: rest to rest", "", "`python -m benchmarks.planning`; "
              + machine_description(1, 1, 0).split("; medians")[0], "",
              f"Trapezoidal collocation, effort 1, smoothness 1e-4, the model's limits, tolerance 1e-8, at most "
@@ -48,6 +51,11 @@ def main() -> None:
         lines.append(f"| {name} | {steps + 1} | {'yes' if plan.converged else '**no**'} | {plan.iterations} | "
                      f"{plan.seconds:.2f} | {1e3 * plan.seconds / plan.iterations:.1f} | {plan.cost:.4g} | "
                      f"{plan.violation:.1e} |")
+    lines += ["", "Cart-pole swing-up (tests/test_planning.py's cart-pole: the cart pushed within ±30 N and ±2 m, "
+              "the pole on a passive hinge, from hanging to upright at rest in 3 s):", "",
+              "| knots | converged | iterations | seconds | cost | violation |", "|---|---|---|---|---|---|",
+              f"| {len(swing_up.t)} | {'yes' if swing_up.converged else '**no**'} | {swing_up.iterations} | "
+              f"{swing_up.seconds:.2f} | {swing_up.cost:.4g} | {swing_up.violation:.1e} |"]
     with open(os.path.join(RESULTS, "planning.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     plot(rows)
@@ -55,6 +63,22 @@ def main() -> None:
         print(f"{name} {steps + 1} knots: {plan.iterations} iterations, {plan.seconds:.2f} s "
               f"({1e3 * plan.seconds / plan.iterations:.1f} ms each), converged {plan.converged}")
     print(f"wrote {os.path.join(RESULTS, 'planning.md')}")
+
+
+def cart_pole_swing_up():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    from test_planning import CART_POLE
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "cart_pole.urdf")
+        with open(path, "w") as f:
+            f.write(CART_POLE)
+        robot = gtdyn.load_robot(path).with_actuated(["slider"])
+    gtdyn.compile(robot.with_actuated(robot.joint_names), "inverse", derivatives=True)  # outside the timing
+    plan = gtdyn.optimize_trajectory(robot, q0=[0, 0], goal_q=[0, np.pi], goal_v=[0, 0], steps=60, dt=0.05)
+    print(f"cart-pole swing-up, 61 knots: {plan.iterations} iterations, {plan.seconds:.2f} s, converged "
+          f"{plan.converged}")
+    return plan
 
 
 def plot(rows) -> None:

@@ -74,6 +74,34 @@ def test_passive_joints_carry_no_torque():
         assert rel_err(plan.tau[k], ref.rnea(plan.q[k], plan.v[k], plan.qdd[k])) < TOL
 
 
+CART_POLE = """<robot name="cart_pole">
+  <link name="rail"/>
+  <joint name="slider" type="prismatic"><parent link="rail"/><child link="cart"/><axis xyz="1 0 0"/>
+    <limit lower="-2" upper="2" effort="30" velocity="10"/></joint>
+  <link name="cart"><inertial><mass value="1.0"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>
+    </inertial></link>
+  <joint name="hinge" type="continuous"><parent link="cart"/><child link="pole"/><axis xyz="0 1 0"/>
+    <limit effort="0" velocity="20"/></joint>
+  <link name="pole"><inertial><origin xyz="0 0 -0.5"/><mass value="0.2"/>
+    <inertia ixx="0.0167" ixy="0" ixz="0" iyy="0.0167" iyz="0" izz="0.0001"/></inertial></link>
+</robot>"""
+
+
+def test_a_cart_pole_swings_its_passive_pole_up(tmp_path):
+    """The classic underactuated swing-up: only the cart is pushed (≤ 30 N, within ±2 m), the pole hangs from a
+    passive hinge and must end upright at rest."""
+    path = tmp_path / "cart_pole.urdf"
+    path.write_text(CART_POLE)
+    robot = gtdyn.load_robot(str(path)).with_actuated(["slider"])
+    plan = gtdyn.optimize_trajectory(robot, q0=[0, 0], goal_q=[0, np.pi], goal_v=[0, 0], steps=60, dt=0.05)
+    assert plan.converged and abs(plan.q[-1, 1] - np.pi) < 1e-8
+    assert np.max(np.abs(plan.tau[:, 1])) < 1e-9 and np.max(np.abs(plan.tau[:, 0])) <= 30 + 1e-8
+    assert np.max(np.abs(plan.q[:, 0])) <= 2 + 1e-8
+    ref = PinocchioModel(str(path), robot)
+    assert max(rel_err(plan.tau[k], ref.rnea(plan.q[k], plan.v[k], plan.qdd[k])) for k in range(61)) < TOL
+    assert collocation_residual(plan) < TOL
+
+
 def test_impossible_requests_are_named_and_a_short_run_says_it_stopped(rr):
     robot, _ = rr
     with pytest.raises(gtdyn.ArgumentError, match="^goal_q: joint 'j1' at 4 is outside its limits"):
