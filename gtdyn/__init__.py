@@ -58,7 +58,7 @@ from gtdyn.kinematics.loop_closure import LoopState, close_loops
 from gtdyn.model.reduce import lock_joints
 from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.orderings import register_ordering
-from gtdyn.planning import PlannedTrajectory, optimize_trajectory
+from gtdyn.planning import FrameGoal, PlannedTrajectory, optimize_trajectory
 from gtdyn.problem import Contact
 from gtdyn.simulation import Trajectory, simulate
 
@@ -71,7 +71,7 @@ __all__ = [
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
     "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
     "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix", "potential_energy",
-    "compile_frames", "Derivatives", "PlannedTrajectory", "optimize_trajectory",
+    "compile_frames", "Derivatives", "PlannedTrajectory", "optimize_trajectory", "FrameGoal",
 ]
 try:  # the version lives in pyproject.toml alone
     __version__ = _metadata.version("gtdyn")

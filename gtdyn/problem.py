@@ -34,6 +34,18 @@ class Contact:
     kind: str = "point"
 
 
+@dataclass(frozen=True)
+class FrameGoal:
+    """Where ``frame`` (a link or a frame merged into one) must be at ``knot`` of a planned trajectory (default the
+    last; negative counts from the end): ``position`` (3, world, m) and/or ``rotation`` (3×3, world ← frame); at
+    least one (``gtdyn.optimize_trajectory(..., frame_goals=[...])``)."""
+
+    frame: str
+    position: object = None
+    rotation: object = None
+    knot: int = -1
+
+
 @dataclass(frozen=True, eq=False)
 class PlacedContact:
     """A Contact on a robot: its number k, its dimension (3 or 6), the index of the body it is on (0: a

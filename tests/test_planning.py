@@ -120,3 +120,28 @@ def test_impossible_requests_are_named_and_a_short_run_says_it_stopped(rr):
                                          max_iterations=1)
     assert not plan.converged and plan.iterations == 1
     assert any(issubclass(w.category, gtdyn.ConvergenceWarning) for w in caught)
+
+
+def test_frame_goals_in_task_space(rr):
+    """The tip through a via point at knot 10 and to a final position; positions checked by frame_placement (itself
+    checked against Pinocchio in test_frames.py), the dynamics by Pinocchio's rnea."""
+    robot, ref = rr
+    goals = [gtdyn.FrameGoal("tip", position=[1.2, 0.8, 0.0]),
+             gtdyn.FrameGoal("tip", position=[0.5, 1.2, 0.0], knot=10)]
+    plan = gtdyn.optimize_trajectory(robot, q0=START, goal_v=np.zeros(2), steps=20, dt=0.05, frame_goals=goals)
+    assert plan.converged
+    assert np.max(np.abs(gtdyn.frame_placement(robot, plan.q[-1], "tip").translation() - [1.2, 0.8, 0.0])) < 1e-8
+    assert np.max(np.abs(gtdyn.frame_placement(robot, plan.q[10], "tip").translation() - [0.5, 1.2, 0.0])) < 1e-8
+    assert max(rel_err(plan.tau[k], ref.rnea(plan.q[k], plan.v[k], plan.qdd[k])) for k in range(21)) < TOL
+
+
+def test_bad_frame_goals_are_named(rr):
+    robot, _ = rr
+    cases = ((gtdyn.FrameGoal("hand", position=[1, 0, 0]), r"frame_goals\[0\]: unknown link or frame 'hand'"),
+             (gtdyn.FrameGoal("tip"), r"frame_goals\[0\]: give a position, a rotation or both"),
+             (gtdyn.FrameGoal("tip", position=[1, 0, 0], knot=11), r"frame_goals\[0\].knot: expected a knot"),
+             (gtdyn.FrameGoal("tip", position=[1, 0]), r"frame_goals\[0\].position"),
+             (gtdyn.FrameGoal("tip", rotation=np.ones((3, 3))), r"frame_goals\[0\].rotation"))
+    for goal, message in cases:
+        with pytest.raises(gtdyn.ArgumentError, match=message):
+            gtdyn.optimize_trajectory(robot, q0=START, steps=10, dt=0.05, frame_goals=[goal])

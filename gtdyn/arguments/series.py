@@ -11,10 +11,11 @@ from collections.abc import Callable, Sequence
 import gtsam
 import numpy as np
 
-from gtdyn.arguments import joint_vector, pose_argument, positive_number, real_array, whole_number
+from gtdyn.arguments import finite_vector, joint_vector, pose_argument, positive_number, real_array, whole_number
 from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
+from gtdyn.problem import FrameGoal
 
 
 def time_grid(dt, steps) -> tuple[float, int]:
@@ -202,3 +203,28 @@ def within_limits(robot: Robot, **states) -> None:
             raise ArgumentError(f"{name}: joint '{robot.joints[j].name}' at {x[j]:g} is outside its {what} "
                                 f"[{low[j]:g}, {high[j]:g}], which the trajectory must keep (limits=False drops "
                                 "them)")
+
+
+def frame_goal_targets(robot: Robot, goals, knots: int) -> list[tuple[str, int, np.ndarray | None, object]]:
+    """``frame_goals`` checked: per goal (frame, knot in [0, knots), position (3,) or None, ``gtsam.Rot3`` or
+    None)."""
+    out = []
+    for i, goal in enumerate(goals or ()):
+        if not isinstance(goal, FrameGoal):
+            raise ArgumentError(f"frame_goals[{i}]: expected a gtdyn.FrameGoal, got {type(goal).__name__}")
+        if goal.frame not in robot.frames:
+            raise ArgumentError(f"frame_goals[{i}]: unknown link or frame '{goal.frame}' "
+                                f"(links and frames: {', '.join(robot.frames)})")
+        if goal.position is None and goal.rotation is None:
+            raise ArgumentError(f"frame_goals[{i}]: give a position, a rotation or both")
+        knot = goal.knot
+        if not isinstance(knot, (int, np.integer)) or isinstance(knot, bool) or not -knots <= knot < knots:
+            raise ArgumentError(f"frame_goals[{i}].knot: expected a knot in [{-knots}, {knots - 1}], got {knot!r}")
+        position = None if goal.position is None else finite_vector(f"frame_goals[{i}].position", goal.position, 3)
+        rotation = None
+        if goal.rotation is not None:
+            pose = np.eye(4)
+            pose[:3, :3] = np.asarray(goal.rotation, dtype=float) if np.shape(goal.rotation) == (3, 3) else np.nan
+            rotation = pose_argument(f"frame_goals[{i}].rotation", pose).rotation()
+        out.append((goal.frame, int(knot) % knots, position, rotation))
+    return out

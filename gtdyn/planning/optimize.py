@@ -44,6 +44,7 @@ from gtdyn.dynamics.quantities import rigid_bodies
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ConvergenceWarning
 from gtdyn.model.robot import Robot
+from gtdyn.planning.goals import FrameGoals
 from gtdyn.planning.limits import Limits
 
 COLLOCATION = ("trapezoidal", "euler")
@@ -51,6 +52,7 @@ MERIT_PENALTY = 1e4  # weight of the hard residuals' L1 norm in the merit a step
 DAMPING_START, DAMPING_MIN, DAMPING_MAX = 1e-3, 1e-12, 1e8
 CORRECTION_DAMPING = 1e-6  # a second-order correction: the least-change step back onto the hard constraints
 STALL = 1e-12  # a round of steps ends when the merit falls by less than this, relatively
+BACKTRACKING = 10  # halvings of a step tried before the damping grows
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,13 +83,15 @@ class PlannedTrajectory:
 
 
 def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, steps: int, dt: float,
-                        collocation: str = "trapezoidal", limits: bool = True, effort: float = 1.0,
+                        collocation: str = "trapezoidal", limits: bool = True, frame_goals=None, effort: float = 1.0,
                         smoothness: float = 1e-4, gravity=GRAVITY, tolerance: float = 1e-8,
                         max_iterations: int = 400) -> PlannedTrajectory:
     """A trajectory from (q0, v0) to ``goal_q`` (and ``goal_v``; None: free) in ``steps`` steps of ``dt`` seconds
     that obeys the dynamics and the ``collocation`` rule ("trapezoidal" or "euler") at every knot, minimizes
     ``effort`` · Σ Δt ‖τ‖² + ``smoothness`` · Σ Δt ‖jerk‖², and keeps the model's limits on q, q̇ and τ when
-    ``limits`` (as constraints met to ``tolerance``, not penalties). Passive joints carry no torque. Trees on a
+    ``limits`` (as constraints met to ``tolerance``, not penalties). ``frame_goals``: a list of
+    ``gtdyn.FrameGoal`` — a frame's position and/or orientation at a knot (the last by default), in task space,
+    met exactly like ``goal_q``. Passive joints carry no torque. Trees on a
     fixed base. A run that stops before meeting every constraint says so with a ``ConvergenceWarning`` (and
     ``converged`` False)."""
     covered(robot_argument(robot), "optimize_trajectory", loops=False, floating_base=False, transmissions=False,
@@ -109,7 +113,8 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     started = time.perf_counter()
     # every joint actuated in the solver: its τ are generalized forces, a passive joint's held at zero by a hard row
     solver = compile(rigid_bodies(robot), "inverse", gravity=gravity_vector(gravity), derivatives=True)
-    problem = _Problem(robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds)
+    goals = FrameGoals(robot, frame_goals, steps + 1)
+    problem = _Problem(robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds, goals)
     x, iterations, violation = problem.solve(problem.initial_guess(), tolerance, max_iterations)
     converged = violation <= tolerance
     if not converged:
@@ -125,11 +130,12 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
 class _Problem:
     """The factors of one planning problem, linearized at a point as a ``gtsam.GaussianFactorGraph``."""
 
-    def __init__(self, robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds: Limits):
+    def __init__(self, robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds: Limits,
+                 goals: FrameGoals):
         self.robot, self.solver, self.N, self.h, self.rule = robot, solver, steps, dt, collocation
         self.q0, self.v0, self.goal_q, self.goal_v = q0, v0, goal_q, goal_v
         self.effort, self.smoothness = weights
-        self.bounds = bounds
+        self.bounds, self.goals = bounds, goals
         n = self.n = robot.num_dofs
         self.passive = np.array([not j.actuated for j in robot.joints], bool)
         self.s_keys = [gtsam.symbol("s", k) for k in range(steps + 1)]
@@ -157,15 +163,26 @@ class _Problem:
         return np.concatenate([np.stack([q, v, a], axis=1).ravel(), np.asarray(tau).ravel()])
 
     def initial_guess(self) -> np.ndarray:
-        """q from q0 to the goal along a smooth (cubic) rest-to-rest path, q̇ and q̈ its derivatives, τ its
-        inverse dynamics: consistent with the dynamics, nearly so with the collocation."""
-        T = self.N * self.h
-        t = self.h * np.arange(self.N + 1)[:, None]
-        goal = self.q0 if self.goal_q is None else self.goal_q
-        s = 3 * (t / T) ** 2 - 2 * (t / T) ** 3
-        ds, dds = (6 * t / T ** 2 - 6 * t ** 2 / T ** 3), (6 / T ** 2 - 12 * t / T ** 3)
-        q = self.q0 + s * (goal - self.q0)
-        v, a = ds * (goal - self.q0), dds * (goal - self.q0)
+        """q through its waypoints — q0, a configuration meeting each knot's frame goals (inverse kinematics),
+        ``goal_q`` — along smooth (cubic) rest-to-rest segments, q̇ and q̈ their derivatives, τ their inverse
+        dynamics: consistent with the dynamics, nearly so with the collocation."""
+        waypoints = {0: self.q0}
+        lower, upper = self.bounds.bound["q lower"], self.bounds.bound["q upper"]
+        for knot in self.goals.knots() if self.goals else ():
+            waypoints[knot] = self.goals.inverse_kinematics(knot, waypoints[max(waypoints)], lower, upper)
+        if self.goal_q is not None:
+            waypoints[self.N] = self.goal_q
+        q = np.empty((self.N + 1, self.n))
+        v, a = np.zeros_like(q), np.zeros_like(q)
+        knots = sorted(waypoints)
+        q[:] = waypoints[knots[-1]]
+        for first, last in zip(knots[:-1], knots[1:], strict=True):
+            T = (last - first) * self.h
+            t = self.h * np.arange(last - first + 1)[:, None]
+            change = waypoints[last] - waypoints[first]
+            q[first:last + 1] = waypoints[first] + (3 * (t / T) ** 2 - 2 * (t / T) ** 3) * change
+            v[first:last + 1] = (6 * t / T ** 2 - 6 * t ** 2 / T ** 3) * change
+            a[first:last + 1] = (6 / T ** 2 - 12 * t / T ** 3) * change
         v[0] = self.v0
         tau = self.solver.batch_derivatives(q, v, a).value
         tau[:, self.passive] = 0.0
@@ -183,6 +200,7 @@ class _Problem:
             parts.append(q[-1] - self.goal_q)
         if self.goal_v is not None:
             parts.append(v[-1] - self.goal_v)
+        parts += [r for _, r, _ in self.goals.residuals(q)] if self.goals else []
         return np.concatenate(parts)
 
     def soft_residuals(self, x: np.ndarray) -> np.ndarray:
@@ -239,6 +257,9 @@ class _Problem:
             graph.add(gtsam.JacobianFactor(self.s_keys[N], P[:n], -(q[N] - self.goal_q), hard(n)))
         if self.goal_v is not None:
             graph.add(gtsam.JacobianFactor(self.s_keys[N], P[n:], -(v[N] - self.goal_v), hard(n)))
+        for k, r, J in self.goals.residuals(q) if self.goals else ():
+            graph.add(gtsam.JacobianFactor(self.s_keys[k], np.hstack([J, np.zeros((len(r), 2 * n))]), -r,
+                                           hard(len(r))))
         if soft:
             self.bounds.add_factors(graph, q, v, tau, self.s_keys, self.u_keys)
         return graph, float(np.max(np.abs(self.hard_residuals(x, d))))
@@ -274,6 +295,22 @@ class _Problem:
         q, v, _, tau = self.unpack(x)
         return x, iterations, max(float(np.max(np.abs(self.hard_residuals(x)))), self.bounds.violation(q, v, tau))
 
+    def _trial(self, x: np.ndarray, delta: np.ndarray, merit: float, backtrack: bool = False) -> np.ndarray | None:
+        """A point along ``delta`` that lowers the merit, or None: the full step, then the full step with a
+        second-order correction (the constraints' curvature, the Maratos effect), then (``backtrack``) shorter
+        steps."""
+        trial = x + delta
+        if self.merit(trial) < merit:
+            return trial
+        corrected = trial + self.step(self.linearized(trial, soft=False)[0], CORRECTION_DAMPING)
+        if self.merit(corrected) < merit:
+            return corrected
+        for halvings in range(1, BACKTRACKING + 1 if backtrack else 1):
+            trial = x + 0.5 ** halvings * delta
+            if self.merit(trial) < merit:
+                return trial
+        return None
+
     def _descend(self, x: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
         """Damped Gauss–Newton steps on the current merit until it stops falling (relative change below
         ``STALL``) or the damping runs out; returns the point and the linearizations made."""
@@ -282,14 +319,15 @@ class _Problem:
             graph, _ = self.linearized(x)
             merit = self.merit(x)
             while damping <= DAMPING_MAX:
-                trial = x + self.step(graph, damping)
-                if self.merit(trial) >= merit:  # the constraints' curvature (Maratos): a second-order correction
-                    trial = trial + self.step(self.linearized(trial, soft=False)[0], CORRECTION_DAMPING)
-                if self.merit(trial) < merit:
+                trial = self._trial(x, self.step(graph, damping), merit)
+                if trial is not None:
                     break
                 damping *= 10
-            if damping > DAMPING_MAX:
-                return x, taken
+            if damping > DAMPING_MAX:  # damping shortens only the soft part of a step: shorten it all
+                damping = DAMPING_START
+                trial = self._trial(x, self.step(graph, damping), merit, backtrack=True)
+                if trial is None:
+                    return x, taken
             x, damping = trial, max(damping / 10, DAMPING_MIN)
             if merit - self.merit(x) <= STALL * (1.0 + abs(merit)):
                 return x, taken
