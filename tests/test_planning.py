@@ -145,3 +145,18 @@ def test_bad_frame_goals_are_named(rr):
     for goal, message in cases:
         with pytest.raises(gtdyn.ArgumentError, match=message):
             gtdyn.optimize_trajectory(robot, q0=START, steps=10, dt=0.05, frame_goals=[goal])
+
+
+def test_the_plan_command_writes_what_the_library_plans(tmp_path, capsys):
+    from gtdyn.cli import main
+
+    code = main(["plan", "rr", "--q0", "0,0", "--goal", "1.0,-0.5", "--steps", "30", "--out", str(tmp_path / "rr")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "converged after" in out and (tmp_path / "rr.png").is_file()
+    table = np.loadtxt(tmp_path / "rr.csv", delimiter=",", skiprows=1)
+    plan = gtdyn.optimize_trajectory(gtdyn.load_robot("rr"), q0=START, goal_q=GOAL, goal_v=np.zeros(2), steps=30,
+                                     dt=0.05)
+    assert table.shape == (31, 9) and np.max(np.abs(table[:, 7:] - plan.tau)) < 1e-12
+    code = main(["plan", "rr", "--q0", "0,0", "--goal", "9,0"])
+    assert code == 1 and "--goal: joint 'j1' at 9 is outside its limits" in capsys.readouterr().err

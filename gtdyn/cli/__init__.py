@@ -48,6 +48,9 @@ from gtdyn.cli.dag import cmd_dag
 from gtdyn.cli.info import cmd_info
 from gtdyn.cli.inputs import attach_negative_values
 from gtdyn.cli.messages import CLIError, one_line, readable_warnings
+from gtdyn.cli.plan import DEFAULT_DT as PLAN_DT
+from gtdyn.cli.plan import DEFAULT_STEPS as PLAN_STEPS
+from gtdyn.cli.plan import cmd_plan
 from gtdyn.cli.simulate import DEFAULT_DT, DEFAULT_OUT, DEFAULT_STEPS, cmd_simulate
 from gtdyn.cli.solve import cmd_solve
 from gtdyn.cli.state import DEFAULT_STATE_DOC, default_state
@@ -168,6 +171,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time the reference path (GTSAM elimination per ordering) instead of compiled solvers")
     p.add_argument("--out", help="directory for results.md, results.csv, samples.csv and plots")
     p.set_defaults(run=cmd_bench)
+
+    p = sub.add_parser("plan", help="optimize a trajectory to a goal; write it (CSV) and a plot",
+                       description="Plan a rest-to-rest trajectory from --q0 to --goal with\n"
+                                   "gtdyn.optimize_trajectory: the dynamics at every knot, the collocation rule\n"
+                                   "between knots, the model's limits on q, q̇ and τ as constraints, least torque\n"
+                                   "effort. Writes PREFIX.csv (t, q_*, v_*, qdd_*, tau_* per joint at each knot)\n"
+                                   "and a plot of q(t) and τ(t).",
+                       formatter_class=formatter)
+    robot_arg(p)
+    p.add_argument("--goal", metavar="Q1,Q2,..", help="joint positions to reach at rest (required)")
+    p.add_argument("--q0", metavar="Q1,Q2,..", help="start at rest (default: the default state's q)")
+    p.add_argument("--steps", type=int, default=PLAN_STEPS, metavar="N", help=f"knots − 1 (default {PLAN_STEPS})")
+    p.add_argument("--dt", type=float, default=PLAN_DT, help=f"time between knots, s (default {PLAN_DT:g})")
+    p.add_argument("--collocation", choices=["trapezoidal", "euler"], default="trapezoidal",
+                   help="the rule between knots (default trapezoidal)")
+    p.add_argument("--passive", metavar="JOINT,..", help="joints without an actuator (their torque is zero)")
+    p.add_argument("--no-limits", action="store_true", help="ignore the model's limits on q, q̇ and τ")
+    p.add_argument("--out", default="plan", metavar="PREFIX", help="output path prefix (default plan); a directory "
+                   "gets ROBOT.csv and ROBOT.FORMAT inside it")
+    p.add_argument("--format", choices=["png", "svg", "pdf"], default="png", help="plot format (default png)")
+    p.set_defaults(run=cmd_plan)
 
     p = sub.add_parser("simulate", help="integrate forward dynamics in time; write the trajectory (CSV) and a plot",
                        description="Integrate forward dynamics from (q0, v0) under a constant torque (gtdyn.simulate:\n"
