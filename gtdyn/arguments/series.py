@@ -185,24 +185,21 @@ def simulation_covers(robot: Robot, method: str, contacts: bool) -> None:
                             "loops, not the variational integrator)")
 
 
-def within_limits(robot: Robot, **states) -> None:
-    """Joint positions (``q0=``, ``goal_q=``: by name, None skipped) inside the model's limits and velocities
-    (names ending in ``v``) inside its velocity limits: what a trajectory that keeps the limits must start or end
-    at. The error names the argument, the joint and the bound."""
+def within_limits(robot: Robot, positions: dict, velocities: dict) -> None:
+    """Joint positions and velocities (by argument name; None skipped) inside the model's limits: what a trajectory
+    that keeps the limits must start or end at. The error names the argument, the joint and the bound."""
     lower = np.array([j.lower for j in robot.joints])
     upper = np.array([j.upper for j in robot.joints])
     speed = np.array([j.velocity for j in robot.joints])
-    for name, x in states.items():
-        if x is None:
-            continue
-        low, high = (-speed, speed) if name.endswith("v") else (lower, upper)
-        outside = np.flatnonzero((x < low) | (x > high))
-        if outside.size:
-            j = int(outside[0])
-            what = "velocity limits" if name.endswith("v") else "limits"
-            raise ArgumentError(f"{name}: joint '{robot.joints[j].name}' at {x[j]:g} is outside its {what} "
-                                f"[{low[j]:g}, {high[j]:g}], which the trajectory must keep (limits=False drops "
-                                "them)")
+    for states, low, high, what in ((positions, lower, upper, "limits"), (velocities, -speed, speed,
+                                                                          "velocity limits")):
+        for name, x in states.items():
+            outside = np.flatnonzero((x < low) | (x > high)) if x is not None else []
+            if len(outside):
+                j = int(outside[0])
+                raise ArgumentError(f"{name}: joint '{robot.joints[j].name}' at {x[j]:g} is outside its {what} "
+                                    f"[{low[j]:g}, {high[j]:g}], which the trajectory must keep (limits=False drops "
+                                    "them)")
 
 
 def frame_goal_targets(robot: Robot, goals, knots: int) -> list[tuple[str, int, np.ndarray | None, object]]:

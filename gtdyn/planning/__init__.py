@@ -1,6 +1,7 @@
 """Kinodynamic trajectory optimization on GTSAM (paper 001's future work): ``optimize_trajectory``."""
 
 from gtdyn.planning.optimize import PlannedTrajectory, optimize_trajectory
+from gtdyn.planning.replan import Replanner
 from gtdyn.problem import FrameGoal
 
-__all__ = ["FrameGoal", "PlannedTrajectory", "optimize_trajectory"]
+__all__ = ["FrameGoal", "PlannedTrajectory", "Replanner", "optimize_trajectory"]

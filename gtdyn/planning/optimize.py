@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gtsam
 import numpy as np
@@ -42,7 +42,7 @@ from gtdyn.arguments.series import within_limits
 from gtdyn.compiled import compile
 from gtdyn.dynamics.quantities import rigid_bodies
 from gtdyn.equations import GRAVITY
-from gtdyn.errors import ConvergenceWarning
+from gtdyn.errors import ArgumentError, ConvergenceWarning
 from gtdyn.model.robot import Robot
 from gtdyn.planning.goals import FrameGoals
 from gtdyn.planning.limits import Limits
@@ -75,6 +75,9 @@ class PlannedTrajectory:
     converged: bool
     iterations: int
     seconds: float
+    # the limits' augmented-Lagrangian state at the end ({name: (knots, n) multipliers}, weight μ): a warm start's
+    multipliers: dict | None = field(default=None, repr=False)
+    weight: float = field(default=0.0, repr=False)
 
     def __repr__(self) -> str:
         return (f"PlannedTrajectory('{self.robot.name}', {len(self.t)} knots, {self.collocation}, "
@@ -85,13 +88,15 @@ class PlannedTrajectory:
 def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, steps: int, dt: float,
                         collocation: str = "trapezoidal", limits: bool = True, frame_goals=None, effort: float = 1.0,
                         smoothness: float = 1e-4, gravity=GRAVITY, tolerance: float = 1e-8,
-                        max_iterations: int = 400) -> PlannedTrajectory:
+                        max_iterations: int = 400, initial=None) -> PlannedTrajectory:
     """A trajectory from (q0, v0) to ``goal_q`` (and ``goal_v``; None: free) in ``steps`` steps of ``dt`` seconds
     that obeys the dynamics and the ``collocation`` rule ("trapezoidal" or "euler") at every knot, minimizes
     ``effort`` · Σ Δt ‖τ‖² + ``smoothness`` · Σ Δt ‖jerk‖², and keeps the model's limits on q, q̇ and τ when
     ``limits`` (as constraints met to ``tolerance``, not penalties). ``frame_goals``: a list of
     ``gtdyn.FrameGoal`` — a frame's position and/or orientation at a knot (the last by default), in task space,
-    met exactly like ``goal_q``. Passive joints carry no torque. Trees on a
+    met exactly like ``goal_q``. ``initial``: a ``PlannedTrajectory`` of the same knots to start from (a warm
+    start: ``gtdyn.planning.Replanner``), else a smooth path through the goals. Passive joints carry no torque.
+    Trees on a
     fixed base. A run that stops before meeting every constraint says so with a ``ConvergenceWarning`` (and
     ``converged`` False)."""
     covered(robot_argument(robot), "optimize_trajectory", loops=False, floating_base=False, transmissions=False,
@@ -108,14 +113,15 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     tolerance = positive_number("tolerance", tolerance)
     max_iterations = whole_number("max_iterations", max_iterations, 1)
     if limits:
-        within_limits(robot, q0=q0, v0=v0, goal_q=goal_q, goal_v=goal_v)
+        within_limits(robot, {"q0": q0, "goal_q": goal_q}, {"v0": v0, "goal_v": goal_v})
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
     started = time.perf_counter()
     # every joint actuated in the solver: its τ are generalized forces, a passive joint's held at zero by a hard row
     solver = compile(rigid_bodies(robot), "inverse", gravity=gravity_vector(gravity), derivatives=True)
     goals = FrameGoals(robot, frame_goals, steps + 1)
     problem = _Problem(robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds, goals)
-    x, iterations, violation = problem.solve(problem.initial_guess(), tolerance, max_iterations)
+    start = problem.initial_guess() if initial is None else problem.warm_start(initial)
+    x, iterations, violation = problem.solve(start, tolerance, max_iterations)
     converged = violation <= tolerance
     if not converged:
         warnings.warn(f"optimize_trajectory: stopped after {iterations} iterations with a constraint violated by "
@@ -124,7 +130,8 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
                       stacklevel=2)
     q, v, a, tau = problem.unpack(x)
     return PlannedTrajectory(robot, collocation, dt * np.arange(steps + 1), q, v, a, tau, problem.cost(x),
-                             violation, converged, iterations, time.perf_counter() - started)
+                             violation, converged, iterations, time.perf_counter() - started,
+                             {name: m.copy() for name, m in bounds.multipliers.items()}, bounds.mu)
 
 
 class _Problem:
@@ -161,6 +168,17 @@ class _Problem:
 
     def pack(self, q, v, a, tau) -> np.ndarray:
         return np.concatenate([np.stack([q, v, a], axis=1).ravel(), np.asarray(tau).ravel()])
+
+    def warm_start(self, initial) -> np.ndarray:
+        """A given trajectory's knots as the starting point (its start moved to this problem's q0, v0)."""
+        if not isinstance(initial, PlannedTrajectory) or initial.q.shape != (self.N + 1, self.n):
+            raise ArgumentError(f"initial: expected a PlannedTrajectory of {self.N + 1} knots of '{self.robot.name}'")
+        q, v = initial.q.copy(), initial.v.copy()
+        q[0], v[0] = self.q0, self.v0
+        if initial.multipliers is not None:  # the limits' multipliers and weight too: they took rounds to find
+            self.bounds.multipliers = {name: m.copy() for name, m in initial.multipliers.items()}
+            self.bounds.mu = initial.weight
+        return self.pack(q, v, initial.qdd, initial.tau)
 
     def initial_guess(self) -> np.ndarray:
         """q through its waypoints — q0, a configuration meeting each knot's frame goals (inverse kinematics),
