@@ -11,6 +11,7 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.errors import ArgumentError
+from gtdyn.model.limits import MAX_ANGLE
 from gtdyn.model.robot import Robot
 
 
@@ -97,6 +98,23 @@ def joint_vector(robot: Robot, name: str, x) -> np.ndarray:
         return finite_vector(name, x, robot.num_dofs)
     except ArgumentError as e:
         raise ArgumentError(f"{e} (one per joint of '{robot.name}': {', '.join(robot.joint_names)})") from None
+
+
+def joint_positions(robot: Robot, name: str, q) -> np.ndarray:
+    """``joint_vector`` of joint positions: a revolute joint's angle beyond ±``MAX_ANGLE`` rad is an error (its
+    sine and cosine carry no digits there)."""
+    q = joint_vector(robot, name, q)
+    check_angles(robot, name, dict(enumerate(q, start=1)))
+    return q
+
+
+def check_angles(robot: Robot, name: str, values: Mapping[int, float]) -> None:
+    """Revolute joints' angles (by joint index) within ±``MAX_ANGLE``."""
+    for j, value in values.items():
+        joint = robot.joints[j - 1]
+        if joint.type == "revolute" and abs(value) > MAX_ANGLE:
+            raise ArgumentError(f"{name}: joint '{joint.name}' at {value:g} rad is beyond ±{MAX_ANGLE:g} rad, where "
+                                "an angle's sine and cosine lose their digits; reduce it modulo 2π")
 
 
 def joint_dict(robot: Robot, name: str, d) -> dict[int, float]:

@@ -12,7 +12,9 @@ import numpy as np
 
 from gtdyn.arguments import bounded_wrench, choice, finite_vector, joint_dict, joint_vector
 from gtdyn.arguments.base import refuse_on_fixed_base
+from gtdyn.equations import contact_equation
 from gtdyn.errors import ArgumentError
+from gtdyn.model import base_frame
 from gtdyn.model.limits import MAX_LENGTH
 from gtdyn.model.robot import Robot
 from gtdyn.problem import CONTACT_KINDS, PROBLEM_KINDS, Contact, PlacedContact, Problem
@@ -174,3 +176,22 @@ def qdd_joint_names(robot: Robot, problem: str, qdd_joints) -> tuple[str, ...]:
         raise ArgumentError(f"qdd_joints: unknown joints {', '.join(map(str, unknown))} "
                             f"(joints: {', '.join(robot.joint_names)})")
     return names
+
+
+def check_given_contacts(robot: Robot, problem: Problem, base_twist) -> None:
+    """A contact on a floating base whose acceleration is given constrains only given data (its equation has no
+    unknown left, ``gtdyn.dynamics.graph.constrained_contacts``): the base's motion must keep the contact still,
+    its acceleration constraint holding to 1e-9 relative, or it is an ArgumentError."""
+    if problem.base_accel is None:
+        return
+    for contact in problem.contacts:
+        if contact.body != 0:
+            continue
+        eq = contact_equation(contact.iTc, contact.dim, base_frame.twist_to_com(robot) @ base_twist)
+        A0 = base_frame.twist_to_com(robot) @ problem.base_accel
+        gap = float(np.max(np.abs(eq.error({"A": A0}))))
+        if not gap <= 1e-9 * (1.0 + float(np.max(np.abs(eq.rhs))) + float(np.max(np.abs(A0)))):
+            raise ArgumentError(f"base_accel: contact {contact.number} holds the floating base at "
+                                f"'{contact.contact.link}', but the given base acceleration and twist move that "
+                                f"point (acceleration off by {gap:.3g}); give a base motion that keeps it still, or "
+                                "leave the base acceleration to be solved for (hybrid_dynamics)")

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gtdyn.arguments import gravity_vector, joint_vector, robot_argument
+from gtdyn.arguments import gravity_vector, joint_positions, joint_vector, robot_argument
 from gtdyn.arguments.asked import (
     build_problem,
+    check_given_contacts,
     check_transmissions,
     place_contacts,
     with_base,
@@ -90,13 +91,15 @@ def ask(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, ba
     (``gtdyn.simulate``'s q0 and v0), for the errors."""
     robot = robot_argument(robot)
     problem = build_problem(robot, kind, qdd, tau)
-    q, v = joint_vector(robot, q_names[0], q), joint_vector(robot, q_names[1], v)
+    q, v = joint_positions(robot, q_names[0], q), joint_vector(robot, q_names[1], v)
     gravity = gravity_vector(gravity)
     wrenches, aligned = external_wrenches_in_com(robot, external_wrenches, wrench_axes)
     base = base_state(robot, base_pose, base_twist)
     problem = with_base(robot, dataclasses.replace(problem, contacts=place_contacts(robot, contacts)), base_accel,
                         base_wrench)
     check_transmissions(robot, q, v, problem.known_qdd, q_names)
+    if base is not None:
+        check_given_contacts(robot, problem, base.twist)
     return Query(robot, problem, q, v, gravity, base, wrenches, aligned)
 
 

@@ -14,6 +14,7 @@ from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
+from gtdyn.model.limits import MAX_ANGLE
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
 
@@ -46,9 +47,12 @@ def inputs(fn: trace.Function, layout: Layout) -> list:
 
 
 def valid_inputs(fn: trace.Function, layout: Layout):
-    """1.0 if every input is finite and a floating base's pose input is a rigid transform (RᵀR = I to 1e-9 per
-    entry, det R > 0, last row 0 0 0 1: what ``gtdyn.arguments.pose_argument`` accepts), else 0.0."""
+    """1.0 if every input is finite, every revolute angle within ±``MAX_ANGLE`` and a floating base's pose input is
+    a rigid transform (RᵀR = I to 1e-9 per entry, det R > 0, last row 0 0 0 1: what
+    ``gtdyn.arguments.pose_argument`` accepts), else 0.0: the reference path then raises the boundary's error."""
     ok = finite(inputs(fn, layout))
+    for j in layout.angles:
+        ok = ok * trace.le(trace.fabs(fn.load(layout.start["inputs"] + j)), MAX_ANGLE)
     if layout.base_inputs:
         first = layout.start["inputs"] + 3 * layout.n + POSE
         R = np.array([fn.load(first + i) for i in base_inputs.ROTATION], dtype=object).reshape(3, 3)

@@ -111,7 +111,8 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
             column[key, c] = len(column)
     outputs = _outputs(robot, problem, column)
     layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot), 6 * len(wrench_frames),
-                    direction_count(robot) if derivatives else 0, LANES if derivatives else 0)
+                    direction_count(robot) if derivatives else 0, LANES if derivatives else 0,
+                    tuple(j.index - 1 for j in robot.joints if j.type == "revolute"))
     slots = Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)

@@ -19,6 +19,7 @@ class Layout:
     wrench_inputs: int = 0  # six per frame that takes an external wrench
     derivative_columns: int = 0  # directions of ``gtdyn.compiled.derivatives`` (0: values only)
     lanes: int = 0  # outputs the derivatives solve for at once (``trace.Lanes``; 0: values only)
+    angles: tuple = ()  # the revolute joints' positions in q: within ±MAX_ANGLE, or the call falls back
     start: dict[str, int] = field(default_factory=dict)
     size: int = 0
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.compiled import trace
-from gtdyn.dynamics.graph import coupled_transmissions, dynamics_equations
+from gtdyn.dynamics.graph import constrained_contacts, coupled_transmissions, dynamics_equations
 from gtdyn.linear.system import Key
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
@@ -70,7 +70,7 @@ def equation_labels(robot: Robot, problem: Problem) -> list[str]:
         out += [f"eq. 5, joint {joint.name}", f"eq. 7, joint {joint.name}"]
     bodies = (robot.base, *robot.links) if robot.floating_base else robot.links
     out += [f"eq. 6, link {link.name}" for link in bodies]
-    out += [f"contact {c.number}, {c.contact.kind} on {c.contact.link}" for c in problem.contacts]
+    out += [f"contact {c.number}, {c.contact.kind} on {c.contact.link}" for c in constrained_contacts(problem)]
     out += [f"transmission {t.name}" for t in coupled_transmissions(robot, problem)]
     out += [f"planar, joint {robot.joints[j - 1].name}" for j in problem.planar]
     return out

@@ -86,7 +86,7 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
         roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
         roles.update({f"C{k}": Key(keys.contact_key(c.number, c.dim)) for k, c in enumerate(touching)})
         yield eq, roles, False
-    for contact in problem.contacts:  # each contact's acceleration constraint
+    for contact in constrained_contacts(problem):  # each contact's acceleration constraint
         i = contact.body
         yield contact_equation(contact.iTc, contact.dim, kin.V[i]), {
             "A": base_accel if i == 0 else Key(keys.twist_accel_key(i))}, False
@@ -102,6 +102,13 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
     for contact in problem.contacts:
         if contact.number in problem.minimum_contact:
             yield minimum_norm_equation(contact.dim), {"x": Key(keys.contact_key(contact.number, contact.dim))}, True
+
+
+def constrained_contacts(problem: Problem) -> list:
+    """The contacts whose acceleration constraint is an equation of the graph: all but those on a floating base
+    whose acceleration is given (there the constraint has no unknown left: a check on the data, made before the
+    graph is built, ``gtdyn.dynamics.reference.check_given_contacts``)."""
+    return [c for c in problem.contacts if not (c.body == 0 and problem.base_accel is not None)]
 
 
 def coupled_transmissions(robot: Robot, problem: Problem) -> list:

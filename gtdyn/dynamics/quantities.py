@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from gtdyn.arguments import covered, gravity_vector, joint_vector, robot_argument
+from gtdyn.arguments import covered, gravity_vector, joint_positions, joint_vector, robot_argument
 from gtdyn.arguments.base import base_state
 from gtdyn.arguments.query import ask
 from gtdyn.dynamics.reference import solve_query
@@ -183,7 +183,7 @@ def moving_bodies(robot: Robot) -> tuple[Link, ...]:
 def _kinematics(robot: Robot, q, v=None, base_pose=None, base_twist=None) -> tuple:
     """(robot, kinematic state, base state or None) from the user's arguments, checked."""
     robot = robot_argument(robot)
-    q = joint_vector(robot, "q", q)
+    q = joint_positions(robot, "q", q)
     v = np.zeros(robot.num_dofs) if v is None else joint_vector(robot, "v", v)
     base = base_state(robot, base_pose, base_twist)
     kin = forward_kinematics(robot, q, v, *(() if base is None else (base.pose, base.twist)))

@@ -25,6 +25,7 @@ from gtdyn.arguments import (
     choice,
     finite_vector,
     gravity_vector,
+    joint_positions,
     joint_vector,
     positive_number,
     positive_vector,
@@ -113,7 +114,7 @@ class FixedLagEstimator:
         sigma = np.broadcast_to(positive_vector("sigma_encoder", sigma_encoder, len(names)), (len(names),))
         self._encoder_models = [gtsam.noiseModel.Isotropic.Sigma(1, float(s)) for s in sigma]
         self._tau = step_torques(robot, tau_of_step)
-        q0 = joint_vector(robot, "q0", q0)
+        q0 = joint_positions(robot, "q0", q0)
         v0 = np.zeros(robot.num_dofs) if v0 is None else joint_vector(robot, "v0", v0)
         self.sigma_q0, self.sigma_v0 = positive_number("sigma_q0", sigma_q0), positive_number("sigma_v0", sigma_v0)
         self._tau_model = gtsam.noiseModel.Isotropic.Sigma(1, positive_number("sigma_tau", sigma_tau))

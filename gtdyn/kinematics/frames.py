@@ -20,7 +20,7 @@ from __future__ import annotations
 import gtsam
 import numpy as np
 
-from gtdyn.arguments import choice, finite_vector, joint_vector, robot_argument
+from gtdyn.arguments import choice, finite_vector, joint_positions, joint_vector, robot_argument
 from gtdyn.arguments.base import base_state, refuse_on_fixed_base
 from gtdyn.equations import twist_accel_equation
 from gtdyn.kinematics.forward import KinematicState, forward_kinematics
@@ -43,7 +43,7 @@ def checked_state(robot: Robot, q, v=None, base_pose=None, base_twist=None) -> K
     """The kinematics pass at (q, q̇) (q̇ = 0 if None), the arguments checked at the boundary first. Transmissions
     are not enforced: the kinematics of any joint values are defined (the independent reading)."""
     robot = robot_argument(robot)
-    q = joint_vector(robot, "q", q)
+    q = joint_positions(robot, "q", q)
     v = np.zeros(robot.num_dofs) if v is None else joint_vector(robot, "v", v)
     base = base_state(robot, base_pose, base_twist)
     return forward_kinematics(robot, q, v, *((None, None) if base is None else (base.pose, base.twist)))

@@ -18,7 +18,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import joint_dict, joint_vector, robot_argument
+from gtdyn.arguments import check_angles, joint_dict, joint_positions, robot_argument
 from gtdyn.equations import twist_accel_equation, twist_equation
 from gtdyn.errors import ArgumentError, LoopClosureError
 from gtdyn.factors import PoseFactor, joint_prior
@@ -53,13 +53,14 @@ def close_loops(robot: Robot, q: Mapping[str, float], v: Mapping[str, float] | N
     position solve and so picks the assembly branch; default zeros (the model's rest configuration)."""
     robot = robot_argument(robot)
     given = joint_dict(robot, "q", q)
+    check_angles(robot, "q", given)
     given_v = joint_dict(robot, "v", v or {})
     given_qdd = joint_dict(robot, "qdd", qdd or {})
     for name, d in (("v", given_v), ("qdd", given_qdd)):
         extra = [robot.joints[j - 1].name for j in d if j not in given]
         if extra:
             raise ArgumentError(f"{name}: joints {', '.join(extra)} are not among the independent joints given in q")
-    start = np.zeros(robot.num_dofs) if guess is None else joint_vector(robot, "guess", guess)
+    start = np.zeros(robot.num_dofs) if guess is None else joint_positions(robot, "guess", guess)
     q_all, iterations = solve_positions(robot, given, start)
     v_all = solve_rates(robot, q_all, {j: given_v.get(j, 0.0) for j in given}, order=1)
     qdd_all = solve_rates(robot, q_all, {j: given_qdd.get(j, 0.0) for j in given}, order=2, v=v_all)
@@ -80,6 +81,18 @@ def project(robot: Robot, q_given: dict[int, float], v_given: dict[int, float], 
 
 
 def solve_positions(robot: Robot, given: dict[int, float], start: np.ndarray) -> tuple[np.ndarray, int]:
+    """``_continued_positions`` toward the nearest equivalent angles: a revolute joint's given angle is reached
+    the short way round (within π of ``start``; the mechanism is the same every 2π turn, and the continuation's
+    steps of ``CONTINUATION_STEP`` would otherwise walk every turn), and handed back as given."""
+    short = {j: start[j - 1] + math.remainder(value - start[j - 1], 2 * math.pi)
+             if robot.joints[j - 1].type == "revolute" else value for j, value in given.items()}
+    q, iterations = _continued_positions(robot, short, start)
+    for j, value in given.items():
+        q[j - 1] = value
+    return q, iterations
+
+
+def _continued_positions(robot: Robot, given: dict[int, float], start: np.ndarray) -> tuple[np.ndarray, int]:
     """All joint values that close the loops with the ``given`` independent ones, on the assembly branch of
     ``start``; returns them and the Gauss–Newton iterations used.
 
@@ -214,7 +227,7 @@ def independent_joints(robot: Robot, preferred: Iterable[str] = (), q=None) -> l
     """A largest set of joints whose rates the loops leave free — the mechanism's independent coordinates at
     ``q`` (default: the rest assembly) — taken greedily in the order of ``preferred``, then of
     ``robot.joint_names``. On a tree that is every joint."""
-    q = np.zeros(robot.num_dofs) if q is None else joint_vector(robot, "q", q)
+    q = np.zeros(robot.num_dofs) if q is None else joint_positions(robot, "q", q)
     unknown_names = [n for n in preferred if n not in robot.joint_names]
     if unknown_names:
         raise ArgumentError(f"preferred: unknown joints {', '.join(map(str, unknown_names))} "

@@ -17,6 +17,9 @@ MAX_LENGTH = 1e5  # m: any translation (origins, poses, centres of mass)
 MAX_MASS = 1e12  # kg
 MAX_INERTIA = 1e15  # kg·m²: any entry of an inertia matrix
 MAX_RATIO = 1e6  # a transmission's ratio (harmonic drives reach ~1e2, multi-stage gearboxes ~1e4)
+# rad: a revolute joint's angle. sin and cos of 1e6 rad (160,000 turns) still carry ~1e-10 of their digits; of
+# 1e155 or 1e300 none at all, and the dynamics would be those of a random angle
+MAX_ANGLE = 1e6
 
 
 def check_magnitude(values, bound: float, quantity: str, where: str, what: str) -> None:

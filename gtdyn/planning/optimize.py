@@ -33,6 +33,7 @@ from gtdyn.arguments import (
     choice,
     covered,
     gravity_vector,
+    joint_positions,
     joint_vector,
     positive_number,
     robot_argument,
@@ -105,9 +106,9 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     steps = whole_number("steps", steps, 1)
     dt = positive_number("dt", dt)
     n = robot.num_dofs
-    q0 = joint_vector(robot, "q0", q0)
+    q0 = joint_positions(robot, "q0", q0)
     v0 = np.zeros(n) if v0 is None else joint_vector(robot, "v0", v0)
-    goal_q = None if goal_q is None else joint_vector(robot, "goal_q", goal_q)
+    goal_q = None if goal_q is None else joint_positions(robot, "goal_q", goal_q)
     goal_v = None if goal_v is None else joint_vector(robot, "goal_v", goal_v)
     weights = positive_number("effort", effort), positive_number("smoothness", smoothness)
     tolerance = positive_number("tolerance", tolerance)
