@@ -429,14 +429,22 @@ def test_simulate_defaults_start_from_the_default_state_at_rest(capsys, tmp_path
 
 
 def test_simulate_refuses_an_unknown_method_and_an_unwritable_out(capsys, tmp_path):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["simulate", "rr", "--method", "leapfrog"])
-    assert exit_info.value.code == 2 and "invalid choice: 'leapfrog'" in capsys.readouterr().err
+    code, out, err = run(capsys, "simulate", "rr", "--method", "leapfrog")
+    assert code == 1 and err.count("\n") == 1 and err.startswith("gtdyn: error: argument --method: invalid choice")
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     code, out, err = run(capsys, "simulate", "rr", "--out", str(blocker / "sim"))
     assert code == 1 and out == "" and err.count("\n") == 1
     assert err.startswith(f"gtdyn: error: --out: cannot write to '{blocker}'")
+
+
+@pytest.mark.parametrize("argv", [["solve", "--gravity", "0", "0"], ["solve", "--problem", "bogus"],
+                                  ["solve", "--elimination", "lu"], ["bench", "--repeat", "x"]])
+def test_argparse_errors_are_one_line_and_status_1_as_the_readme_promises(capsys, argv):
+    """argparse printed a usage block and exited 2 (issue 25, item 7)."""
+    code, out, err = run(capsys, *argv)
+    assert code == 1 and out == "" and err.count("\n") == 1 and err.startswith("gtdyn: error: argument --")
+    assert "--help lists the options" in err
 
 
 def test_simulate_out_as_a_directory_writes_files_named_after_the_robot_inside(capsys, tmp_path):

@@ -70,12 +70,20 @@ def _bundled_names() -> str:
     return "; ".join(f"{', '.join(names)} ({fmt})" for fmt, names in by_format.items())
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's own errors (an unknown choice, a missing number) as the command's other errors: one line
+    ``gtdyn: error: …`` and exit status 1, not a usage block and status 2."""
+
+    def error(self, message: str):
+        raise CLIError(f"{message} ({self.prog} --help lists the options)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand; each sets ``run`` to its ``cmd_*`` function."""
-    parser = argparse.ArgumentParser(prog="gtdyn", description=__doc__.replace("``", "")
+    parser = _Parser(prog="gtdyn", description=__doc__.replace("``", "")
                                      + f"\nbundled robots: {_bundled_names()}",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", metavar="{solve,dag,bench,simulate,info}")
+    sub = parser.add_subparsers(dest="command", metavar="{solve,dag,bench,simulate,plan,info}")
     robot_help = f"a .urdf or .sdf path, or a bundled robot: {', '.join(BUNDLED)} (default puma560)"
 
     def robot_arg(p):
@@ -235,7 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     parser = build_parser()
-    args = parser.parse_args(attach_negative_values(parser, sys.argv[1:] if argv is None else list(argv)))
+    try:
+        args = parser.parse_args(attach_negative_values(parser, sys.argv[1:] if argv is None else list(argv)))
+    except CLIError as e:
+        print(f"gtdyn: error: {one_line(str(e))}", file=sys.stderr)
+        return 1
     if args.command is None:
         parser.print_help()
         return 0
