@@ -37,6 +37,7 @@ from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynam
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import (
     ArgumentError,
+    CacheWarning,
     ConvergenceWarning,
     IllConditionedWarning,
     IndeterminateSystemError,
@@ -63,7 +64,8 @@ from gtdyn.problem import Contact
 from gtdyn.simulation import Trajectory, simulate
 
 __all__ = [
-    "ArgumentError", "CompiledSolver", "Contact", "ContactWrench", "ConvergenceWarning", "DynamicsResult", "GRAVITY",
+    "ArgumentError", "CacheWarning", "CompiledSolver", "Contact", "ContactWrench", "ConvergenceWarning",
+    "DynamicsResult", "GRAVITY",
     "IllConditionedWarning", "IndeterminateSystemError", "Joint", "JointLimitWarning", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",

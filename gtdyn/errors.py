@@ -48,4 +48,10 @@ class JointLimitWarning(UserWarning):
     the motion past them is what the joint would do without its stops."""
 
 
+class CacheWarning(UserWarning):
+    """The compile cache's folder or a file in it can be written by someone else, or belongs to someone else:
+    gtdyn neither loads from it (a cached solver is a pickle, and loading one runs code) nor stores to it, and
+    compiles in memory instead."""
+
+
 GTDYN_ERRORS = (ModelError, ArgumentError, LoopClosureError, IndeterminateSystemError)

@@ -6,6 +6,11 @@ The directory is ``$GTDYN_CACHE_DIR``, else the platform's user cache folder (``
 ``%LOCALAPPDATA%``) with ``compiled`` inside. An unwritable directory only means no cache. The cache keeps at
 most ``$GTDYN_CACHE_MAX_MB`` (default ``MAX_MB``) megabytes: storing a solver beyond that removes the least
 recently used ones.
+
+Trust: a cached solver is a pickle, and loading a pickle runs code, so only a folder and files the user alone
+can write are used. The folder is created private (0700); a folder or file that another user owns, or that
+the group or others may write, is neither loaded from nor stored to — a ``CacheWarning`` says so, once per
+folder, and solvers compile in memory instead. (Windows has no such mode bits: there the folder's ACLs decide.)
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ import hashlib
 import os
 import pathlib
 import pickle
+import stat
 import tempfile
+import warnings
 
 import numpy as np
 
+from gtdyn.errors import CacheWarning
 from gtdyn.model.robot import Robot
 
 FORMAT = 1  # bump when the generated code or the cached record changes meaning
@@ -103,8 +111,39 @@ def key(*parts) -> str:
     return digest.hexdigest()
 
 
+def trusted(path: pathlib.Path) -> bool:
+    """Whether ``path`` belongs to this user and neither group nor others may write it (True where the platform
+    has no such notion)."""
+    if not hasattr(os, "getuid"):
+        return True
+    try:
+        status = path.stat()
+    except OSError:
+        return False
+    return status.st_uid == os.getuid() and not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+_WARNED: set[str] = set()
+
+
+def _distrust(path: pathlib.Path) -> None:
+    folder = str(path.parent if path.suffix else path)
+    if folder not in _WARNED:
+        _WARNED.add(folder)
+        warnings.warn(f"{path}: the compile cache is writable by others or belongs to someone else; gtdyn does not "
+                      "load or store compiled solvers there (a cached solver is a pickle: loading one runs code) "
+                      "and compiles in memory instead; make it private (chmod 700) or set GTDYN_CACHE_DIR",
+                      CacheWarning, stacklevel=4)
+
+
 def load(name: str) -> dict | None:
-    path = directory() / f"{name}.pkl"
+    folder = directory()
+    path = folder / f"{name}.pkl"
+    if not path.exists():
+        return None
+    if not (trusted(folder) and trusted(path)):
+        _distrust(path if trusted(folder) else folder)
+        return None
     try:
         with open(path, "rb") as f:
             record = pickle.load(f)
@@ -120,7 +159,11 @@ def load(name: str) -> dict | None:
 def store(name: str, record: dict) -> pathlib.Path | None:
     folder = directory()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if not trusted(folder):
+            _distrust(folder)
+            return None
         with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, suffix=".tmp") as f:
             pickle.dump({**record, "format": FORMAT}, f)
         os.replace(f.name, folder / f"{name}.pkl")  # atomic: a concurrent reader sees all or nothing
