@@ -92,6 +92,12 @@ assert compiled_error < 1e-9 and all(n > 0 for s in operations.values() for n in
 assert len(base_errors) == len(knee_errors) == 50 and np.max(base_errors) < 1e-9 and 0.01 < np.median(knee_errors) < 0.1
 assert np.max(np.abs(delta_M - 9 * 0.00006 * np.array([[0.0, 1.0], [1.0, 0.0]]))) < 1e-12
 """,
+    "10_trajectory_optimization.ipynb": """
+assert plan.converged and reach.converged
+assert dynamics_error < 1e-6 and collocation_error < 1e-6 and pose_error < 1e-8
+assert np.max(np.abs(plan.tau[:, 1])) < 1e-9 and np.max(np.abs(plan.tau[:, 0])) <= 30 + 1e-8
+assert abs(plan.q[-1, 1] - np.pi) < 1e-8
+""",
 }
 # Text a cell must print (a caught error the notebook demonstrates).
 PRINTED = {"04_closed_loops.ipynb": ["IndeterminateSystemError:", "free variables:"]}
