@@ -1,0 +1,78 @@
+"""A small mutation pass over the compiled solvers' verdict code (issue 25, item 6): each mutation switches one of
+the certificate's checks off in a scratch copy of the source, and the suite's compiled tests must then fail. A
+mutation the tests do not notice (a *survivor*) is a check nothing exercises.
+
+    python -m benchmarks.mutate_certificate
+
+Writes benchmarks/results/mutate_certificate.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from gtdyn.progress import Progress
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "benchmarks", "results", "mutate_certificate.md")
+CERTIFICATE = os.path.join("gtdyn", "compiled", "certificate.py")
+TESTS = ["tests/test_certificate.py", "tests/test_compiled.py", "tests/test_compiled_floating.py",
+         "tests/test_edges.py", "tests/test_loops.py", "tests/test_transmissions.py"]
+# (what is switched off, the line as it is, the line mutated)
+MUTATIONS = [
+    ("the condition limit", "CONDITION_LIMIT = WARN_CONDITION / 10", "CONDITION_LIMIT = 1e300"),
+    ("the error bound κ · backward error", "ERROR_BOUND = 1e-10 ", "ERROR_BOUND = 1e300 "),
+    ("the loop-closure check", "CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE", "CLOSURE_LIMIT = 1e300"),
+    ("the refinement step", "    x = [a + d for a, d in zip(x, solve(residual(x)))]", "    x = x"),
+    ("the angle bound", "        ok = ok * trace.le(trace.fabs(fn.load(layout.start[\"inputs\"] + j)), MAX_ANGLE)",
+     "        pass"),
+    ("the finite-input check", "    ok = finite(inputs(fn, layout))", "    ok = 1.0"),
+    ("the coupling check", "            ok = ok * trace.le(gap * gap, bound * bound)", "            pass"),
+]
+
+
+def run(mutation: tuple[str, str, str], folder: str) -> tuple[bool, str]:
+    """Apply one mutation in a copy of the source and run the compiled tests there: (caught, last line)."""
+    name, before, after = mutation
+    copy = os.path.join(folder, "src")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv", "*.egg-info"))
+    path = os.path.join(copy, CERTIFICATE)
+    with open(path) as f:
+        text = f.read()
+    if before not in text:
+        raise SystemExit(f"{name}: the line to mutate is not in {CERTIFICATE}: {before!r}")
+    with open(path, "w") as f:
+        f.write(text.replace(before, after, 1))
+    env = {**os.environ, "PYTHONPATH": copy, "GTDYN_CACHE_DIR": os.path.join(folder, "cache", name.replace(" ", "_"))}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS], cwd=copy,
+                            env=env, capture_output=True, text=True)
+    last = (result.stdout.strip().splitlines() or [""])[-1]
+    return result.returncode != 0, last
+
+
+def main() -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, Progress("mutations", len(MUTATIONS), enabled=True) as progress:
+        for mutation in MUTATIONS:
+            caught, last = run(mutation, folder)
+            rows.append((mutation[0], caught, last))
+            progress.step(mutation[0])
+    lines = ["# The certificate's checks under mutation", "", "`python -m benchmarks.mutate_certificate`: each "
+             f"check of `{CERTIFICATE}` switched off in a scratch copy, then `pytest {' '.join(TESTS)}`; a "
+             "mutation the tests pass is a survivor, a check no test exercises.", "",
+             "| switched off | caught | the run's last line |", "|---|---|---|"]
+    lines += [f"| {name} | {'yes' if caught else '**survivor**'} | {last} |" for name, caught, last in rows]
+    with open(RESULTS, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    for name, caught, last in rows:
+        print(f"{name}: {'caught' if caught else 'SURVIVED'} ({last})")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
