@@ -29,7 +29,6 @@ import time
 import warnings
 from importlib.metadata import distribution
 
-import gtsam
 import numpy as np
 
 import gtdyn
@@ -41,6 +40,9 @@ from gtdyn.orderings import applicable
 from gtdyn.progress import Progress
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from references import central_differences, random_base  # noqa: E402  (the tests' own references, one copy)
+
 PATHS = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/urdf/panda.urdf",
          "talos": "talos_data/robots/talos_reduced.urdf", "solo12": "solo_description/robots/solo12.urdf",
          "anymal": "anymal_b_simple_description/robots/anymal.urdf"}
@@ -74,14 +76,6 @@ def states(robot: gtdyn.Robot, count: int = 3, seed: int = 0):
         yield rng.uniform(lower, upper), rng.uniform(-1, 1, robot.num_dofs), rng.uniform(-1, 1, robot.num_dofs)
 
 
-def base_state(rng):
-    pose = np.eye(4)
-    u = rng.normal(size=4)
-    pose[:3, :3] = gtsam.Rot3.Quaternion(*(u / np.linalg.norm(u))).matrix()
-    pose[:3, 3] = rng.normal(size=3)
-    return pose, rng.normal(size=6), rng.normal(size=6)
-
-
 # -- accuracy ------------------------------------------------------------------------------------------------
 
 
@@ -111,7 +105,7 @@ def free_flyers(name: str, progress: Progress) -> list[tuple]:
         solver = gtdyn.compile(robot, problem, ordering=ordering, derivatives=True)
         worst = 0.0
         for q, v, x in states(robot):
-            pose, twist, accel = base_state(rng)
+            pose, twist, accel = random_base(rng)
             if problem == "forward":
                 d = solver.derivatives(q, v, x, base_pose=pose, base_twist=twist)
                 want = ref.aba_derivatives(q, v, x, base_pose=pose, base_twist=twist)
@@ -127,7 +121,7 @@ def free_flyers(name: str, progress: Progress) -> list[tuple]:
         solver = gtdyn.compile(robot, "forward", contacts=[gtdyn.Contact(f) for f in feet], derivatives=True)
         worst = 0.0
         for q, v, x in states(robot):
-            pose, twist, _ = base_state(rng)
+            pose, twist, _ = random_base(rng)
             d = solver.derivatives(q, v, x, base_pose=pose, base_twist=twist)
             contacts(q, v, x, base_pose=pose, base_twist=twist)
             ref.pin.computeConstraintDynamicsDerivatives(ref.model, ref.data, contacts.models, contacts.datas,
@@ -143,8 +137,6 @@ def free_flyers(name: str, progress: Progress) -> list[tuple]:
 
 
 def against_differences(progress: Progress) -> list[tuple]:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-    from references import central_differences
     from test_transmissions import GEARED
 
     rows = []
@@ -184,7 +176,7 @@ def speed(name: str, progress: Progress) -> list[dict]:
     pin, model, data = ref.pin, ref.model, ref.data
     q, v, x = next(states(robot, 1, seed=5))
     rng = np.random.default_rng(2)
-    pose, twist, accel = base_state(rng)
+    pose, twist, accel = random_base(rng)
     rows = []
     for problem, ordering in (("forward", "aba"), ("inverse", "rnea")):
         compile_seconds = {}

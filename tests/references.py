@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, distribution
 import gtsam
 import numpy as np
 
-from gtdyn.compiled.fallback import reference_answer
+from gtdyn.compiled.fallback import as_vector, reference_answer
 
 
 def erd_path(relative: str) -> str:
@@ -66,8 +66,7 @@ def central_differences(solver, q, v, x, h=1e-6):
     passive = {j.index - 1 for j in robot.joints if not j.actuated}
 
     def value(q, v, x):
-        answer = reference_answer(solver, q, v, x)
-        return np.concatenate(answer) if isinstance(answer, tuple) else answer
+        return as_vector(reference_answer(solver, q, v, x))
 
     columns = []
     for which in range(3):

@@ -76,8 +76,27 @@ def compiled_wrench_frames(robot: Robot, frames: Iterable[str] | None, axes: str
     return tuple(wrench_frame(robot, name, "wrench_frames") for name in frames)
 
 
+@dataclass(frozen=True, eq=False)
+class PackedWrenches:
+    """External wrenches checked and packed once for a compiled solver's frames (read-only): what a time loop
+    that holds them passes at every call instead of the dict, which would be checked again each time."""
+
+    frames: tuple
+    values: np.ndarray
+
+
+def packed_once(frames: tuple[WrenchFrame, ...], wrenches) -> PackedWrenches:
+    """``wrenches`` checked and packed for ``frames``, to be passed as they are at every call."""
+    values = packed_wrenches(frames, wrenches)
+    values.setflags(write=False)
+    return PackedWrenches(frames, values)
+
+
 def packed_wrenches(frames: tuple[WrenchFrame, ...], wrenches) -> np.ndarray:
-    """One call's ``external_wrenches`` (a dict from compiled frame to [m; f]; None: none) as the 6k inputs."""
+    """One call's ``external_wrenches`` (a dict from compiled frame to [m; f]; None: none; or ``PackedWrenches``
+    for these frames) as the 6k inputs."""
+    if type(wrenches) is PackedWrenches and wrenches.frames is frames:
+        return wrenches.values
     out = np.zeros(6 * len(frames))
     for m, F in _by_frame(frames, wrenches):
         out[6 * m:6 * m + 6] = bounded_wrench(f"external_wrenches['{frames[m].name}']", F)

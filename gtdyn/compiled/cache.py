@@ -126,10 +126,10 @@ def trusted(path: pathlib.Path) -> bool:
 _WARNED: set[str] = set()
 
 
-def _distrust(path: pathlib.Path) -> None:
-    folder = str(path.parent if path.suffix else path)
-    if folder not in _WARNED:
-        _WARNED.add(folder)
+def _distrust(folder: pathlib.Path, path: pathlib.Path) -> None:
+    """A CacheWarning naming ``path`` (the folder or a file in it), once per folder."""
+    if str(folder) not in _WARNED:
+        _WARNED.add(str(folder))
         warnings.warn(f"{path}: the compile cache is writable by others or belongs to someone else; gtdyn does not "
                       "load or store compiled solvers there (a cached solver is a pickle: loading one runs code) "
                       "and compiles in memory instead; make it private (chmod 700) or set GTDYN_CACHE_DIR",
@@ -142,7 +142,7 @@ def load(name: str) -> dict | None:
     if not path.exists():
         return None
     if not (trusted(folder) and trusted(path)):
-        _distrust(path if trusted(folder) else folder)
+        _distrust(folder, path if trusted(folder) else folder)
         return None
     try:
         with open(path, "rb") as f:
@@ -162,7 +162,7 @@ def store(name: str, record: dict) -> pathlib.Path | None:
         folder.parent.mkdir(parents=True, exist_ok=True)
         folder.mkdir(mode=0o700, exist_ok=True)
         if not trusted(folder):
-            _distrust(folder)
+            _distrust(folder, folder)
             return None
         with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, suffix=".tmp") as f:
             pickle.dump({**record, "format": FORMAT}, f)

@@ -121,8 +121,8 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions["main"] = main(functions, plan, column, layout, slots, closure, outputs, coupled)
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     if derivatives:
-        functions.update(derivative_functions(robot, problem, gravity, plan, column, layout, slots, outputs,
-                                              functions, wrench_frames, wrench_axes))
+        functions.update(derivative_functions(robot, problem, gravity, plan, column, layout, outputs, functions,
+                                              wrench_frames, wrench_axes))
         for name, solve in (("dmain", "main"), ("dfast", "fast")):
             functions[name] = entry(name, functions[solve], functions["tangents"])
     slots.write_back(functions)

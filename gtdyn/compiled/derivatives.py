@@ -31,7 +31,7 @@ from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.dual import Dual, tangents
 from gtdyn.compiled.kinematics import traced_kinematics
-from gtdyn.compiled.layout import Layout, Slots
+from gtdyn.compiled.layout import Layout
 from gtdyn.compiled.plan import Plan
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.dynamics.graph import dynamics_equations
@@ -54,13 +54,13 @@ class Derivatives(NamedTuple):
 
 
 def direction_count(robot: Robot) -> int:
-    """Columns of ``dq``, ``dv`` and ``dx`` together: 3 (n + 6 on a floating base)."""
-    return 3 * (robot.num_dofs + (6 if robot.floating_base else 0))
+    """Columns of ``dq``, ``dv`` and ``dx`` together: 3 nv."""
+    return 3 * robot.nv
 
 
 def split(jacobian: np.ndarray, robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``dq``, ``dv``, ``dx`` from the generated code's (outputs × directions) block (or a stack of them)."""
-    m = robot.num_dofs + (6 if robot.floating_base else 0)
+    m = robot.nv
     return jacobian[..., :m], jacobian[..., m:2 * m], jacobian[..., 2 * m:]
 
 
@@ -68,8 +68,7 @@ LANES = 8  # outputs per vectorized transposed solve: one AVX-512 register, or t
 
 
 def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, column: dict, layout: Layout,
-                         slots: Slots, outputs, functions: dict, wrench_frames=(), wrench_axes: str = "local"
-                         ) -> dict:
+                         outputs, functions: dict, wrench_frames=(), wrench_axes: str = "local") -> dict:
     """``tangents`` and the two lane functions it calls (``solve_t_lanes``, ``contract_lanes``): after a solve
     (``main`` or ``fast``) has factored A, the derivative of every output along every direction, into ``ws``
     from ``layout.start["jac"]`` (row-major: output by output).
@@ -82,7 +81,7 @@ def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, co
     # the solution x of A x = b, all of it (the outputs hold only part), as the solve before kept it
     x = [fn.load(start["solution"] + k) for k in range(len(column))]
     fn.comment("the inputs as dual numbers: each carries its derivative along its own direction")
-    inputs, directions = _dual_inputs(fn, robot, problem, layout)
+    inputs, directions = _dual_inputs(fn, robot, problem)
     q, v, given = inputs["q"], inputs["v"], inputs["x"]
     traced_problem = dataclasses.replace(
         problem, known_qdd={j: given[j - 1] for j in problem.known_qdd},
@@ -179,7 +178,7 @@ def entry(name: str, solve: trace.Function, tangents: trace.Function) -> trace.F
     return fn
 
 
-def _dual_inputs(fn: trace.Function, robot: Robot, problem: Problem, layout: Layout) -> tuple[dict, list]:
+def _dual_inputs(fn: trace.Function, robot: Robot, problem: Problem) -> tuple[dict, list]:
     """The inputs loaded as duals, and the directions in column order."""
     n = robot.num_dofs
     directions: list[tuple[str, int]] = []

@@ -123,6 +123,5 @@ def _combine(a: dict, b: dict, sign: float) -> dict:
     """a + sign · b, direction by direction."""
     out = dict(a)
     for d, x in b.items():
-        out[d] = trace.add(out[d], x) if sign > 0 and d in out else trace.sub(out.get(d, 0.0), x) if sign < 0 \
-            else x
+        out[d] = trace.add(out.get(d, 0.0), x) if sign > 0 else trace.sub(out.get(d, 0.0), x)
     return _nonzero(out)

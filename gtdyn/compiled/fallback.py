@@ -21,6 +21,11 @@ from gtdyn.errors import GTDYN_ERRORS
 SELF_CHECK_TOLERANCE = 1e-8
 
 
+def as_vector(answer) -> np.ndarray:
+    """A solver's answer (its parts as a tuple, or one part bare) as one vector."""
+    return np.concatenate(answer) if isinstance(answer, tuple) else answer
+
+
 def reference_answer(solver, q, v, x, base=(), wrenches=()):
     """The reference path's answer to the packed inputs (``base``: ``Query.base_inputs``; ``wrenches``: the
     external wrenches on the solver's ``wrench_frames``), in the solver's shape: the parts of its answer layout,
@@ -53,7 +58,7 @@ def self_check(solver, samples) -> None:
             continue
         finally:
             solver.fallbacks = 0
-        got, want = (np.concatenate(a) if isinstance(a, tuple) else a for a in (got, want))
+        got, want = as_vector(got), as_vector(want)
         error = np.max(np.abs(got - want), initial=0.0) / max(np.max(np.abs(want), initial=0.0), 1.0)
         if not error <= SELF_CHECK_TOLERANCE:
             raise RuntimeError(f"gtdyn.compile: the generated code for '{solver.robot.name}' disagrees with the "

@@ -86,7 +86,7 @@ class CompiledFrames:
         self.single = isinstance(frames, str)
         self.frames = [frames] if self.single or not hasattr(frames, "__iter__") else list(frames)
         self.bodies = [frame_on_body(robot, name) for name in self.frames]  # each name checked as the reference does
-        self.nv = robot.num_dofs + (6 if robot.floating_base else 0)
+        self.nv = robot.nv
         self._modules: dict[str, Module] = {}
         self._workspaces: dict[str, tuple] = {}
         self._lock = threading.Lock()
@@ -256,7 +256,7 @@ class _Plan:
 def _compile(robot: Robot, bodies: list, reference: str, name: str) -> Module:
     motion, n, k = name == "motion", robot.num_dofs, len(bodies)
     inputs = (2 if motion else 1) * n + ((POSE + (TWIST if motion else 0)) if robot.floating_base else 0)
-    parts = [6 * k, 6 * k] if motion else [16 * k, 6 * (n + (6 if robot.floating_base else 0)) * k]
+    parts = [6 * k, 6 * k] if motion else [16 * k, 6 * robot.nv * k]
     needed = {i for i, _ in bodies} | (set() if motion else {j for i, _ in bodies for j in ancestors(robot, i)})
     stored = sorted(i for i in needed if i > 0 or robot.floating_base)  # a fixed base's pose is the identity
     first_slot, stride = inputs + 1 + sum(parts), 24 if motion else 12

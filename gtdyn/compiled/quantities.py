@@ -27,7 +27,7 @@ class CompiledMassMatrix:
         free = rigid_bodies(robot)
         self.robot = robot
         self.solver: CompiledSolver = compile(free, "inverse", ordering=ordering, gravity=NO_GRAVITY, checks=checks)
-        self.nv = free.num_dofs + (6 if free.floating_base else 0)
+        self.nv = free.nv
         unit = np.eye(self.nv)
         self._qdd = unit[:, self.nv - free.num_dofs:]  # row k: q̈ of column k (e_j for joint columns, else 0)
         self._base_accel = unit[:, :6] if free.floating_base else None  # row k: the base acceleration of column k

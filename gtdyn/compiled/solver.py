@@ -22,7 +22,7 @@ from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
 from gtdyn.compiled import base_inputs, native
 from gtdyn.compiled.base_inputs import base_states, write_base
 from gtdyn.compiled.derivatives import Derivatives, split
-from gtdyn.compiled.fallback import reference_answer
+from gtdyn.compiled.fallback import as_vector, reference_answer
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
@@ -87,7 +87,6 @@ class CompiledSolver:
         self._main = self._native.entry[self._entry]
         self._columns = record.get("derivative_columns", 0)
         self._derivative_entry = ("dmain" if self.checks else "dfast") if self._columns else None
-        self._tangent_size = robot.num_dofs + (6 if robot.floating_base else 0)
         self._passive = np.array([j.index - 1 for j in robot.joints
                                   if not j.actuated
                                   and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))],
@@ -134,11 +133,10 @@ class CompiledSolver:
         self._native.entry[self._derivative_entry](pointer)
         self._last = ws
         # the outputs, status, κ, backward error, then the outputs × directions block: one copy, then views
-        outputs, m = self._outputs, self._tangent_size
+        outputs = self._outputs
         block = ws[self._out:self._out + outputs * (self._columns + 1) + 3].copy()
-        jacobian = block[outputs + 3:].reshape(outputs, self._columns)
-        value = block[:outputs] if block[outputs] == 1.0 else self._fallback_vector(ws, q, v, x)
-        return Derivatives(value, jacobian[:, :m], jacobian[:, m:2 * m], jacobian[:, 2 * m:])
+        value = block[:outputs] if block[outputs] == 1.0 else as_vector(self._fallback(ws, q, v, x))
+        return Derivatives(value, *split(block[outputs + 3:].reshape(outputs, self._columns), self.robot))
 
     def batch_derivatives(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None,
                           base_wrench=None, external_wrenches=None) -> Derivatives:
@@ -150,20 +148,13 @@ class CompiledSolver:
                                                              base_wrench, external_wrenches)
         results = native.run_states(self._native.batch[self._derivative_entry], self._size, inputs,
                                     self._outputs + 3 + self._outputs * self._columns, self._out, threads)
-        values = results[:, :self._outputs].copy()
-        for k in np.flatnonzero(results[:, self._outputs] != 1.0):
-            answer = reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k])
-            values[k] = np.concatenate(answer) if isinstance(answer, tuple) else answer
+        values = self._certified(results, Q, V, X, base, wrenches)
         jacobians = results[:, self._outputs + 3:].reshape(len(Q), self._outputs, self._columns)
         return Derivatives(values, *split(jacobians, self.robot))
 
     def _without_derivatives(self):
         raise ArgumentError("derivatives: this solver was compiled without them; compile with "
                             "gtdyn.compile(..., derivatives=True)")
-
-    def _fallback_vector(self, ws: np.ndarray, q, v, x) -> np.ndarray:
-        answer = self._fallback(ws, q, v, x)
-        return np.concatenate(answer) if isinstance(answer, tuple) else answer
 
     def _fallback(self, ws: np.ndarray, q, v, x):
         """The reference path's answer to the inputs in ``ws`` (the certificate did not pass)."""
@@ -224,8 +215,8 @@ class CompiledSolver:
         return Q, V, X, base, wrenches, np.ascontiguousarray(np.hstack([Q, V, X, base, wrenches]))
 
     def _split(self, out: np.ndarray):
-        """The output vector (or rows of them) as the answer's parts, copied; one part alone, bare."""
-        out = out.copy()  # one copy; the parts are views of it, which no later call touches
+        """The output vector (or rows of them, an array of the caller's own) as the answer's parts, views of it;
+        one part alone, bare."""
         if len(self._parts) == 1:
             return out
         return tuple([out[..., a:b] for a, b in self._parts])
@@ -238,11 +229,15 @@ class CompiledSolver:
         # the outputs, then status, κ and backward error
         results = native.run_states(self._native.batch[self._entry], self._size, inputs, self._outputs + 3, self._out,
                                     threads)
+        return self._split(self._certified(results, Q, V, X, base, wrenches))
+
+    def _certified(self, results: np.ndarray, Q, V, X, base, wrenches) -> np.ndarray:
+        """A batch's answers (the first outputs of each row of ``results``), the reference path's where the status
+        that follows them says the code did not certify its own."""
         out = results[:, :self._outputs].copy()
         for k in np.flatnonzero(results[:, self._outputs] != 1.0):
-            answer = reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k])
-            out[k] = np.concatenate(answer) if isinstance(answer, tuple) else answer
-        return self._split(out)
+            out[k] = as_vector(reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k]))
+        return out
 
     @property
     def has_derivatives(self) -> bool:

@@ -176,6 +176,11 @@ class Robot:
         return len(self.joints)
 
     @property
+    def nv(self) -> int:
+        """The tangent dimension (Pinocchio's nv): a floating base's six, then one per joint."""
+        return self.num_dofs + (6 if self.floating_base else 0)
+
+    @property
     def parents(self) -> tuple[int, ...]:
         """λ: ``parents[i]`` is the index of moving link i's parent link along the spanning tree (0: the base);
         ``parents[0]`` is −1."""

@@ -56,7 +56,7 @@ class Limits:
         total = 0.0
         for name, _, _, c in self._constraints(q, v, tau):
             lam = self.multipliers[name]
-            shifted = np.maximum(0.0, np.where(np.isfinite(c), c, -np.inf) + lam / self.mu)
+            shifted = np.maximum(0.0, c + lam / self.mu)  # c is −∞ where a joint has no such limit
             total += float(np.sum(0.5 * self.mu * shifted ** 2 - lam ** 2 / (2 * self.mu)))
         return total
 
@@ -67,10 +67,10 @@ class Limits:
         for name, variable, sign, c in self._constraints(q, v, tau):
             shifted = c + self.multipliers[name] / self.mu
             for k, j in zip(*np.nonzero(shifted > 0.0), strict=True):
-                key, column = (u_keys[k], j) if variable == "tau" else (s_keys[k], j if variable == "q" else n + j)
-                rows.setdefault(key, []).append((column, root * sign, -root * shifted[k, j]))
-        for key, entries in rows.items():
-            dim = n if key in u_keys else 3 * n
+                key, dim, column = (u_keys[k], n, j) if variable == "tau" else \
+                    (s_keys[k], 3 * n, j if variable == "q" else n + j)
+                rows.setdefault((key, dim), []).append((column, root * sign, -root * shifted[k, j]))
+        for (key, dim), entries in rows.items():
             A = np.zeros((len(entries), dim))
             for r, (column, value, _) in enumerate(entries):
                 A[r, column] = value
@@ -82,8 +82,7 @@ class Limits:
         is at its cap and the violation did not shrink: nothing more to try."""
         violation = self.violation(q, v, tau)
         for name, _, _, c in self._constraints(q, v, tau):
-            self.multipliers[name] = np.maximum(0.0, self.multipliers[name] + self.mu * np.where(np.isfinite(c), c,
-                                                                                                  -np.inf))
+            self.multipliers[name] = np.maximum(0.0, self.multipliers[name] + self.mu * c)
         if violation > 0.25 * self.last_violation:
             if self.mu >= MU_MAX:
                 return False

@@ -209,11 +209,12 @@ class _Problem:
 
     # -- the factors ----------------------------------------------------------------------------------------
 
-    def hard_residuals(self, x: np.ndarray, derivatives=None) -> np.ndarray:
+    def hard_residuals(self, x: np.ndarray) -> np.ndarray:
+        """Every hard constraint's residual at x (the dynamics by the solver's values alone, no Jacobians)."""
         q, v, a, tau = self.unpack(x)
-        d = self.solver.batch_derivatives(q, v, a) if derivatives is None else derivatives
+        inverse = self.solver.batch(q, v, a)
         s = x[:3 * self.n * (self.N + 1)].reshape(self.N + 1, 3 * self.n)
-        parts = [(tau - d.value).ravel(), tau[:, self.passive].ravel(),
+        parts = [(tau - inverse).ravel(), tau[:, self.passive].ravel(),
                  (s[:-1] @ self.C_now.T + s[1:] @ self.C_next.T).ravel(), q[0] - self.q0, v[0] - self.v0]
         if self.goal_q is not None:
             parts.append(q[-1] - self.goal_q)
@@ -237,9 +238,8 @@ class _Problem:
         return self.cost(x) + self.bounds.penalty(q, v, tau) + MERIT_PENALTY * float(np.sum(np.abs(
             self.hard_residuals(x))))
 
-    def linearized(self, x: np.ndarray, soft: bool = True) -> tuple[gtsam.GaussianFactorGraph, float]:
-        """Every factor linearized at x (J δ = −r per factor; the hard ones alone if not ``soft``), and the largest
-        hard residual there."""
+    def linearized(self, x: np.ndarray, soft: bool = True) -> gtsam.GaussianFactorGraph:
+        """Every factor linearized at x (J δ = −r per factor; the hard ones alone if not ``soft``)."""
         n, N, h = self.n, self.N, self.h
         q, v, a, tau = self.unpack(x)
         d = self.solver.batch_derivatives(q, v, a)
@@ -281,7 +281,7 @@ class _Problem:
                                            hard(len(r))))
         if soft:
             self.bounds.add_factors(graph, q, v, tau, self.s_keys, self.u_keys)
-        return graph, float(np.max(np.abs(self.hard_residuals(x, d))))
+        return graph
 
     def step(self, graph: gtsam.GaussianFactorGraph, damping: float) -> np.ndarray:
         """The Gauss–Newton step of the linearized graph, with Levenberg–Marquardt damping √damping · δ = 0 on
@@ -314,40 +314,43 @@ class _Problem:
         q, v, _, tau = self.unpack(x)
         return x, iterations, max(float(np.max(np.abs(self.hard_residuals(x)))), self.bounds.violation(q, v, tau))
 
-    def _trial(self, x: np.ndarray, delta: np.ndarray, merit: float, backtrack: bool = False) -> np.ndarray | None:
-        """A point along ``delta`` that lowers the merit, or None: the full step, then the full step with a
-        second-order correction (the constraints' curvature, the Maratos effect), then (``backtrack``) shorter
-        steps."""
-        trial = x + delta
-        if self.merit(trial) < merit:
-            return trial
-        corrected = trial + self.step(self.linearized(trial, soft=False)[0], CORRECTION_DAMPING)
-        if self.merit(corrected) < merit:
-            return corrected
-        for halvings in range(1, BACKTRACKING + 1 if backtrack else 1):
-            trial = x + 0.5 ** halvings * delta
-            if self.merit(trial) < merit:
-                return trial
+    def _trial(self, x: np.ndarray, delta: np.ndarray, merit: float,
+               backtrack: bool = False) -> tuple[np.ndarray, float] | None:
+        """A point along ``delta`` that lowers the merit, and its merit, or None: the full step, then the full step
+        with a second-order correction (the constraints' curvature, the Maratos effect), then (``backtrack``)
+        shorter steps."""
+        def points():
+            trial = x + delta
+            yield trial
+            yield trial + self.step(self.linearized(trial, soft=False), CORRECTION_DAMPING)
+            for halvings in range(1, BACKTRACKING + 1 if backtrack else 1):
+                yield x + 0.5 ** halvings * delta
+
+        for point in points():  # made one at a time: each costs a solve
+            value = self.merit(point)
+            if value < merit:
+                return point, value
         return None
 
     def _descend(self, x: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
         """Damped Gauss–Newton steps on the current merit until it stops falling (relative change below
         ``STALL``) or the damping runs out; returns the point and the linearizations made."""
-        damping = DAMPING_START
+        damping, merit = DAMPING_START, self.merit(x)
         for taken in range(1, budget + 1):
-            graph, _ = self.linearized(x)
-            merit = self.merit(x)
+            graph = self.linearized(x)
             while damping <= DAMPING_MAX:
-                trial = self._trial(x, self.step(graph, damping), merit)
-                if trial is not None:
+                found = self._trial(x, self.step(graph, damping), merit)
+                if found is not None:
                     break
                 damping *= 10
             if damping > DAMPING_MAX:  # damping shortens only the soft part of a step: shorten it all
                 damping = DAMPING_START
-                trial = self._trial(x, self.step(graph, damping), merit, backtrack=True)
-                if trial is None:
+                found = self._trial(x, self.step(graph, damping), merit, backtrack=True)
+                if found is None:
                     return x, taken
-            x, damping = trial, max(damping / 10, DAMPING_MIN)
-            if merit - self.merit(x) <= STALL * (1.0 + abs(merit)):
+            (x, new_merit), damping = found, max(damping / 10, DAMPING_MIN)
+            stalled = merit - new_merit <= STALL * (1.0 + abs(merit))
+            merit = new_merit
+            if stalled:
                 return x, taken
         return x, budget

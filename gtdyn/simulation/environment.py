@@ -3,6 +3,7 @@ forces are solved with the motion (constrained forward dynamics) and recorded at
 
 from __future__ import annotations
 
+from gtdyn.arguments.wrenches import packed_once
 from gtdyn.simulation.steppers import Samples, Stepper
 
 
@@ -11,7 +12,8 @@ class EnvironmentForward:
     wrenches, and its answer's motion part only; the contact forces of the latest call are kept in ``forces``."""
 
     def __init__(self, solver, wrenches: dict | None, contacts: bool):
-        self.solver, self.wrenches, self.contacts = solver, wrenches, contacts
+        self.solver, self.contacts = solver, contacts
+        self.wrenches = packed_once(solver.wrench_frames, wrenches)  # checked once, not at every step
         self.forces = None
 
     def __call__(self, q, v, tau, **base):
