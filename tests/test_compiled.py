@@ -36,6 +36,7 @@ from test_determinacy import STATE, load_chain
 import gtdyn
 from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.compiled import kinematics as traced
+from gtdyn.compiled import trace
 from gtdyn.compiled.states import sample_states
 from gtdyn.orderings import applicable
 from gtdyn.spatial import screw_exp
@@ -664,3 +665,15 @@ def test_code_cut_into_blocks_computes_the_same_bits(monkeypatch):
         q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
         assert np.array_equal(cut(q, v, x), whole(q, v, x))
         assert cut.condition == whole.condition and cut.backward_error == whole.backward_error
+
+
+def test_dependence_follows_values_through_the_code():
+    """``trace.dependence``: which chosen loads each store's value depends on (the derivatives group outputs by
+    it); loads not chosen, constants and folded-away zeros contribute nothing."""
+    fn = trace.Function("f")
+    a, b, c = fn.load(0), fn.load(1), fn.load(2)
+    fn.store(10, a * c)
+    fn.store(11, -(b + a))
+    fn.store(12, c * 2.0)
+    fn.store(13, 0.0 * a)
+    assert trace.dependence(fn, {0: 0, 1: 1}) == {10: 0b01, 11: 0b11, 12: 0, 13: 0}

@@ -46,6 +46,33 @@ def test_puma_matches_pinocchios_analytical_derivatives(puma, problem, ordering)
         assert rel_err(d.dx, np.linalg.inv(M) if problem == "forward" else M) < PIN_TOL
 
 
+@pytest.mark.parametrize("problem, ordering", [("forward", "aba"), ("inverse", "rnea")])
+def test_a_tree_groups_its_outputs_by_limb_and_matches_pinocchio(problem, ordering):
+    """The quadruped on a fixed base: twelve outputs in two groups of lanes, each group's transposed solve over
+    the rows its λ reaches (fewer operations than the full solve_t), the result still Pinocchio's; and the
+    rendered source computes the derivatives bit for bit as the machine code does."""
+    robot = gtdyn.load_robot("quadruped")
+    ref = PinocchioModel(robot.source, robot)
+    solver = gtdyn.compile(robot, problem, ordering=ordering, derivatives=True)
+    groups = [name for name in solver.operations if name.startswith("solve_t_lanes")]
+    assert len(groups) == 2
+    assert all(solver.operations[name] < solver.operations["solve_t"] for name in groups)
+    rng = np.random.default_rng(8)
+    q, v, x = rng.uniform(-1, 1, (3, 12))
+    d = solver.derivatives(q, v, x)
+    want = ref.aba_derivatives(q, v, x) if problem == "forward" else ref.rnea_derivatives(q, v, x)
+    for got, expected in zip((d.dq, d.dv, d.dx), want):
+        assert rel_err(got, expected) < PIN_TOL
+    namespace: dict = {}
+    exec(solver.source, namespace)
+    ws = np.zeros(solver._record["size"])
+    ws[:36] = np.concatenate([q, v, x])
+    namespace["dmain"](ws)
+    block = ws[solver._record["start"]["out"]:][:12 * 37 + 3]
+    assert np.array_equal(block[:12], d.value)
+    assert np.array_equal(block[15:].reshape(3, 12, 12), np.stack([d.dq, d.dv, d.dx]))
+
+
 FLOATING_ARM = """<robot name="floating_arm">
   <link name="body"><inertial><mass value="3"/><inertia ixx="0.05" ixy="0" ixz="0" iyy="0.04" iyz="0" izz="0.03"/>
     </inertial></link>

@@ -116,13 +116,16 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     slots = Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)
-    functions["solve_t"] = _solve_transposed(plan, column, layout, slots)
+    functions["solve_t"] = solve_transposed(plan, column, layout, slots)
     functions["residual"] = _residual(plan, column, layout, slots)
     functions["main"] = main(functions, plan, column, layout, slots, closure, outputs, coupled)
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     if derivatives:
+        def transposed(name: str, seeds: set[int]) -> trace.Function:
+            return solve_transposed(plan, column, layout, slots, name, seeds)
+
         functions.update(derivative_functions(robot, problem, gravity, plan, column, layout, outputs, functions,
-                                              wrench_frames, wrench_axes))
+                                              transposed, wrench_frames, wrench_axes))
         for name, solve in (("dmain", "main"), ("dfast", "fast")):
             functions[name] = entry(name, functions[solve], functions["tangents"])
     slots.write_back(functions)
@@ -218,10 +221,14 @@ def _off_pivot(row: dict, key: int, c: int):
                 yield (other, k), coefficient
 
 
-def _solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.Function:
-    """Aᵀ y = z: with M A = U (M the row operations), y = Mᵀ U⁻ᵀ z."""
-    fn = trace.Function("solve_t")
-    z = {kc: fn.load(layout.start["zt"] + col) for kc, col in column.items()}
+def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, name: str = "solve_t",
+                     seeds: set[int] | None = None) -> trace.Function:
+    """Aᵀ y = z: with M A = U (M the row operations), y = Mᵀ U⁻ᵀ z. With ``seeds`` (columns), the other entries
+    of z are known zeros: the code is only what those right-hand sides need, and only the entries of y that are
+    not zero by structure are stored (the derivatives' λ = A⁻ᵀ e, ``gtdyn.compiled.derivatives``)."""
+    fn = trace.Function(name)
+    z = {kc: fn.load(layout.start["zt"] + col) if seeds is None or col in seeds else 0.0
+         for kc, col in column.items()}
     w = [0.0] * len(plan.rows)
     earlier: dict[tuple[int, int], list[tuple[int, object]]] = {}
     for key, c, p in plan.pivots:
@@ -234,7 +241,8 @@ def _solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots) ->
     for i, p, multiplier in reversed(plan.tape):
         w[p] = w[p] - slots.use(fn, multiplier) * w[i]
     for i, value in enumerate(w):
-        fn.store(layout.start["yt"] + i, value)
+        if seeds is None or trace.is_sym(value):
+            fn.store(layout.start["yt"] + i, value)
     return fn
 
 

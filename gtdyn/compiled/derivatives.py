@@ -58,24 +58,27 @@ def direction_count(robot: Robot) -> int:
     return 3 * robot.nv
 
 
-def split(jacobian: np.ndarray, robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``dq``, ``dv``, ``dx`` from the generated code's (outputs × directions) block (or a stack of them)."""
-    m = robot.nv
-    return jacobian[..., :m], jacobian[..., m:2 * m], jacobian[..., 2 * m:]
+def jacobian_index(start: int, outputs: int, nv: int, output: int, direction: int) -> int:
+    """Where ∂(output)/∂(direction) goes in ``ws``: ``dq``, ``dv``, ``dx`` one after the other, each a row-major
+    (outputs × nv) block, so that each is one contiguous copy out."""
+    part, column = divmod(direction, nv)
+    return start + (part * outputs + output) * nv + column
 
 
 LANES = 8  # outputs per vectorized transposed solve: one AVX-512 register, or two AVX2 ones
 
 
 def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, column: dict, layout: Layout,
-                         outputs, functions: dict, wrench_frames=(), wrench_axes: str = "local") -> dict:
-    """``tangents`` and the two lane functions it calls (``solve_t_lanes``, ``contract_lanes``): after a solve
-    (``main`` or ``fast``) has factored A, the derivative of every output along every direction, into ``ws``
-    from ``layout.start["jac"]`` (row-major: output by output).
+                         outputs, functions: dict, transposed, wrench_frames=(), wrench_axes: str = "local") -> dict:
+    """``tangents`` and the lane functions it calls: after a solve (``main`` or ``fast``) has factored A, the
+    derivative of every output along every direction, into ``ws`` (``jacobian_index``).
 
     Adjoint form: an output o = eₒᵀ x has ∂o/∂θ_d = eₒᵀ A⁻¹ ∂r_d = λₒᵀ ∂r_d with λₒ = A⁻ᵀ eₒ — one transposed
     solve per output (there are three times as many directions as outputs), ``LANES`` outputs at a time in
-    vector registers, then a sparse contraction of the λ's with the non-zero entries of ∂r."""
+    vector registers, then a sparse contraction of the λ's with the non-zero entries of ∂r. λₒ is zero by
+    structure outside the rows o depends on (a leg's q̈ on a fixed base: not the other limbs' rows), so the
+    outputs are grouped to share their rows, and each group gets its own transposed solve (``transposed(name,
+    seeds)``, ``gtdyn.compiled.codegen.solve_transposed``) and contraction, over its rows alone."""
     fn = trace.Function("tangents")
     start, n, w = layout.start, robot.num_dofs, layout.lanes
     # the solution x of A x = b, all of it (the outputs hold only part), as the solve before kept it
@@ -97,47 +100,70 @@ def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, co
     residual_tangents = _residual_tangents(robot, kin, traced_problem, gravity, external, x, column)
     if len(residual_tangents) != len(plan.rows):
         raise AssertionError("gtdyn.compiled.derivatives: the dual equations do not match the plan's rows")
-    # the non-zero entries of ∂r, kept in ws for the contraction
+    # the non-zero entries of ∂r, kept in ws for the contractions
     entries = [(i, d, value) for d, direction in enumerate(directions) for i, t in enumerate(residual_tangents)
                if not _is_zero(value := t.get(direction, 0.0))]
-    entry_start, accumulated = _allocate(layout, len(entries)), _allocate(layout, len(directions))
+    entry_start, totals = _allocate(layout, len(entries)), _allocate(layout, len(directions))
     for k, (_, _, value) in enumerate(entries):
         fn.store(entry_start + k, value)
-    solve_t_lanes = trace.Lanes(
-        "solve_t_lanes", functions["solve_t"], w,
-        loads={start["zt"] + k: start["zt_lanes"] + k * w for k in range(layout.unknowns)},
-        stores={start["yt"] + i: start["yt_lanes"] + i * w for i in range(layout.rows)})
-    contract_lanes = _contraction(entries, len(directions), entry_start, accumulated, layout)
+    sums = _allocate(layout, len(directions) * w)  # the contractions' lane sums, a block of w per direction
+    stride, nv = len(directions), robot.nv
+
+    def jac(output: int, direction: int) -> int:
+        return jacobian_index(start["jac"], len(outputs), nv, output, direction)
+
     given_at = {2 * n + j: ("x", j) for j in range(n)}  # an output passed through from input x_j
-    solved = [e for e, (source, _) in enumerate(outputs) if source in ("unknown", "combination")]
-    stride = len(directions)
+    seeds = {e: [(index, 1.0)] if source == "unknown" else index for e, (source, index) in enumerate(outputs)
+             if source in ("unknown", "combination")}  # λₒ = A⁻ᵀ zₒ, zₒ's non-zero columns and values
     for e, (source, index) in enumerate(outputs):  # passed through or zero: no solve
-        if e not in solved:
+        if e not in seeds:
             for d, direction in enumerate(directions):
                 value = 1.0 if source == "input" and given_at.get(index) == direction else 0.0
-                fn.store(start["jac"] + e * stride + d, value)
-    written: set[int] = set()  # entries of zt_lanes left non-zero (the workspace starts at zero)
-    for first in range(0, len(solved), w):
-        group = solved[first:first + w]
+                fn.store(jac(e, d), value)
+    functions_out = {}
+    for g, group in enumerate(_groups(seeds, functions["solve_t"], layout, w), start=1):
+        columns = sorted({c for e in group for c, _ in seeds[e]})
         fn.comment(f"λ = A⁻ᵀ e for outputs {', '.join(map(str, group))}, then ∂o/∂θ = λᵀ ∂r")
-        selectors = {}
-        for lane, e in enumerate(group):
-            source, index = outputs[e]
-            for c, coefficient in ([(index, 1.0)] if source == "unknown" else index):
-                selectors[start["zt_lanes"] + c * w + lane] = coefficient
-        for index in sorted(written - set(selectors)):
-            fn.store(index, 0.0)
-        for index, value in selectors.items():
-            fn.store(index, value)
-        written = set(selectors)
-        fn.call(solve_t_lanes)
-        fn.call(contract_lanes)
+        for c in columns:  # every lane of every seeded column: lanes a group does not fill get zero
+            coefficients = [dict(seeds[e]).get(c, 0.0) for e in group] + [0.0] * (w - len(group))
+            for lane, coefficient in enumerate(coefficients):
+                fn.store(start["zt_lanes"] + c * w + lane, coefficient)
+        scalar = transposed(f"solve_t{g}", set(columns))
+        rows = sorted(op[1] - start["yt"] for op in scalar.ops if op[0] == "store")
+        solve = trace.Lanes(f"solve_t_lanes{g}", scalar, w,
+                            loads={start["zt"] + c: start["zt_lanes"] + c * w for c in columns},
+                            stores={start["yt"] + i: start["yt_lanes"] + i * w for i in rows})
+        contract = _contraction(g, entries, set(rows), stride, entry_start, totals, sums, layout)
+        fn.call(solve)
+        fn.call(contract)
+        functions_out.update({solve.name: solve, contract.name: contract})
         for lane, e in enumerate(group):
             for d in range(stride):
-                fn.store(start["jac"] + e * stride + d, fn.load(contract_lanes.stores[accumulated + d] + lane))
-    for index in sorted(written):  # back to zero for the next call
-        fn.store(index, 0.0)
-    return {"solve_t_lanes": solve_t_lanes, "contract_lanes": contract_lanes, "tangents": fn}
+                fn.store(jac(e, d), fn.load(contract.stores[totals + d] + lane))
+    return {**functions_out, "tangents": fn}
+
+
+def _groups(seeds: dict, solve_t: trace.Function, layout: Layout, width: int) -> list[list[int]]:
+    """The solved outputs in groups of ``width`` that share rows: each group starts from the first output left
+    and takes, one by one, the output adding fewest rows to the rows λ is non-zero on (a tree's limbs apart)."""
+    start = layout.start
+    reaches = trace.dependence(solve_t, {start["zt"] + c: c for c in range(layout.unknowns)})
+    row_masks = [reaches.get(start["yt"] + i, 0) for i in range(layout.rows)]
+    support = {}
+    for e, pairs in seeds.items():
+        seeded = sum(1 << c for c, _ in pairs)
+        support[e] = sum(1 << i for i, mask in enumerate(row_masks) if mask & seeded)
+    left, groups = list(seeds), []
+    while left:
+        group, union = [left.pop(0)], 0
+        union = support[group[0]]
+        while left and len(group) < width:
+            best = min(left, key=lambda e: (union | support[e]).bit_count())
+            left.remove(best)
+            group.append(best)
+            union |= support[best]
+        groups.append(group)
+    return groups
 
 
 def _allocate(layout: Layout, size: int) -> int:
@@ -147,23 +173,25 @@ def _allocate(layout: Layout, size: int) -> int:
     return first
 
 
-def _contraction(entries: list, directions: int, entry_start: int, accumulated: int, layout: Layout) -> trace.Lanes:
-    """``contract_lanes``: for each direction d, Σᵢ λ[i] ∂r_i/∂θ_d over ∂r's non-zero entries, λ from ``yt_lanes``
-    (a lane per output), the entries shared, the sums into a lane block per direction."""
+def _contraction(group: int, entries: list, rows: set[int], directions: int, entry_start: int, totals: int,
+                 sums: int, layout: Layout) -> trace.Lanes:
+    """For each direction d, Σᵢ λ[i] ∂r_i/∂θ_d over ∂r's non-zero entries in ``rows`` (where λ may be non-zero),
+    λ from ``yt_lanes`` (a lane per output), the entries shared, the sums into a lane block per direction."""
     w = layout.lanes
-    fn = trace.Function("contract")
+    fn = trace.Function(f"contract{group}")
     yt = layout.start["yt"]
     lam = {}
-    totals: list = [0.0] * directions
+    total: list = [0.0] * directions
     for k, (i, d, _) in sorted(enumerate(entries), key=lambda item: item[1][:2]):  # row by row: each λᵢ once
-        if i not in lam:
-            lam[i] = fn.load(yt + i)
-        totals[d] = totals[d] + lam[i] * fn.load(entry_start + k)
-    for d, total in enumerate(totals):
-        fn.store(accumulated + d, total)
-    block = _allocate(layout, directions * w)
-    return trace.Lanes("contract_lanes", fn, w, loads={yt + i: layout.start["yt_lanes"] + i * w for i in lam},
-                       stores={accumulated + d: block + d * w for d in range(directions)})
+        if i in rows:
+            if i not in lam:
+                lam[i] = fn.load(yt + i)
+            total[d] = total[d] + lam[i] * fn.load(entry_start + k)
+    for d, value in enumerate(total):
+        fn.store(totals + d, value)
+    return trace.Lanes(f"contract_lanes{group}", fn, w,
+                       loads={yt + i: layout.start["yt_lanes"] + i * w for i in lam},
+                       stores={totals + d: sums + d * w for d in range(directions)})
 
 
 def _is_zero(x) -> bool:

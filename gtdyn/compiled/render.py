@@ -24,6 +24,7 @@ def render_lanes(lanes: trace.Lanes) -> list[str]:
     loads, stores = sorted(lanes.loads.items()), sorted(lanes.stores.items())
     return [f"def {lanes.name}(ws):",
             f'    """{lanes.fn.name} on {lanes.width} right-hand sides at once (one per lane)."""',
+            *("    " + line for line in render_function(lanes.fn)),
             f"    for lane in range({lanes.width}):",
             f"        for index, start in {loads!r}:",
             "            ws[index] = ws[start + lane]",

@@ -21,15 +21,14 @@ from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
 from gtdyn.compiled import base_inputs, native
 from gtdyn.compiled.base_inputs import base_states, write_base
-from gtdyn.compiled.derivatives import Derivatives, split
+from gtdyn.compiled.derivatives import Derivatives
 from gtdyn.compiled.fallback import as_vector, reference_answer
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
-GENERATED_FUNCTIONS = ("factor", "solve", "solve_t", "residual", "main", "fast", "tangents", "solve_t_lanes",
-                       "contract_lanes", "dmain", "dfast")
+_DERIVATIVES = tuple.__new__  # a named tuple made without its Python-level __new__: a third of a µs per call
 
 
 class CompiledSolver:
@@ -98,22 +97,28 @@ class CompiledSolver:
 
     def _workspace_views(self, ws: np.ndarray) -> tuple:
         """Views of ``ws`` a call writes and reads, made once per workspace: q, q̇, x; the base inputs (pose as
-        4×4, twist, given) or None; the answer's parts; the external wrenches. (Slicing at every call would cost
-        Python time on every call.)"""
+        4×4, twist, given) or None; the answer's parts; the external wrenches; the value and the dq, dv, dx
+        blocks of a derivative call (``gtdyn.compiled.derivatives.jacobian_index``). (Slicing at every call would
+        cost Python time on every call.)"""
         n, first = self._n, 3 * self._n
         base = None
         if self._base_inputs:
             base = (ws[first:first + TWIST].reshape(4, 4), ws[first + TWIST:first + GIVEN],
                     ws[first + GIVEN:first + BASE_INPUTS])
         parts = tuple(ws[self._out + a:self._out + b] for a, b in self._parts)
-        return ws[:n], ws[n:2 * n], ws[2 * n:first], base, parts, ws[self._wrench_inputs]
+        outputs, nv, jac = self._outputs, self.robot.nv, self._out + self._outputs + 3
+        blocks = tuple(ws[jac + k * outputs * nv:jac + (k + 1) * outputs * nv].reshape(outputs, nv)
+                       for k in range(3)) if self._columns else ()
+        return ws[:n], ws[n:2 * n], ws[2 * n:first], base, parts, ws[self._wrench_inputs], \
+            (ws[self._out:self._out + outputs], *blocks)
 
     # -- calling ---------------------------------------------------------------------------------------------
 
     def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                  external_wrenches=None):
-        ws, pointer, parts = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
+        ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
         self._main(pointer)
+        parts = views[4]
         self._last = ws
         if ws[self._status] != 1.0:
             return self._fallback(ws, q, v, x)
@@ -129,14 +134,12 @@ class CompiledSolver:
         value, warning or error; the derivatives are then the plan's (as accurate as its condition allows)."""
         if self._derivative_entry is None:
             self._without_derivatives()
-        ws, pointer, _ = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
+        ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
         self._native.entry[self._derivative_entry](pointer)
         self._last = ws
-        # the outputs, status, κ, backward error, then the outputs × directions block: one copy, then views
-        outputs = self._outputs
-        block = ws[self._out:self._out + outputs * (self._columns + 1) + 3].copy()
-        value = block[:outputs] if block[outputs] == 1.0 else as_vector(self._fallback(ws, q, v, x))
-        return Derivatives(value, *split(block[outputs + 3:].reshape(outputs, self._columns), self.robot))
+        value, dq, dv, dx = views[6]
+        value = value.copy() if ws[self._status] == 1.0 else as_vector(self._fallback(ws, q, v, x))
+        return _DERIVATIVES(Derivatives, (value, dq.copy(), dv.copy(), dx.copy()))
 
     def batch_derivatives(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None,
                           base_wrench=None, external_wrenches=None) -> Derivatives:
@@ -149,8 +152,8 @@ class CompiledSolver:
         results = native.run_states(self._native.batch[self._derivative_entry], self._size, inputs,
                                     self._outputs + 3 + self._outputs * self._columns, self._out, threads)
         values = self._certified(results, Q, V, X, base, wrenches)
-        jacobians = results[:, self._outputs + 3:].reshape(len(Q), self._outputs, self._columns)
-        return Derivatives(values, *split(jacobians, self.robot))
+        blocks = results[:, self._outputs + 3:].reshape(len(Q), 3, self._outputs, self.robot.nv)
+        return Derivatives(values, *(blocks[:, k] for k in range(3)))
 
     def _without_derivatives(self):
         raise ArgumentError("derivatives: this solver was compiled without them; compile with "
@@ -163,7 +166,7 @@ class CompiledSolver:
                                 ws[3 * n:3 * n + self._base_inputs].copy(), ws[self._wrench_inputs].copy())
 
     def _written(self, q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches):
-        """The inputs checked into a workspace: (ws, its address, the answer's part views)."""
+        """The inputs checked into a workspace: (ws, its address, its views: ``_workspace_views``)."""
         # The workspace belongs to the thread that compiled the solver; calls from other threads take a fresh
         # one, so no two calls ever share it.
         if get_ident() == self._owner:
@@ -172,7 +175,7 @@ class CompiledSolver:
             ws = np.zeros(self._size)
             pointer, views = ws.ctypes.data, self._workspace_views(ws)
         n = self._n
-        in_q, in_v, in_x, base, parts, wrenches = views
+        in_q, in_v, in_x, base, _, wrenches, _ = views
         try:  # len() first: a scalar or a wrong length would broadcast silently
             if len(q) != n or len(v) != n or len(x) != n:
                 raise ValueError
@@ -201,7 +204,7 @@ class CompiledSolver:
             wrenches[...] = packed_wrenches(self.wrench_frames, external_wrenches)
         if self._passive.size and np.any(in_x[self._passive] != 0.0):
             self._passive_error(in_x)
-        return ws, pointer, parts
+        return ws, pointer, views
 
     def _batch_inputs(self, Q, V, X, threads, base_pose, base_twist, base_accel, base_wrench, external_wrenches):
         """A batch's inputs checked: Q, V, X, the base's and the wrenches' rows, and all of them as one array."""
@@ -262,8 +265,10 @@ class CompiledSolver:
 
     def code(self, function: str = "solve") -> str:
         """One generated function of ``source``: "factor" (kinematics, rows, elimination), "solve" (right-hand
-        side and back-substitution), "solve_t", "residual", "main" (the checked call) or "fast"."""
-        marker = f"def {choice('function', function, GENERATED_FUNCTIONS)}(ws):"
+        side and back-substitution), "solve_t", "residual", "main" (the checked call) or "fast"; compiled with
+        derivatives also "tangents", the lane functions it calls ("solve_t_lanes1", "contract_lanes1", …), "dmain"
+        and "dfast"."""
+        marker = f"def {choice('function', function, tuple(self.operations))}(ws):"
         text = self.source[self.source.index(marker):]
         end = text.find("\ndef ", 1)
         return text if end < 0 else text[:end + 1]

@@ -274,6 +274,26 @@ class Function:
         return sum(op[0] not in ("load", "store", "call", "#") and keep for op, keep in zip(self.ops, self.live()))
 
 
+def dependence(fn: Function, sources: dict[int, int]) -> dict[int, int]:
+    """For each index ``fn`` stores to: which of the loads from ``sources`` (ws index → bit) its value depends on,
+    as a bit mask — the structure of a linear map, e.g. which entries of y = A⁻ᵀ z each entry of z reaches."""
+    masks = [0] * len(fn.ops)
+    stored = {}
+    for i, op in enumerate(fn.ops):
+        kind = op[0]
+        if kind == "load":
+            masks[i] = 1 << sources[op[1]] if op[1] in sources else 0
+        elif kind == "store":
+            stored[op[1]] = masks[op[2].id] if is_sym(op[2]) else 0
+        elif kind == "call":
+            raise ValueError(f"{fn.name}: dependence through a call is not traced")
+        elif kind != "#":
+            for a in op[1:]:
+                if type(a) is Sym:
+                    masks[i] |= masks[a.id]
+    return stored
+
+
 class Lanes:
     """``fn`` run on ``width`` lanes at once (SIMD): each load from an index in ``loads`` reads ``width`` doubles
     at ``ws[loads[index]:][:width]`` (lane w at + w), each store to an index in ``stores`` writes ``width``;
