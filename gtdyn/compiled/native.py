@@ -23,6 +23,11 @@ _INFIX = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _INTRINSIC = {"sin": "llvm.sin.f64", "cos": "llvm.cos.f64", "sqrt": "llvm.sqrt.f64", "abs": "llvm.fabs.f64"}
 _lock = threading.RLock()
 _llvm = None
+# LLVM's post-register-allocation list scheduler took half of the code generator's time on generated dynamics
+# (huge straight-line blocks) and bought nothing measurable on out-of-order CPUs: compile 20–30 % faster, calls
+# as fast (benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``). LLVM has no
+# per-function switch for it, so it is an option of the process's LLVM, set once, when gtdyn first loads it.
+CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
 
 
 def llvm():
@@ -34,6 +39,8 @@ def llvm():
 
             binding.initialize_native_target()
             binding.initialize_native_asmprinter()
+            for option in CODEGEN_OPTIONS:
+                binding.set_option("gtdyn", option)
             _llvm = binding
     return _llvm
 
