@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import gtsam
@@ -12,7 +12,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.equations import contact_selector
 from gtdyn.kinematics.forward import KinematicState
-from gtdyn.linear.elimination import Elimination
+from gtdyn.linear.elimination import Elimination, output_error_estimate
 from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Contact, PlacedContact, Problem
@@ -40,7 +40,8 @@ class DynamicsResult:
     parent exerts on its child, in the child's CoM frame; ``twist_accels[link]`` is V̇ in the link's CoM
     frame; ``ordering`` lists the eliminated variables' labels in elimination order. ``condition`` estimates
     the condition number of the (column-equilibrated) equations (see ``gtdyn.linear.elimination``): above 1e8 the
-    solve warned with ``IllConditionedWarning``.
+    solve warned with ``IllConditionedWarning``; ``error_estimate()`` estimates the relative error of the asked
+    quantities themselves.
 
     A floating base's ``base_accel`` ([ω̇; v̇], the derivative of its body twist) and ``base_wrench`` ([m; f],
     what its environment applies besides ``external_wrenches``) are in the root link frame, given or solved
@@ -67,6 +68,21 @@ class DynamicsResult:
     base_wrench: np.ndarray | None = None
     contact_wrenches: tuple[ContactWrench, ...] = ()
     least_norm: tuple[str, ...] = ()
+    elimination: Elimination | None = field(default=None, repr=False)  # for ``error_estimate``
+    solution: gtsam.VectorValues | None = field(default=None, repr=False)
+
+    def error_estimate(self) -> float:
+        """The relative error that rounding leaves in the asked quantities themselves — the unknown q̈ (and a free
+        base's acceleration), τ (and a base's wrench), the contact forces, each judged on its own scale
+        (``gtdyn.linear.elimination.output_error_estimate``; two more solves). ``condition`` speaks for the
+        equations as a whole; a small answer beside large unknowns can be far less accurate than κ·ε suggests:
+        the q̈ of a 200-link chain at a random state, κ ≈ 4e5, is good to ~1e-7 only (in every ordering, and in
+        Pinocchio's ABA), which this estimates as 3.5e-7. NaN for a result made without its elimination."""
+        if self.elimination is None or self.solution is None:
+            return float("nan")
+        unknowns = sorted(set(self.graph.keyVector()))
+        net = self.elimination.qr_net or self.elimination.bayes_net
+        return output_error_estimate(net, self.graph, self.solution, asked_groups(unknowns))
 
     @property
     def ordering(self) -> list[str]:
@@ -132,6 +148,8 @@ def assemble_result(robot: Robot, problem: Problem, kin: KinematicState, graph, 
         bayes_net=eliminated.bayes_net,
         elimination_ordering=order,
         condition=eliminated.condition,
+        elimination=eliminated,
+        solution=x,
         base_accel=base_accel,
         base_wrench=base_wrench,
         contact_wrenches=tuple(_contact_wrench(c, kin, x) for c in problem.contacts),
@@ -145,3 +163,16 @@ def _contact_wrench(contact: PlacedContact, kin: KinematicState, x: gtsam.Vector
     local = contact_selector(contact.dim) @ x.at(keys.contact_key(contact.number, contact.dim))
     R = kin.wT[contact.body].compose(contact.iTc).rotation().matrix()
     return ContactWrench(contact.contact, local, np.concatenate([R @ local[:3], R @ local[3:]]))
+
+
+def asked_groups(unknowns) -> list[list[int]]:
+    """The answer's unknowns by kind, each judged on its own scale: accelerations (q̈, a free base's V̇), torques
+    and forces (τ, a free base's wrench), contact forces."""
+    base = {keys.twist_accel_key(0): "motion", keys.wrench_key(0): "force"}
+    kind_of = {"a": "motion", "t": "force", "C": "contact", "c": "contact"}
+    groups: dict[str, list[int]] = {"motion": [], "force": [], "contact": []}
+    for key in sorted(unknowns):
+        kind = base.get(key) or kind_of.get(keys.label(key)[0])
+        if kind:
+            groups[kind].append(key)
+    return [group for group in groups.values() if group]

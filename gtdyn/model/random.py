@@ -84,3 +84,20 @@ def random_robot(seed: int | np.random.Generator = 0, n: int = 5, *, tree: bool 
 def serial_chain(n: int, seed: int = 0) -> Robot:
     """The benchmarks' scaling robot: a seeded chain of ``n`` revolute joints, named ``chain{n}``."""
     return random_robot(seed, n, tree=False, prismatic=0.0, fixed=0.0, name=f"chain{n}")
+
+
+def uniform_chain_description(n: int, length: float = 0.1, mass: float = 0.1) -> RobotDescription:
+    """A long serial chain of ``n`` identical links (``length`` m, ``mass`` kg, each a thin rod about its own
+    axis), revolute axes alternating y and z: the case in which a chain's q̈ become sensitive to rounding
+    (``DynamicsResult.error_estimate``), named ``uniform_chain{n}``."""
+    inertia = mass * length ** 2 * np.diag([1 / 12, 1 / 12, 1 / 200])
+    links, joints = [LinkSpec("base")], []
+    for k in range(1, n + 1):
+        center = np.eye(4)
+        center[2, 3] = length / 2
+        links.append(LinkSpec(f"l{k}", mass=mass, inertia=inertia, inertial_origin=center))
+        origin = np.eye(4)
+        origin[2, 3] = length if k > 1 else 0.0
+        axis = np.array([0.0, 1.0, 0.0]) if k % 2 else np.array([0.0, 0.0, 1.0])
+        joints.append(JointSpec(f"j{k}", "revolute", links[k - 1].name, f"l{k}", origin, axis, **LIMITS))
+    return RobotDescription(f"uniform_chain{n}", tuple(links), tuple(joints))
