@@ -7,6 +7,7 @@ from references import erd_path
 
 CASES = {
     "solo_description/robots/solo12.urdf": "agrees",
+    "panda_description/urdf/panda.urdf": "agrees",  # a <mimic> finger, coupled: states keep the coupling
     "double_pendulum_description/urdf/double_pendulum_continuous.urdf": "agrees",  # continuous joints
     "tiago_description/robots/tiago_no_hand.urdf": "agrees",  # indefinite inertias, used as given (warned)
     "icub_description/robots/icub.urdf": "warns",  # zero-inertia head: κ(M) up to 6e7 at random states
