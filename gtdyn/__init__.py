@@ -37,6 +37,7 @@ from gtdyn.dynamics.three_pass import ThreePassResult, featherstone_hybrid_dynam
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import (
     ArgumentError,
+    BudgetError,
     CacheWarning,
     ConvergenceWarning,
     IllConditionedWarning,
@@ -56,6 +57,7 @@ from gtdyn.kinematics.frames import (
     frame_velocity,
 )
 from gtdyn.kinematics.loop_closure import LoopState, close_loops
+from gtdyn.linear.budget import memory_budget, set_memory_budget
 from gtdyn.model.reduce import lock_joints
 from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.orderings import register_ordering
@@ -73,7 +75,8 @@ __all__ = [
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
     "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
     "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix", "potential_energy",
-    "compile_frames", "Derivatives", "PlannedTrajectory", "optimize_trajectory", "FrameGoal",
+    "compile_frames", "Derivatives", "PlannedTrajectory", "optimize_trajectory", "FrameGoal", "BudgetError",
+    "memory_budget", "set_memory_budget",
 ]
 try:  # the version lives in pyproject.toml alone
     __version__ = _metadata.version("gtdyn")

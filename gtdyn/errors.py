@@ -33,6 +33,11 @@ class IndeterminateSystemError(RuntimeError):
         self.condition = condition
 
 
+class BudgetError(MemoryError):
+    """A solve that would need more memory than the budget (``gtdyn.set_memory_budget``), refused before it
+    starts: the message says what it would need, and which orderings fit."""
+
+
 class IllConditionedWarning(UserWarning):
     """A dynamics solve succeeded, but its equations are so ill-conditioned that different orderings may
     disagree in the digits the warning names; ``r.condition`` holds the estimate."""

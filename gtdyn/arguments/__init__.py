@@ -212,3 +212,31 @@ def covered(robot: Robot, by: str, *, loops: bool = True, floating_base: bool = 
         raise ArgumentError(f"robot: {by} does not cover {' or '.join(missing)}, and '{robot.name}' has "
                             f"{' and '.join(missing)}" + (f" ({advice})" if advice else ""))
     return robot
+
+
+_SIZE_UNITS = {"": 1, "b": 1, **{prefix + suffix: 1024 ** power for power, prefix in enumerate("kmgt", start=1)
+                                 for suffix in ("", "b", "ib")}}  # binary: "8GB" and "8GiB" are 8 · 1024³
+
+
+def memory_size(name: str, value) -> int | None:
+    """A memory size in bytes: a positive number, or text such as "8GB", "512 MB", "1e9"; None, "none" or
+    "unlimited" for no limit."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not value > 0:
+            raise ArgumentError(f"{name}: a memory size must be positive, got {value!r}")
+        return int(value)
+    cleaned = value.strip().lower().replace(" ", "") if isinstance(value, str) else None
+    if cleaned in ("none", "unlimited"):
+        return None
+    number = (cleaned or "").rstrip("kmgtib")
+    try:
+        size = float(number) * _SIZE_UNITS[(cleaned or "")[len(number):]]
+    except (ValueError, KeyError):
+        raise ArgumentError(f"{name}: expected a size such as '8GB', '512MB' or 'unlimited', or a number of bytes, "
+                            f"got {value!r}") from None
+    if not size > 0:
+        raise ArgumentError(f"{name}: a memory size must be positive, got {value!r}")
+    return int(size)
+

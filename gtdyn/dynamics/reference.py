@@ -16,6 +16,7 @@ from gtdyn import keys
 from gtdyn.arguments import choice
 from gtdyn.arguments.query import Query
 from gtdyn.dynamics.graph import dynamics_graph
+from gtdyn.dynamics.memory import check_solve_memory
 from gtdyn.dynamics.result import DynamicsResult, assemble_result
 from gtdyn.dynamics.verdicts import BACKWARD_ERROR_TOLERANCE, backward_error, check_finite, inconsistent, row_count
 from gtdyn.equations import external_wrench
@@ -120,6 +121,7 @@ def _eliminate_and_solve(query: Query, kin: KinematicState, ordering, eliminatio
     inputs = query.inputs()
     check_finite(norms, inputs)
     order = remembered_ordering(ordering, robot, problem, graph)
+    check_solve_memory(query, graph, order, ordering)
     eliminated = eliminate(graph, order, method=elimination, column_norms=norms,
                            owner=lambda key: keys.owner(robot, key))
     try:
