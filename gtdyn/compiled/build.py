@@ -24,6 +24,7 @@ from gtdyn.compiled.fallback import self_check
 from gtdyn.compiled.render import render
 from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.compiled.states import sample_query, sample_states
+from gtdyn.dynamics.memory import check_solve_memory
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
@@ -93,6 +94,8 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
+        check_solve_memory(template, graph, gtsam_order,
+                           DEFAULT_ORDERINGS[problem] if ordering is None else ordering, compiling=True)
         LOG.info("compiling %s dynamics of '%s' (ordering %s): cold, into machine code", problem, robot.name,
                  " ".join(keys.label(k) for k in order[:6]) + (" …" if len(order) > 6 else ""))
         samples = sample_states(robot, problem, qdd_joints, wrench_frames=len(frames))

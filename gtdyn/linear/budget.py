@@ -25,7 +25,7 @@ from gtdyn.arguments import memory_size
 from gtdyn.errors import BudgetError
 
 DEFAULT_BUDGET = 4 * 1024 ** 3  # bytes: a quarter of a 16 GB laptop
-# GTSAM's QR on this machine, seconds per multiply-add of ``Cost.flops`` (CRBA on 300- and 400-link chains: 8–11 ns)
+# GTSAM's QR, seconds per multiply-add of ``Cost.flops``: a rough rate, for messages only
 SECONDS_PER_FLOP = 1e-8
 _budget: list[int | None] = []  # set by set_memory_budget; empty: from the environment or the default
 
@@ -83,6 +83,20 @@ def elimination_cost(graph: gtsam.GaussianFactorGraph, order: gtsam.Ordering) ->
     return Cost(8 * peak, flops)
 
 
+# Compiling: the generated code keeps a fraction of the dense multiply-adds (structural zeros and constants fold
+# away), each operation costing memory while the code is written and compiled, and time; the constants are
+# fitted in benchmarks/results/design_measurements.md ("Compile cost predicted from the elimination")
+OPERATIONS_PER_FLOP, COMPILE_BYTES_PER_OPERATION, COMPILE_BASE_BYTES, COMPILE_SECONDS_PER_OPERATION = \
+    0.3, 3000, 100e6, 2e-4
+
+
+def compile_cost(cost: Cost) -> Cost:
+    """What compiling an elimination of ``cost`` is expected to take (memory; ``flops`` here: operations of the
+    generated code, ~``COMPILE_SECONDS_PER_OPERATION`` s each): an estimate within ~3× either way."""
+    operations = int(OPERATIONS_PER_FLOP * cost.flops)
+    return Cost(int(COMPILE_BASE_BYTES + COMPILE_BYTES_PER_OPERATION * operations), operations)
+
+
 def memory_budget() -> int | None:
     """Bytes a solve may use: ``set_memory_budget``'s, else ``GTDYN_MEMORY_BUDGET``'s, else ``DEFAULT_BUDGET``."""
     if _budget:
@@ -98,9 +112,9 @@ def set_memory_budget(budget) -> None:
     _budget[:] = [memory_size("budget", budget)]
 
 
-def check_memory(cost: Cost, what: str, alternatives: Callable[[], list[tuple[str, Cost]]]) -> None:
-    """``BudgetError`` if ``cost`` exceeds ``memory_budget()``: ``what`` would need so much, and the named
-    ``alternatives`` (called only then: (ordering, its cost)) that fit."""
+def check_memory(cost: Cost, what: str, alternatives: Callable[[], list[tuple[str, Cost]]], seconds: float) -> None:
+    """``BudgetError`` if ``cost`` exceeds ``memory_budget()``: ``what`` would need so much (and ~``seconds``),
+    and the named ``alternatives`` (called only then: (ordering, its cost)) that fit."""
     budget = memory_budget()
     if budget is None or cost.memory <= budget:
         return
@@ -108,9 +122,9 @@ def check_memory(cost: Cost, what: str, alternatives: Callable[[], list[tuple[st
                   key=lambda item: item[1].memory)
     advice = (f"orderings that fit: {', '.join(f'{name} ({readable(other.memory)})' for name, other in fits)}"
               if fits else "no named ordering fits")
-    raise BudgetError(f"{what} would need {readable(cost.memory)} of memory (~{cost.flops * SECONDS_PER_FLOP:.2g} s; "
-                      f"its elimination fills in densely), over the budget of {readable(budget)} — {advice}; or raise "
-                      "the budget with gtdyn.set_memory_budget or GTDYN_MEMORY_BUDGET")
+    raise BudgetError(f"{what} would need {readable(cost.memory)} of memory (~{seconds:.2g} s; its elimination "
+                      f"fills in densely), over the budget of {readable(budget)} — {advice}; or raise the budget "
+                      "with gtdyn.set_memory_budget or GTDYN_MEMORY_BUDGET")
 
 
 def readable(size: float) -> str:
