@@ -59,4 +59,4 @@ class CacheWarning(UserWarning):
     compiles in memory instead."""
 
 
-GTDYN_ERRORS = (ModelError, ArgumentError, LoopClosureError, IndeterminateSystemError)
+GTDYN_ERRORS = (ModelError, ArgumentError, LoopClosureError, IndeterminateSystemError, BudgetError)

@@ -10,7 +10,9 @@ torques that are zero on them comes first), and classifies the outcome:
 * ``<stage>: <ErrorType>``: one of gtdyn's typed errors (``gtdyn.errors.GTDYN_ERRORS``), or a ``ValueError``
   from ``close_loops``, at stage ``load``, ``close_loops``, ``inverse`` or ``forward``;
 * ``BUG <stage>: ...``: anything else: an untyped exception, a non-finite result, or a warning other than
-  ``ModelWarning``/``IllConditionedWarning``.
+  ``ModelWarning``/``IllConditionedWarning``;
+* ``BUG probe: ...``: a file that solves, asked the edge cases of issue 25 (``probe_edges``), answered other
+  than with the typed error each must give.
 
 Used by ``tests/test_fuzz.py`` (a short run in the suite) and ``tests/verify_fuzz.py`` (a long run).
 """
@@ -447,6 +449,54 @@ def _state(robot):
     return state.q, state.v, state.qdd
 
 
+PROBE_SECONDS = 10.0  # every public entry point returns or raises in bounded time
+
+
+def probe_edges(robot, q, v, qdd) -> tuple[str, str] | None:
+    """The edge cases of issue 25 asked of a robot that solves: an angle of 1e300 rad (an ArgumentError naming q,
+    not a blame on the masses), a loop closed from such an angle (an ArgumentError at once, not a walk for
+    ever), a solve over a tiny memory budget (a BudgetError before it starts). (what, detail) of the first that
+    answers otherwise, or None."""
+    from gtdyn.linear import budget
+
+    if robot.num_dofs == 0:
+        return None
+    probes = []
+    revolute = [k for k, j in enumerate(robot.joints) if j.type == "revolute"]
+    if revolute:
+        big = np.array(q, float)
+        big[revolute[0]] = 1e300
+        probes.append(("huge angle", gtdyn.ArgumentError, lambda: gtdyn.inverse_dynamics(robot, big, v, qdd)))
+    driving = [j.name for j in robot.joints if j.type == "revolute" and not j.closes_loop]
+    if robot.loops and driving:
+        probes.append(("loop closed from a huge angle", gtdyn.ArgumentError,
+                       lambda: gtdyn.close_loops(robot, {driving[0]: 1e300})))
+
+    def over_budget():
+        saved = list(budget._budget)
+        gtdyn.set_memory_budget(16)  # bytes: nothing fits
+        try:
+            gtdyn.forward_dynamics(robot, q, v, np.zeros(robot.num_dofs))
+        finally:
+            budget._budget[:] = saved
+
+    probes.append(("over the memory budget", gtdyn.BudgetError, over_budget))
+    for what, expected, call in probes:
+        started = time.perf_counter()
+        try:
+            call()
+            answered = "an answer"
+        except expected:
+            answered = None
+        except Exception as e:  # noqa: BLE001 -- what it raised instead is the finding
+            answered = f"{type(e).__name__}: {e}"
+        took = time.perf_counter() - started
+        if answered or took > PROBE_SECONDS:
+            return what, f"expected {expected.__name__} within {PROBE_SECONDS:g} s, got {answered or 'it'} " \
+                         f"after {took:.2g} s"
+    return None
+
+
 class _NonFinite(Exception):
     pass
 
@@ -480,6 +530,10 @@ def run_file(path: str) -> Outcome:
             tau = _finite(gtdyn.inverse_dynamics(robot, q, v, qdd).tau, "inverse", "tau")
             stage = "forward"
             _finite(gtdyn.forward_dynamics(robot, q, v, tau).qdd, "forward", "qdd")
+            stage = "probe"
+            failed = probe_edges(robot, q, v, qdd)
+            if failed:
+                return Outcome(f"BUG probe: {failed[0]}", failed[1], time.perf_counter() - start)
         for w in caught:
             if issubclass(w.category, IRRELEVANT_WARNINGS):
                 continue
