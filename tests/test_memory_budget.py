@@ -107,3 +107,19 @@ def test_a_compile_that_would_not_fit_is_refused_before_it_writes_any_code():
     with pytest.raises(gtdyn.BudgetError, match=r"compiling forward dynamics of 'uniform_chain96' in ordering 'crba' "
                                                 r"would need .* orderings that fit: .*colamd.*aba"):
         gtdyn.compile(robot, "forward", ordering="crba", use_cache=False)
+
+
+def test_a_drawing_that_would_not_fit_is_refused_before_it_draws():
+    """CRBA's DAG of a 100-link chain has 20,198 edges (20 s and 236 MB to draw); under a 100 MB budget it is
+    refused at once, ABA's DAG of the same chain (794 edges) drawn."""
+    from gtdyn.plot.dag import draw_dag
+
+    robot = build_robot(uniform_chain_description(100))
+    q, v, tau = state(100)
+    dense = gtdyn.forward_dynamics(robot, q, v, tau, ordering="crba").dag()
+    sparse = gtdyn.forward_dynamics(robot, q, v, tau, ordering="aba").dag()
+    gtdyn.set_memory_budget("100MB")
+    with pytest.raises(gtdyn.BudgetError, match=r"drawing a DAG of 300 variables and 20198 edges would need .* "
+                                                r"a sparser ordering's DAG"):
+        draw_dag(dense)
+    assert draw_dag(sparse) is not None

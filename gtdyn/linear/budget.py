@@ -112,19 +112,21 @@ def set_memory_budget(budget) -> None:
     _budget[:] = [memory_size("budget", budget)]
 
 
-def check_memory(cost: Cost, what: str, alternatives: Callable[[], list[tuple[str, Cost]]], seconds: float) -> None:
-    """``BudgetError`` if ``cost`` exceeds ``memory_budget()``: ``what`` would need so much (and ~``seconds``),
-    and the named ``alternatives`` (called only then: (ordering, its cost)) that fit."""
+def check_memory(cost: Cost, what: str, alternatives: Callable[[], list[tuple[str, Cost]]], seconds: float,
+                 why: str = "its elimination fills in densely", otherwise: str = "no named ordering fits") -> None:
+    """``BudgetError`` if ``cost`` exceeds ``memory_budget()``: ``what`` would need so much (and ~``seconds``;
+    ``why``), and the named ``alternatives`` (called only then: (ordering, its cost)) that fit, else
+    ``otherwise``."""
     budget = memory_budget()
     if budget is None or cost.memory <= budget:
         return
     fits = sorted(((name, other) for name, other in alternatives() if other.memory <= budget),
                   key=lambda item: item[1].memory)
     advice = (f"orderings that fit: {', '.join(f'{name} ({readable(other.memory)})' for name, other in fits)}"
-              if fits else "no named ordering fits")
-    raise BudgetError(f"{what} would need {readable(cost.memory)} of memory (~{seconds:.2g} s; its elimination "
-                      f"fills in densely), over the budget of {readable(budget)} — {advice}; or raise the budget "
-                      "with gtdyn.set_memory_budget or GTDYN_MEMORY_BUDGET")
+              if fits else otherwise)
+    raise BudgetError(f"{what} would need {readable(cost.memory)} of memory (~{seconds:.2g} s; {why}), over the "
+                      f"budget of {readable(budget)} — {advice}; or raise the budget with gtdyn.set_memory_budget "
+                      "or GTDYN_MEMORY_BUDGET")
 
 
 def readable(size: float) -> str:

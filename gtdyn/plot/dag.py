@@ -16,6 +16,7 @@ from gtdyn.analysis.dag import KIND_COLOURS, KIND_ROWS
 from gtdyn.analysis.steps import _kind_runs, elimination_steps, group_batches
 from gtdyn.arguments import choice
 from gtdyn.errors import ArgumentError
+from gtdyn.linear.budget import Cost, check_memory
 from gtdyn.plot.figure import fixed_limits, tight_layout
 
 MAX_PIXELS = 8000  # the long side of a saved PNG, at most
@@ -189,6 +190,7 @@ def draw_dag(dag: nx.DiGraph, path: str | None = None, title: str | None = None,
     """
     from matplotlib.figure import Figure  # not pyplot: no global figure registry, no display needed
 
+    check_drawing(dag)
     pos = fold_layout(tree_layout(dag, robot) if robot is not None else layered_layout(dag))
     x0, x1, y0, y1 = _extent(pos)
     if ax is None:
@@ -216,6 +218,20 @@ def draw_dag(dag: nx.DiGraph, path: str | None = None, title: str | None = None,
         tight_layout(fig)
         fig.savefig(path, dpi=_dpi(fig, 130))
     return fig
+
+
+# matplotlib's cost per drawn edge (an arrow patch each), fitted on CRBA's DAGs of 100- and 200-link chains
+# (benchmarks/results/design_measurements.md, "Drawing a DAG")
+DRAWING_BYTES_PER_EDGE, DRAWING_SECONDS_PER_EDGE = 11_000, 1e-3
+
+
+def check_drawing(dag: nx.DiGraph) -> None:
+    """``gtdyn.BudgetError`` before drawing a DAG whose edges would take more memory than the budget
+    (``gtdyn.set_memory_budget``): the dense DAG of CRBA on a long chain has O(n²) edges."""
+    edges = dag.number_of_edges()
+    check_memory(Cost(DRAWING_BYTES_PER_EDGE * edges, edges), f"drawing a DAG of {dag.number_of_nodes()} variables "
+                 f"and {edges} edges", list, DRAWING_SECONDS_PER_EDGE * edges, why="an arrow per edge",
+                 otherwise="a sparser ordering's DAG (ABA, RNEA, COLAMD) has far fewer edges")
 
 
 CLUSTER_COLOURS = ("#ffb300", "#26a69a", "#ab47bc", "#8d6e63", "#5c6bc0", "#ec407a")
