@@ -16,7 +16,8 @@ PACKAGE = pathlib.Path(gtdyn.__file__).parent
 ORDER = ["gtdyn.errors", "gtdyn.progress", "gtdyn.spatial", "gtdyn.keys", "gtdyn.equations", "gtdyn.model",
          "gtdyn.problem", "gtdyn.arguments", "gtdyn.io", "gtdyn.factors", "gtdyn.linear", "gtdyn.kinematics",
          "gtdyn.orderings", "gtdyn.analysis", "gtdyn.dynamics", "gtdyn.compiled", "gtdyn.simulation",
-         "gtdyn.estimation", "gtdyn.planning", "gtdyn.plot", "gtdyn.bench", "gtdyn", "gtdyn.cli", "gtdyn.__main__"]
+         "gtdyn.estimation", "gtdyn.planning", "gtdyn.distributed",
+         "gtdyn.plot", "gtdyn.bench", "gtdyn", "gtdyn.cli", "gtdyn.__main__"]
 HEAVY = {"matplotlib": ("gtdyn.plot",), "networkx": ("gtdyn.analysis", "gtdyn.plot"), "pinocchio": ("gtdyn.bench",)}
 
 

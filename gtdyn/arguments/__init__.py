@@ -168,6 +168,13 @@ def flag(name: str, x) -> bool:
     return bool(x)
 
 
+def instance_of(name: str, value, kind: type, what: str):
+    """``value`` itself, or ArgumentError: it is not a ``kind`` (``what`` says what was expected and from where)."""
+    if not isinstance(value, kind):
+        raise ArgumentError(f"{name}: expected {what}, got {type(value).__name__}")
+    return value
+
+
 def whole_number(name: str, x, minimum: int = 0) -> int:
     """``x`` as an int ≥ ``minimum``, or ArgumentError (a bool or a float is not a count here)."""
     if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < minimum:

@@ -242,6 +242,15 @@ class CompiledSolver:
             out[k] = as_vector(reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k]))
         return out
 
+    # -- travelling -----------------------------------------------------------------------------------------
+
+    def __reduce__(self):
+        """Pickling (process pools, Dask, Ray): the plan's record travels — its machine code, and the template it
+        was built from — and the other side loads that code if its CPU is this one's, else compiles the same plan
+        for its own (or loads it from its cache). Counters (``fallbacks``) start again at zero."""
+        return _unpickled, (self.template, self.qdd_joints, self.order, self._record, self.cache_key, self.checks,
+                            self.wrench_frames, self.wrench_axes, native.target_id(), self.compile_seconds)
+
     @property
     def has_derivatives(self) -> bool:
         """Whether ``derivatives`` and ``batch_derivatives`` are compiled in (``compile(..., derivatives=True)``)."""
@@ -301,3 +310,19 @@ class CompiledSolver:
     def _passive_error(self, x):
         """The boundary's error naming the passive joints given a torque in x (one state or rows of them)."""
         check_passive_torques(self.robot, "x", np.max(np.abs(np.atleast_2d(x)), axis=0))
+
+
+def _unpickled(template: Query, qdd_joints, order, record: dict, name: str, checks: bool, wrench_frames, wrench_axes,
+               target: str, compile_seconds: float) -> CompiledSolver:
+    """A pickled solver, here: its machine code if it was made for this CPU, else the same plan compiled anew."""
+    if target == native.target_id():
+        solver = CompiledSolver(template, qdd_joints, order, record, name, checks, wrench_frames, wrench_axes)
+        solver.compile_seconds, solver.from_cache = compile_seconds, True
+        return solver
+    from gtdyn.compiled.build import compile  # here: build imports this module
+
+    return compile(template.robot, template.kind, ordering=list(order), qdd_joints=qdd_joints or None,
+                   gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
+                   wrench_frames=list(wrench_frames) or None, wrench_axes=wrench_axes,
+                   derivatives=bool(record.get("derivative_columns")), checks=checks)
+

@@ -1,0 +1,53 @@
+"""``gtdyn.distributed`` on a ``dask.distributed`` LocalCluster (issue 24, item 5): a batch over chunks and
+simulations from many initial states, run by worker processes, equal to the same work done here."""
+
+import numpy as np
+import pytest
+
+import gtdyn
+import gtdyn.distributed
+
+distributed = pytest.importorskip("distributed")  # the [test] extra installs it; gtdyn[distributed] for users
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def test_a_batch_runs_over_chunks_on_the_cluster(client):
+    robot = gtdyn.load_robot("puma560")
+    solver = gtdyn.compile(robot, "hybrid", qdd_joints=["joint1", "joint4"])
+    Q, V, X = np.random.default_rng(0).uniform(-1, 1, (3, 25, 6))
+    here = solver.batch(Q, V, X)
+    there = gtdyn.distributed.batch_on(client, solver, Q, V, X, chunk=10)  # three chunks, the last short
+    for a, b in zip(there, here):
+        assert np.array_equal(a, b)
+
+
+def test_per_state_inputs_are_chunked_with_the_states(client):
+    robot = gtdyn.load_robot("puma560")
+    solver = gtdyn.compile(robot, "forward", wrench_frames=["link6"])
+    rng = np.random.default_rng(1)
+    Q, V, X = rng.uniform(-1, 1, (3, 7, 6))
+    wrenches = {"link6": rng.uniform(-1, 1, (7, 6))}
+    there = gtdyn.distributed.batch_on(client, solver, Q, V, X, chunk=3, external_wrenches=wrenches)
+    assert np.array_equal(there, solver.batch(Q, V, X, external_wrenches=wrenches))
+
+
+def test_simulations_from_many_initial_states(client):
+    robot = gtdyn.load_robot("rrr")
+    Q0 = np.array([[0.1, 0.2, 0.3], [-0.4, 0.1, 0.0], [0.9, -0.2, 0.5]])
+    runs = gtdyn.distributed.simulate_on(client, robot, Q0, np.zeros_like(Q0), dt=1e-3, steps=200)
+    for q0, run in zip(Q0, runs):
+        local = gtdyn.simulate(robot, q0, np.zeros(3), dt=1e-3, steps=200, progress=False)
+        assert np.array_equal(run.q, local.q)
+
+
+def test_what_is_not_a_solver_is_named(client):
+    with pytest.raises(gtdyn.ArgumentError, match="solver: expected a gtdyn.CompiledSolver"):
+        gtdyn.distributed.batch_on(client, "puma560", np.zeros((1, 6)), np.zeros((1, 6)), np.zeros((1, 6)))
