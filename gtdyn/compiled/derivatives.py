@@ -155,7 +155,7 @@ def _groups(seeds: dict, solve_t: trace.Function, layout: Layout, width: int) ->
         support[e] = sum(1 << i for i, mask in enumerate(row_masks) if mask & seeded)
     left, groups = list(seeds), []
     while left:
-        group, union = [left.pop(0)], 0
+        group = [left.pop(0)]
         union = support[group[0]]
         while left and len(group) < width:
             best = min(left, key=lambda e: (union | support[e]).bit_count())
