@@ -15,6 +15,8 @@ import gtdyn
 from gtdyn.model.build import build_robot
 from gtdyn.model.random import uniform_chain_description
 
+pytestmark = pytest.mark.usefixtures("private_cache")
+
 # An estimate, not a bound: on chains of 25–2,000 links it read 0.65–6.3× the worst ordering's error
 # (benchmarks/results/verify_long_chains.md); a factor of ten either way is what it claims.
 FACTOR = 10.0
@@ -62,3 +64,17 @@ def test_an_exact_equilibrium_is_not_judged():
     result = gtdyn.forward_dynamics(robot, state.q, state.v, [hold[0], 0, 0, 0])
     assert np.max(np.abs(result.qdd)) < 1e-12
     assert result.error_estimate() < 1e-8
+
+
+def test_compiled_solvers_give_the_estimate_of_their_state():
+    """The compiled code solves the reference path's equations: its estimate is theirs, at the same inputs (a
+    floating base's and external wrenches' included)."""
+    robot = gtdyn.load_robot("puma560")
+    solver = gtdyn.compile(robot, "forward", wrench_frames=["link6"])
+    rng = np.random.default_rng(4)
+    q, v, tau = rng.uniform(-1, 1, (3, 6))
+    wrench = rng.uniform(-1, 1, 6)
+    reference = gtdyn.forward_dynamics(robot, q, v, tau, ordering=solver.ordering,
+                                       external_wrenches={"link6": wrench})
+    assert solver.error_estimate(q, v, tau, external_wrenches={"link6": wrench}) == reference.error_estimate()
+    assert reference.error_estimate() < 1e-12 and solver.fallbacks == 0

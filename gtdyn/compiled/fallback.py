@@ -15,6 +15,7 @@ from gtdyn.compiled.base_inputs import checked_base
 from gtdyn.compiled.states import sample_base, sample_wrenches
 from gtdyn.compiled.wrench_inputs import unpacked_wrenches
 from gtdyn.dynamics.reference import solve_query
+from gtdyn.dynamics.result import DynamicsResult
 from gtdyn.errors import GTDYN_ERRORS
 
 # relative disagreement with the reference path at a sample state above which fresh code is a bug, not round-off
@@ -26,16 +27,21 @@ def as_vector(answer) -> np.ndarray:
     return np.concatenate(answer) if isinstance(answer, tuple) else answer
 
 
-def reference_answer(solver, q, v, x, base=(), wrenches=()):
-    """The reference path's answer to the packed inputs (``base``: ``Query.base_inputs``; ``wrenches``: the
-    external wrenches on the solver's ``wrench_frames``), in the solver's shape: the parts of its answer layout,
-    one part alone bare."""
-    solver.fallbacks += 1
+def reference_result(solver, q, v, x, base=(), wrenches=()) -> DynamicsResult:
+    """The reference path's solve of the packed inputs (``base``: ``Query.base_inputs``; ``wrenches``: the
+    external wrenches on the solver's ``wrench_frames``) in the solver's ordering."""
     query = unpacked_query(solver.robot, solver.problem, solver.qdd_joints, q, v, x, base,
                            contacts=[c.contact for c in solver.template.problem.contacts] or None,
                            gravity=solver.gravity, wrench_axes=solver.wrench_axes,
                            external_wrenches=unpacked_wrenches(solver.wrench_frames, wrenches))
-    parts = solve_query(query, ordering=solver.order).packed(solver.layout)
+    return solve_query(query, ordering=solver.order)
+
+
+def reference_answer(solver, q, v, x, base=(), wrenches=()):
+    """``reference_result``'s answer in the solver's shape: the parts of its answer layout, one part alone
+    bare; counted in ``solver.fallbacks``."""
+    solver.fallbacks += 1
+    parts = reference_result(solver, q, v, x, base, wrenches).packed(solver.layout)
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
