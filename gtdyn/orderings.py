@@ -79,6 +79,8 @@ def structural(name) -> bool:
     return isinstance(name, str) and STRATEGIES.get(name) is _BUILT_IN.get(name)
 
 
+REFERENCE_DEFAULT = "colamd"  # the reference path's ordering when none is asked for
+
 # robot -> {(strategy name, problem structure): the ordered keys}; COLAMD, METIS or minimum degree cost as much as
 # a tenth of a reference call, and their answer is the same for every state of one structure.
 _REMEMBERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -87,7 +89,7 @@ _REMEMBERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def remembered_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """``resolve_ordering`` (default "colamd"), remembered per robot and ``problem.structure`` for built-in
     strategies; a fresh ``gtsam.Ordering`` each time, since results hand it to the user."""
-    name = "colamd" if ordering is None else ordering
+    name = REFERENCE_DEFAULT if ordering is None else ordering
     if not structural(name):
         return resolve_ordering(ordering, robot, problem, graph)
     remembered = _REMEMBERED.setdefault(robot, {})
@@ -325,7 +327,7 @@ def graph_keys(graph: gtsam.GaussianFactorGraph) -> list[int]:
 def resolve_ordering(ordering, robot: Robot, problem: Problem, graph: gtsam.GaussianFactorGraph) -> gtsam.Ordering:
     """Turn what the user passed as ``ordering=`` into a gtsam.Ordering over exactly the graph's unknowns."""
     if ordering is None:
-        ordering = "colamd"
+        ordering = REFERENCE_DEFAULT
     if isinstance(ordering, gtsam.Ordering):
         return _checked([ordering.at(i) for i in range(ordering.size())], graph)
     if isinstance(ordering, str):

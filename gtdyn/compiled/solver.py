@@ -162,10 +162,7 @@ class CompiledSolver:
         the reference path does. It costs a reference solve: read it where it matters (a long chain's q̈ keep
         ~7 digits at 200 links), not in a loop."""
         ws, _, _ = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
-        n = self._n
-        return reference_result(self, np.array(q, float), np.array(v, float), np.array(x, float),
-                                ws[3 * n:3 * n + self._base_inputs].copy(),
-                                ws[self._wrench_inputs].copy()).error_estimate()
+        return reference_result(self, *self._reference_inputs(ws, q, v, x)).error_estimate()
 
     def _without_derivatives(self):
         raise ArgumentError("derivatives: this solver was compiled without them; compile with "
@@ -173,9 +170,13 @@ class CompiledSolver:
 
     def _fallback(self, ws: np.ndarray, q, v, x):
         """The reference path's answer to the inputs in ``ws`` (the certificate did not pass)."""
+        return reference_answer(self, *self._reference_inputs(ws, q, v, x))
+
+    def _reference_inputs(self, ws: np.ndarray, q, v, x) -> tuple:
+        """q, q̇, x and the packed base and wrench inputs in ``ws``, as ``gtdyn.compiled.fallback`` takes them."""
         n = self._n
-        return reference_answer(self, np.array(q, float), np.array(v, float), np.array(x, float),
-                                ws[3 * n:3 * n + self._base_inputs].copy(), ws[self._wrench_inputs].copy())
+        return (np.array(q, float), np.array(v, float), np.array(x, float),
+                ws[3 * n:3 * n + self._base_inputs].copy(), ws[self._wrench_inputs].copy())
 
     def _written(self, q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches):
         """The inputs checked into a workspace: (ws, its address, its views: ``_workspace_views``)."""

@@ -18,7 +18,7 @@ from gtdyn.linear.budget import (
     compile_cost,
     elimination_cost,
 )
-from gtdyn.orderings import applicable, remembered_ordering, structural
+from gtdyn.orderings import REFERENCE_DEFAULT, applicable, remembered_ordering, structural
 
 # robot -> {(strategy name, problem structure): Cost}: one symbolic elimination per structure, as for orderings
 _COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -29,7 +29,7 @@ def check_solve_memory(query: Query, graph: gtsam.GaussianFactorGraph, order: gt
     """``BudgetError`` if eliminating ``graph`` in ``order`` (the user's ``ordering``) — or ``compiling`` that
     elimination into code (``gtdyn.linear.budget.compile_cost``) — would exceed the budget."""
     robot, problem = query.robot, query.problem
-    name = "colamd" if ordering is None else ordering
+    name = REFERENCE_DEFAULT if ordering is None else ordering
     priced = compile_cost if compiling else (lambda cost: cost)
 
     def alternatives() -> list[tuple[str, Cost]]:

@@ -80,9 +80,8 @@ class DynamicsResult:
         Pinocchio's ABA), which this estimates as 3.5e-7. NaN for a result made without its elimination."""
         if self.elimination is None or self.solution is None:
             return float("nan")
-        unknowns = sorted(set(self.graph.keyVector()))
-        net = self.elimination.qr_net or self.elimination.bayes_net
-        return output_error_estimate(net, self.graph, self.solution, asked_groups(unknowns))
+        return output_error_estimate(self.elimination.qr_net, self.graph, self.solution,
+                                     asked_groups(set(self.graph.keyVector())))
 
     @property
     def ordering(self) -> list[str]:

@@ -53,7 +53,7 @@ class Elimination:
     condition: float
     weakest: list[int]
     method: str = "qr"
-    qr_net: gtsam.GaussianBayesNet | None = None  # the QR net of the unit-weighted rows, when bayes_net is not it
+    qr_net: gtsam.GaussianBayesNet | None = None  # the QR net of the unit-weighted rows (bayes_net itself for "qr")
 
     def solve(self, graph: gtsam.GaussianFactorGraph) -> gtsam.VectorValues:
         """Back-substitution; on a QR net followed by one step of iterative refinement by the corrected
@@ -155,8 +155,7 @@ def output_error_estimate(qr_net: gtsam.GaussianBayesNet, graph: gtsam.GaussianF
     3,762 times in 20,000 steps of a PUMA settling under computed-torque control.
     """
     rows, columns, entries = graph.sparseJacobian_()  # 1-based, whitened (hard rows as they are); last column b
-    key_list = sorted(graph.keyVector())
-    starts = np.cumsum([0] + [keys.dim(k) for k in key_list]).tolist()
+    key_list, starts = _columns(graph)
     rows, columns = rows.astype(np.intp) - 1, columns.astype(np.intp) - 1
     in_a = columns < starts[-1]
     solution = x.vector()  # VectorValues are ordered by key
@@ -171,7 +170,7 @@ def output_error_estimate(qr_net: gtsam.GaussianBayesNet, graph: gtsam.GaussianF
     sizes = np.bincount(group_of, weights=solution * solution, minlength=len(groups) + 1)[1:]
     worst = 0.0
     with np.errstate(all="ignore"):
-        for sign in signs(count, samples):
+        for sign in _signs(count, samples):
             perturbation = np.finfo(float).eps * magnitude * sign
             gradient = np.bincount(columns[in_a], weights=entries[in_a] * perturbation[rows[in_a]],
                                    minlength=starts[-1])  # Aᵀ δr
@@ -190,11 +189,11 @@ def output_error_estimate(qr_net: gtsam.GaussianBayesNet, graph: gtsam.GaussianF
 
 
 @lru_cache(maxsize=64)
-def signs(n: int, samples: int = 1) -> np.ndarray:
+def _signs(n: int, samples: int) -> np.ndarray:
     """Fixed random signs (read-only), ``samples`` rows of n: the same estimate in every ordering and call."""
-    signs = np.random.default_rng(1).choice([-1.0, 1.0], (samples, n))
-    signs.flags.writeable = False
-    return signs
+    drawn = np.random.default_rng(1).choice([-1.0, 1.0], (samples, n))
+    drawn.flags.writeable = False
+    return drawn
 
 
 @lru_cache(maxsize=64)
@@ -204,6 +203,13 @@ def _start_vector(n: int) -> np.ndarray:
     w /= np.linalg.norm(w)
     w.flags.writeable = False
     return w
+
+
+def _columns(graph: gtsam.GaussianFactorGraph) -> tuple[list[int], list[int]]:
+    """The graph's unknowns in key order and where each one's columns start, as GTSAM's sparse Jacobian numbers
+    them (and VectorValues order them)."""
+    key_list = sorted(graph.keyVector())
+    return key_list, np.cumsum([0] + [keys.dim(k) for k in key_list]).tolist()
 
 
 def _values(key_list: list[int], starts: list[int], flat: np.ndarray) -> gtsam.VectorValues:
@@ -217,8 +223,7 @@ def _values(key_list: list[int], starts: list[int], flat: np.ndarray) -> gtsam.V
 def squared_column_norms(graph: gtsam.GaussianFactorGraph) -> dict[int, np.ndarray]:
     """Squared column norms of every unknown of a linear graph (hard, i.e. unit-weighted, rows), from its sparse
     Jacobian in one pass: GTSAM numbers the columns by key, each key's block as wide as its variable."""
-    key_list = sorted(graph.keyVector())
-    starts = np.cumsum([0] + [keys.dim(k) for k in key_list]).tolist()
+    key_list, starts = _columns(graph)
     rows_cols_values = graph.sparseJacobian_()  # 1-based, whitened (which leaves hard rows as they are); last column b
     squares = np.bincount(rows_cols_values[1].astype(np.intp) - 1, weights=rows_cols_values[2] ** 2,
                           minlength=starts[-1] + 1)
