@@ -11,7 +11,8 @@ Accuracy: the largest relative error max|D − D_ref| / max|D_ref| over ∂/∂q
 * Solo-12 and ANYmal with their free flyer (forward and inverse), and ``computeConstraintDynamicsDerivatives``
   with 2, 3 and 4 feet on the ground (point contacts);
 * central differences (h = 1e-6) of the reference path on random trees with prismatic joints (forward, inverse,
-  hybrid) and the geared rotor of tests/test_transmissions.py.
+  hybrid), the geared rotor of tests/test_transmissions.py, and along the loops of the four-, five- and six-bar
+  (over their actuated joints; error against the whole Jacobian's scale, the four-bar's ∂q̈/∂q̇ being zero).
 
 Speed: medians of 30 samples × 100 calls after 50 warm-up calls, gtdyn's Python call (arguments in, result out)
 against Pinocchio's on vectors already in its order; checked (default) and unchecked (``checks=False``); batches
@@ -41,7 +42,14 @@ from gtdyn.progress import Progress
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from references import central_differences, random_base  # noqa: E402  (the tests' own references, one copy)
+from references import (  # noqa: E402  (the tests' own references, one copy)
+    central_differences,
+    closed_state,
+    differences_along_loops,
+    random_base,
+)
+
+LOOP_CASES = [("four_bar", "forward"), ("five_bar", "forward"), ("six_bar", "forward"), ("five_bar", "hybrid")]
 
 PATHS = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/urdf/panda.urdf",
          "talos": "talos_data/robots/talos_reduced.urdf", "solo12": "solo_description/robots/solo12.urdf",
@@ -163,6 +171,24 @@ def against_differences(progress: Progress) -> list[tuple]:
                                          zip((d.dq, d.dv, d.dx), central_differences(solver, q, v, x))))
                 rows.append((label, problem, "default", "central differences", worst))
                 progress.step(f"{label} {problem}")
+    return rows + along_loops(progress)
+
+
+def along_loops(progress: Progress) -> list[tuple]:
+    """The bundled loops, forward (and the five-bar hybrid), along the loops over their actuated joints,
+    against central differences that close the loops again on each side; error against the Jacobian's scale."""
+    rows = []
+    for name, problem in LOOP_CASES:
+        robot = gtdyn.load_robot(name)
+        solver = gtdyn.compile(robot, problem, qdd_joints=["j1"] if problem == "hybrid" else None, derivatives=True)
+        worst = 0.0
+        for seed in range(3):
+            q, v, x = closed_state(robot, solver.independent_joints, seed)
+            d = solver.derivatives(q, v, x)
+            worst = max(worst, relative(np.hstack([d.dq, d.dv, d.dx]),
+                                        np.hstack(differences_along_loops(solver, q, v, x))))
+        rows.append((f"{name} (closed loops)", problem, "default", "central differences", worst))
+        progress.step(f"{name} {problem}")
     return rows
 
 
@@ -284,7 +310,7 @@ def main(argv=None) -> None:
     floating = ["solo12"] if args.quick else ["solo12", "anymal"]
     timed = ["ur5", "solo12"] if args.quick else ["puma560", "ur5", "talos", "solo12"]
     total = (len(fixed) * sum(map(len, every.values())) + sum(sum(map(len, o.values())) for o in talos.values())
-             + 5 * len(floating) + 8 + 2 * len(timed))
+             + 5 * len(floating) + 8 + len(LOOP_CASES) + 2 * len(timed))
     accuracy, timings = [], []
     with warnings.catch_warnings(), Progress("derivatives", total, enabled=True) as progress:
         warnings.simplefilter("ignore", gtdyn.ModelWarning)

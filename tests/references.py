@@ -11,6 +11,7 @@ import gtsam
 import numpy as np
 
 from gtdyn.compiled.fallback import as_vector, reference_answer
+from gtdyn.kinematics.loop_closure import close_loops
 
 
 def erd_path(relative: str) -> str:
@@ -57,10 +58,11 @@ def random_base(rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return T, rng.normal(size=6), rng.normal(size=6)
 
 
-def central_differences(solver, q, v, x, h=1e-6):
+def central_differences(solver, q, v, x, h=1e-6, blocks=(0, 1, 2)):
     """∂(reference answer)/∂(q, q̇, x) by central differences of the reference path (``reference_answer``: the
     solver's answer layout, computed by the reference path alone); driven joints follow their drives and their
-    own columns are zero, as the compiled derivatives define them, and so are a passive joint's τ columns."""
+    own columns are zero, as the compiled derivatives define them, and so are a passive joint's τ columns.
+    ``blocks``: which of the three (0: q, 1: q̇, 2: x)."""
     robot = solver.robot
     driven = {t.dependent - 1 for t in robot.transmissions}
     passive = {j.index - 1 for j in robot.joints if not j.actuated}
@@ -69,7 +71,7 @@ def central_differences(solver, q, v, x, h=1e-6):
         return as_vector(reference_answer(solver, q, v, x))
 
     columns = []
-    for which in range(3):
+    for which in blocks:
         block = []
         for j in range(robot.num_dofs):
             if (j in driven and (which < 2 or solver.problem == "inverse")) or \
@@ -85,3 +87,37 @@ def central_differences(solver, q, v, x, h=1e-6):
             block.append((sides[0] - sides[1]) / (2 * h))
         columns.append(np.array(block).T)
     return columns
+
+
+def closed_state(robot, independent, seed):
+    """A state that closes the loops (random independent joints' values and rates) and random actuated torques."""
+    rng = np.random.default_rng(seed)
+    state = close_loops(robot, {name: rng.uniform(-0.3, 0.3) for name in independent},
+                        {name: rng.uniform(-1, 1) for name in independent})
+    tau = np.zeros(robot.num_dofs)
+    for name in robot.actuated_joint_names:
+        tau[robot.joint_names.index(name)] = rng.uniform(-1, 1)
+    return state.q, state.v, tau
+
+
+def differences_along_loops(solver, q, v, x, h=1e-6):
+    """``central_differences`` on a mechanism with closed loops, along them: ∂/∂q and ∂/∂q̇ over the independent
+    joints (``solver.independent_joints``), each side a state that closes the loops again (``close_loops`` from
+    the independent joints' values and rates, on the assembly branch of q); ∂/∂x as ``central_differences``."""
+    robot, names = solver.robot, list(solver.independent_joints)
+    at = [robot.joint_names.index(name) for name in names]
+
+    def value(q_independent, v_independent):
+        state = close_loops(robot, dict(zip(names, q_independent)), dict(zip(names, v_independent)), guess=q)
+        return as_vector(reference_answer(solver, state.q, state.v, x))
+
+    blocks = []
+    for which in range(2):
+        columns = []
+        for step in np.eye(len(names)) * h:
+            args = [np.asarray(q, float)[at], np.asarray(v, float)[at]]
+            plus, minus = list(args), list(args)
+            plus[which], minus[which] = args[which] + step, args[which] - step
+            columns.append((value(*plus) - value(*minus)) / (2 * h))
+        blocks.append(np.array(columns).T)
+    return blocks + central_differences(solver, q, v, x, h, blocks=(2,))

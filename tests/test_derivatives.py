@@ -1,8 +1,9 @@
 """Compiled derivatives (issue 21): against Pinocchio's analytical derivatives (computeABADerivatives,
 computeRNEADerivatives, computeConstraintDynamicsDerivatives) where it has them, and against central differences
 of the reference path elsewhere (hybrid problems, prismatic joints on random trees, transmissions); batches, the
-unchecked call, the verdicts and the errors. The heavy set adds Solo-12 and more orderings
-(``python benchmarks/verify_heavy_tests.py``); ``python -m benchmarks.derivatives`` covers the rest."""
+unchecked call, the verdicts and the errors (closed loops: tests/test_derivatives_loops.py). The heavy set adds
+Solo-12 and more orderings (``python benchmarks/verify_heavy_tests.py``); ``python -m benchmarks.derivatives``
+covers the rest."""
 
 import warnings
 
@@ -200,8 +201,6 @@ def test_what_is_not_covered_says_so(puma):
         gtdyn.compile(robot, "forward").derivatives(zero, zero, zero)
     with pytest.raises(gtdyn.ArgumentError, match="^derivatives: expected True or False"):
         gtdyn.compile(robot, "forward", derivatives="yes")
-    with pytest.raises(gtdyn.ArgumentError, match="derivatives=True.* does not cover closed loops"):
-        gtdyn.compile(gtdyn.load_robot("four_bar"), "forward", derivatives=True)
     solver = gtdyn.compile(robot, "forward", derivatives=True)
     with pytest.raises(gtdyn.ArgumentError, match="^q: expected a vector of length 6"):
         solver.derivatives(np.zeros(5), zero, zero)

@@ -28,6 +28,7 @@ from gtdyn.dynamics.memory import check_solve_memory
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ArgumentError
+from gtdyn.kinematics import loop_closure
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering
 from gtdyn.problem import PROBLEM_KINDS, Problem
@@ -40,7 +41,8 @@ DEFAULT_ORDERINGS = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}
 
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
             contacts=None, wrench_frames: Iterable[str] | None = None, wrench_axes: str = "local",
-            derivatives: bool = False, checks: bool = True, use_cache: bool = True) -> CompiledSolver:
+            derivatives: bool = False, independent_joints: Iterable[str] | None = None, checks: bool = True,
+            use_cache: bool = True) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
     keys, or a callable, as everywhere; default ``DEFAULT_ORDERINGS``: RNEA for inverse dynamics, ABA for forward
@@ -57,7 +59,9 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     world-aligned axes at their origins (``"world_aligned"``), as ``gtdyn.forward_dynamics`` takes them.
 
     ``derivatives=True`` also compiles the exact sensitivities of the answer (``solver.derivatives``,
-    ``solver.batch_derivatives``; ``gtdyn.compiled.derivatives``).
+    ``solver.batch_derivatives``; ``gtdyn.compiled.derivatives``). On closed loops they are taken along the
+    loops, with respect to the independent joints (``solver.independent_joints``: ``independent_joints`` in the
+    order given, default the actuated joints first, ``gtdyn.kinematics.loop_closure.independent_joints``).
 
     ``checks=False`` skips the refinement, the condition estimate and the backward error: an answer without a
     verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
@@ -73,9 +77,16 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
     frames = compiled_wrench_frames(robot, wrench_frames, wrench_axes)
     derivatives = flag("derivatives", derivatives)
-    if derivatives:  # along a loop's constraint manifold: not compiled yet
-        covered(robot, "gtdyn.compile(..., derivatives=True)", loops=False,
-                advice="compiled derivatives cover trees, with floating bases, contacts and transmissions")
+    if derivatives and problem == "inverse":
+        covered(robot, "gtdyn.compile(\"inverse\", derivatives=True)", loops=False,
+                advice="the dependent joints' given q̈ would have to follow q along the loops' acceleration "
+                       "constraint, which takes second derivatives of the loop kinematics; forward and hybrid "
+                       "derivatives cover closed loops")
+    independent = None
+    if independent_joints is not None or (derivatives and robot.loop_joints):
+        independent = loop_closure.independent_joints(
+            robot, robot.actuated_joint_names if independent_joints is None else independent_joints,
+            exactly=independent_joints is not None, argument="independent_joints")
     if robot.loop_joints:  # a planar loop's plane would turn with the base
         covered(robot, "gtdyn.compile with closed loops", floating_base=False,
                 advice="use the reference path: gtdyn.forward_dynamics etc.")
@@ -101,7 +112,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         samples = sample_states(robot, problem, qdd_joints, wrench_frames=len(frames))
         with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
             record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes, derivatives)
-    solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes)
+    solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes, independent)
     if not cached:
         self_check(solver, samples)
         if use_cache:  # only code that passed its self-check is kept

@@ -16,7 +16,9 @@ Directions, in the order of the returned columns: ``dq`` over [ξ; q] (a floatin
 T·Exp(ξ), ξ = [ω; v] in its root link frame; v does not enter, gravity being uniform), ``dv`` over [V_base; q̇],
 ``dx`` over [the base's given acceleration or wrench; x]. A driven joint (a transmission) follows its drives:
 its columns are zero and its drives' columns move it too (derivatives along the couplings); a passive joint's τ
-is zero by definition, so its τ column is zero too.
+is zero by definition, so its τ column is zero too. On closed loops the code differentiates with respect to
+every joint, and ``along_loops`` turns q's and q̇'s columns into the independent joints' (the chain rule through
+the loops' tangent).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from gtdyn.compiled.layout import Layout
 from gtdyn.compiled.plan import Plan
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.dynamics.graph import dynamics_equations
+from gtdyn.kinematics.loop_closure import manifold_tangents
 from gtdyn.linear.system import Key
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
@@ -44,13 +47,24 @@ from gtdyn.spatial import skew
 class Derivatives(NamedTuple):
     """A compiled solve and its sensitivities: ``value`` is the answer as one vector (the parts of
     ``solver(...)`` concatenated), ``dq``, ``dv``, ``dx`` its derivatives (rows: the answer's entries; columns:
-    [ξ; q], [V_base; q̇], [base given; x], the base's six only on a floating base). In batches every array gets
+    [ξ; q], [V_base; q̇], [base given; x], the base's six only on a floating base; on closed loops q's and q̇'s
+    columns are the independent joints', ``solver.independent_joints``). In batches every array gets
     a leading axis, one entry per state. A named tuple: ``value, dq, dv, dx = solver.derivatives(...)``."""
 
     value: np.ndarray
     dq: np.ndarray
     dv: np.ndarray
     dx: np.ndarray
+
+
+def along_loops(robot: Robot, independent: list[int], d: Derivatives, q, v) -> Derivatives:
+    """``d`` (over every joint's q and q̇) taken along the loops, over the ``independent`` joints' (indices):
+    the whole state moves with them as ``manifold_tangents`` says, so by the chain rule ∂/∂q_I = D_q T + D_q̇
+    ∂q̇/∂q_I and ∂/∂q̇_I = D_q̇ T. x and a floating base's columns stay as they are (x is not constrained)."""
+    T, dv_dq = manifold_tangents(robot, np.asarray(q, float), np.asarray(v, float), independent)
+    b = robot.nv - robot.num_dofs  # a floating base's six columns come first
+    return Derivatives(d.value, np.hstack([d.dq[:, :b], d.dq[:, b:] @ T + d.dv[:, b:] @ dv_dq]),
+                       np.hstack([d.dv[:, :b], d.dv[:, b:] @ T]), d.dx)
 
 
 def direction_count(robot: Robot) -> int:

@@ -21,7 +21,7 @@ from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
 from gtdyn.compiled import base_inputs, native
 from gtdyn.compiled.base_inputs import base_states, write_base
-from gtdyn.compiled.derivatives import Derivatives
+from gtdyn.compiled.derivatives import Derivatives, along_loops
 from gtdyn.compiled.fallback import as_vector, reference_answer, reference_result
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.errors import ArgumentError
@@ -55,8 +55,12 @@ class CompiledSolver:
     """
 
     def __init__(self, template: Query, qdd_joints, order, record: dict, name: str, checks: bool = True,
-                 wrench_frames=(), wrench_axes: str = "local"):
+                 wrench_frames=(), wrench_axes: str = "local", independent_joints=None):
         robot, problem = template.robot, template.kind
+        # the joints dq's and dv's columns are over: every joint on a tree, the independent ones on loops
+        self.independent_joints = tuple(robot.joint_names if independent_joints is None else independent_joints)
+        self._along = None if self.independent_joints == tuple(robot.joint_names) and not robot.loop_joints else \
+            [robot.joint(name).index for name in self.independent_joints]
         self.wrench_frames, self.wrench_axes = tuple(wrench_frames), wrench_axes
         self.template = template  # the sample query the plan was built from: its structure is the plan's
         self.robot, self.problem, self.qdd_joints, self.gravity = robot, problem, qdd_joints, template.gravity
@@ -139,6 +143,8 @@ class CompiledSolver:
         self._last = ws
         value, dq, dv, dx = views[6]
         value = value.copy() if ws[self._status] == 1.0 else as_vector(self._fallback(ws, q, v, x))
+        if self._along is not None:
+            return along_loops(self.robot, self._along, Derivatives(value, dq.copy(), dv.copy(), dx.copy()), q, v)
         return _DERIVATIVES(Derivatives, (value, dq.copy(), dv.copy(), dx.copy()))
 
     def batch_derivatives(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None,
@@ -153,6 +159,10 @@ class CompiledSolver:
                                     self._outputs + 3 + self._outputs * self._columns, self._out, threads)
         values = self._certified(results, Q, V, X, base, wrenches)
         blocks = results[:, self._outputs + 3:].reshape(len(Q), 3, self._outputs, self.robot.nv)
+        if self._along is not None:
+            states = [along_loops(self.robot, self._along, Derivatives(*parts), Q[k], V[k])
+                      for k, parts in enumerate(zip(values, *(blocks[:, k] for k in range(3))))]
+            return Derivatives(*(np.array(part) for part in zip(*states)))
         return Derivatives(values, *(blocks[:, k] for k in range(3)))
 
     def error_estimate(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
@@ -262,7 +272,8 @@ class CompiledSolver:
         was built from — and the other side loads that code if its CPU is this one's, else compiles the same plan
         for its own (or loads it from its cache). Counters (``fallbacks``) start again at zero."""
         return _unpickled, (self.template, self.qdd_joints, self.order, self._record, self.cache_key, self.checks,
-                            self.wrench_frames, self.wrench_axes, native.target_id(), self.compile_seconds)
+                            self.wrench_frames, self.wrench_axes, native.target_id(), self.compile_seconds,
+                            self.independent_joints)
 
     @property
     def has_derivatives(self) -> bool:
@@ -326,10 +337,11 @@ class CompiledSolver:
 
 
 def _unpickled(template: Query, qdd_joints, order, record: dict, name: str, checks: bool, wrench_frames, wrench_axes,
-               target: str, compile_seconds: float) -> CompiledSolver:
+               target: str, compile_seconds: float, independent_joints=None) -> CompiledSolver:
     """A pickled solver, here: its machine code if it was made for this CPU, else the same plan compiled anew."""
     if target == native.target_id():
-        solver = CompiledSolver(template, qdd_joints, order, record, name, checks, wrench_frames, wrench_axes)
+        solver = CompiledSolver(template, qdd_joints, order, record, name, checks, wrench_frames, wrench_axes,
+                                independent_joints)
         solver.compile_seconds, solver.from_cache = compile_seconds, True
         return solver
     from gtdyn.compiled.build import compile  # here: build imports this module
@@ -337,5 +349,6 @@ def _unpickled(template: Query, qdd_joints, order, record: dict, name: str, chec
     return compile(template.robot, template.kind, ordering=list(order), qdd_joints=qdd_joints or None,
                    gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
                    wrench_frames=list(wrench_frames) or None, wrench_axes=wrench_axes,
-                   derivatives=bool(record.get("derivative_columns")), checks=checks)
+                   derivatives=bool(record.get("derivative_columns")), independent_joints=independent_joints,
+                   checks=checks)
 

@@ -173,6 +173,27 @@ def _squared_error(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> f
     return sum(float(np.sum(graph.at(i).unwhitenedError(values) ** 2)) for i in range(graph.size()))
 
 
+def manifold_tangents(robot: Robot, q: np.ndarray, v: np.ndarray, independent: list[int]
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """How the whole state moves when the independent joints (indices) do, at a state (q, q̇) that closes the
+    loops: T = ∂q/∂q_I = ∂q̇/∂q̇_I, and ∂q̇/∂q_I at fixed q̇_I (n × k each).
+
+    T's column k is the velocity problem's answer with independent joint k at unit rate. For ∂q̇/∂q_I: along a
+    tangent w, G(q) q̇ = 0 (eq. 4 around the loops) gives G_D ∂q̇_D = −B(q̇, w), B the symmetric bilinear form
+    of ∂(G q̇)/∂q on the tangent space (symmetric: G is the Jacobian of the closure at closure). The
+    acceleration problem with q̈_I = 0 answers a₀(u) = −G_D⁻¹ B(u, u), so by polarization
+    ∂q̇/∂q_I w = (a₀(q̇ + w) − a₀(q̇ − w)) / 4: exact, from two acceleration solves per independent joint."""
+    unit = np.eye(len(independent))
+    T = np.column_stack([solve_rates(robot, q, dict(zip(independent, row)), order=1) for row in unit])
+    at_rest = dict.fromkeys(independent, 0.0)
+
+    def a0(u: np.ndarray) -> np.ndarray:
+        return solve_rates(robot, q, at_rest, order=2, v=u)
+
+    dv_dq = np.column_stack([(a0(v + w) - a0(v - w)) / 4 for w in T.T])
+    return T, dv_dq
+
+
 def solve_rates(robot: Robot, q: np.ndarray, given: dict[int, float], order: int,
                 v: np.ndarray | None = None) -> np.ndarray:
     """The linear velocity (order 1, eq. 4) or acceleration (order 2, eq. 5) problem around every joint."""
@@ -223,15 +244,28 @@ def acceleration_residuals(robot: Robot, q: np.ndarray, v: np.ndarray, qdd: np.n
     return out
 
 
-def independent_joints(robot: Robot, preferred: Iterable[str] = (), q=None) -> list[str]:
+def independent_joints(robot: Robot, preferred: Iterable[str] = (), q=None, *, exactly: bool = False,
+                       argument: str = "preferred") -> list[str]:
     """A largest set of joints whose rates the loops leave free — the mechanism's independent coordinates at
     ``q`` (default: the rest assembly) — taken greedily in the order of ``preferred``, then of
-    ``robot.joint_names``. On a tree that is every joint."""
+    ``robot.joint_names``. On a tree that is every joint. ``exactly``: ``preferred`` must be such a set itself
+    (a user's choice of coordinates), else an ArgumentError names ``argument`` and a set that is."""
     q = np.zeros(robot.num_dofs) if q is None else joint_positions(robot, "q", q)
+    preferred = list(preferred)
     unknown_names = [n for n in preferred if n not in robot.joint_names]
-    if unknown_names:
-        raise ArgumentError(f"preferred: unknown joints {', '.join(map(str, unknown_names))} "
-                            f"(joints: {', '.join(robot.joint_names)})")
+    chosen = [] if unknown_names else _independent(robot, preferred, q)
+    if unknown_names or (exactly and sorted(chosen) != sorted(preferred)):
+        raise ArgumentError(
+            f"{argument}: unknown joints {', '.join(map(str, unknown_names))} (joints: {', '.join(robot.joint_names)})"
+            if unknown_names else
+            f"{argument}: {', '.join(preferred) or 'no joints'} are not independent coordinates of '{robot.name}', "
+            f"which has {len(chosen)} (joints that each move without the others and together move all, such as "
+            f"{', '.join(chosen)})")
+    return chosen
+
+
+def _independent(robot: Robot, preferred: list[str], q: np.ndarray) -> list[str]:
+    """``independent_joints`` of known joints."""
     # every rate unknown
     graph = _rate_graph(robot, forward_kinematics(robot, q, np.zeros(robot.num_dofs)), {}, order=1)
     A, _ = graph.jacobian()
