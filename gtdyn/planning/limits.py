@@ -51,6 +51,21 @@ class Limits:
         """The largest amount by which a limit is exceeded (0 when all hold)."""
         return max([0.0] + [float(np.max(c)) for _, _, _, c in self._constraints(q, v, tau)])
 
+    def kkt_residual(self, q, v, tau) -> float:
+        """max |max(c, −λ/μ)|: zero exactly when every limit holds (c ≤ 0) and only the active ones carry a
+        multiplier (λ c = 0). Feasible with a stale λ > 0 on a limit left behind is not done: the multiplier
+        still pushes the trajectory off the bound, at a cost."""
+        return max([0.0] + [float(np.max(np.abs(np.maximum(c, -self.multipliers[name] / self.mu))))
+                            for name, _, _, c in self._constraints(q, v, tau)])
+
+    def tau_gradient(self, q, v, tau) -> np.ndarray:
+        """∂/∂τ of the terms' value (``penalty``): μ · max(0, c + λ/μ) · sign on the τ limits."""
+        gradient = np.zeros_like(tau)
+        for name, variable, sign, c in self._constraints(q, v, tau):
+            if variable == "tau":
+                gradient += sign * self.mu * np.maximum(0.0, c + self.multipliers[name] / self.mu)
+        return gradient
+
     def penalty(self, q, v, tau) -> float:
         """Σ μ/2 · max(0, c + λ/μ)² − λ²/(2μ): the augmented-Lagrangian terms' value."""
         total = 0.0

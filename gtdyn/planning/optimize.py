@@ -49,10 +49,19 @@ from gtdyn.planning.goals import FrameGoals
 from gtdyn.planning.limits import Limits
 
 COLLOCATION = ("trapezoidal", "euler")
-MERIT_PENALTY = 1e4  # weight of the hard residuals' L1 norm in the merit a step must lower
+# The merit a step must lower: cost + limits' terms + ν · Σ|hard residual|. It is exact (its minima are the
+# constrained ones) for ν above the multipliers. The dynamics rows' are λ = −(w² τ + ∂P/∂τ) by stationarity in τ;
+# the estimate leaves out the passive joints' and the collocation rows', hence the margin: ν is MERIT_MARGIN
+# times its largest, at least MERIT_PENALTY_MIN, and never falls within a solve. (A fixed ν = 1e4 made every full
+# step that left the constraints by 1e-3 look worse than a tenth of it; with margin 2 the cart-pole stalled.)
+MERIT_PENALTY_MIN, MERIT_MARGIN = 1.0, 10.0
 DAMPING_START, DAMPING_MIN, DAMPING_MAX = 1e-3, 1e-12, 1e8
 CORRECTION_DAMPING = 1e-6  # a second-order correction: the least-change step back onto the hard constraints
 STALL = 1e-12  # a round of steps ends when the merit falls by less than this, relatively
+# Rounds before the limits hold are solved loosely — to a relative merit change of 1e-3 of the last violation,
+# at most 1e-4 — since their multipliers will change anyway; once every limit holds and only active ones carry a
+# multiplier, a last round goes to STALL (inexact augmented-Lagrangian rounds, Nocedal & Wright §17.4).
+ROUND_STALL, STALL_PER_VIOLATION = 1e-4, 1e-3
 BACKTRACKING = 10  # halvings of a step tried before the damping grows
 
 
@@ -144,6 +153,7 @@ class _Problem:
         self.q0, self.v0, self.goal_q, self.goal_v = q0, v0, goal_q, goal_v
         self.effort, self.smoothness = weights
         self.bounds, self.goals = bounds, goals
+        self.merit_penalty = MERIT_PENALTY_MIN
         n = self.n = robot.num_dofs
         self.passive = np.array([not j.actuated for j in robot.joints], bool)
         self.s_keys = [gtsam.symbol("s", k) for k in range(steps + 1)]
@@ -241,8 +251,14 @@ class _Problem:
 
     def merit(self, x: np.ndarray) -> float:
         q, v, _, tau = self.unpack(x)
-        return self.cost(x) + self.bounds.penalty(q, v, tau) + MERIT_PENALTY * float(np.sum(np.abs(
+        return self.cost(x) + self.bounds.penalty(q, v, tau) + self.merit_penalty * float(np.sum(np.abs(
             self.hard_residuals(x))))
+
+    def raise_merit_penalty(self, x: np.ndarray) -> None:
+        """ν ≥ ``MERIT_MARGIN`` · max|λ| over the dynamics rows' multiplier estimates."""
+        q, v, _, tau = self.unpack(x)
+        multipliers = (self.effort * self.h * tau + self.bounds.tau_gradient(q, v, tau))[:, ~self.passive]
+        self.merit_penalty = max(self.merit_penalty, MERIT_MARGIN * float(np.max(np.abs(multipliers), initial=0.0)))
 
     def linearized(self, x: np.ndarray, soft: bool = True) -> gtsam.GaussianFactorGraph:
         """Every factor linearized at x (J δ = −r per factor; the hard ones alone if not ``soft``)."""
@@ -305,18 +321,23 @@ class _Problem:
     def solve(self, x: np.ndarray, tolerance: float, max_iterations: int) -> tuple[np.ndarray, int, float]:
         """Augmented-Lagrangian rounds, each of damped Gauss–Newton steps until the merit stops falling (a step is
         taken when it lowers the merit, after a second-order correction if the constraints' curvature needs one;
-        the damping shrinks after a success and grows after a failure), the multipliers updated between rounds.
+        the damping shrinks after a success and grows after a failure), the multipliers updated between rounds,
+        until the hard rows hold and the limits' KKT residual is within ``tolerance`` after a tight round.
         Returns the point, the linearizations made and the largest violation (hard residual or limit) there."""
-        iterations = 0
+        iterations, stall = 0, ROUND_STALL
         while iterations < max_iterations:
-            x, taken = self._descend(x, max_iterations - iterations)
+            x, taken = self._descend(x, max_iterations - iterations, stall)
             iterations += taken
             q, v, _, tau = self.unpack(x)
             hard = float(np.max(np.abs(self.hard_residuals(x))))
-            if self.bounds.violation(q, v, tau) <= tolerance and hard <= tolerance:
-                break
+            if self.bounds.kkt_residual(q, v, tau) <= tolerance and hard <= tolerance:
+                if stall <= STALL:
+                    break
+                stall = STALL  # feasible: one more round, to the optimum
+                continue
             if not self.bounds.update(q, v, tau):  # the multipliers and weights cannot grow further
                 break
+            stall = min(ROUND_STALL, max(STALL, STALL_PER_VIOLATION * self.bounds.last_violation))
         q, v, _, tau = self.unpack(x)
         return x, iterations, max(float(np.max(np.abs(self.hard_residuals(x)))), self.bounds.violation(q, v, tau))
 
@@ -338,9 +359,10 @@ class _Problem:
                 return point, value
         return None
 
-    def _descend(self, x: np.ndarray, budget: int) -> tuple[np.ndarray, int]:
+    def _descend(self, x: np.ndarray, budget: int, stall: float) -> tuple[np.ndarray, int]:
         """Damped Gauss–Newton steps on the current merit until it stops falling (relative change below
-        ``STALL``) or the damping runs out; returns the point and the linearizations made."""
+        ``stall``) or the damping runs out; returns the point and the linearizations made."""
+        self.raise_merit_penalty(x)
         damping, merit = DAMPING_START, self.merit(x)
         for taken in range(1, budget + 1):
             graph = self.linearized(x)
@@ -355,7 +377,7 @@ class _Problem:
                 if found is None:
                     return x, taken
             (x, new_merit), damping = found, max(damping / 10, DAMPING_MIN)
-            stalled = merit - new_merit <= STALL * (1.0 + abs(merit))
+            stalled = merit - new_merit <= stall * (1.0 + abs(merit))
             merit = new_merit
             if stalled:
                 return x, taken
