@@ -41,6 +41,7 @@ def main() -> None:
                 rows.append((name, steps, plan))
                 progress.step(f"{name} {steps} knots")
     swing_up = cart_pole_swing_up()
+    replans = replanning()
     lines = ["# Trajectory optimization: rest to rest", "", "`python -m benchmarks.planning`; "
              + machine_description(1, 1, 0).split("; medians")[0], "",
              f"Trapezoidal collocation, effort 1, smoothness 1e-4, the model's limits, tolerance 1e-8, at most "
@@ -56,6 +57,15 @@ def main() -> None:
               "| knots | converged | iterations | seconds | cost | violation |", "|---|---|---|---|---|---|",
               f"| {len(swing_up.t)} | {'yes' if swing_up.converged else '**no**'} | {swing_up.iterations} | "
               f"{swing_up.seconds:.2f} | {swing_up.cost:.4g} | {swing_up.violation:.1e} |"]
+    lines += ["", f"Replanning (`gtdyn.planning.Replanner`): the PUMA 560's {REPLAN_STEPS + 1}-knot horizon to its "
+              f"goal, planned again after each of {REPLANS} executed steps from the state the plan reached, "
+              f"disturbed by {DISTURBANCE:g} rad and rad/s (seeded), warm-started from the last plan moved one knot "
+              "on or cold from the smooth initial guess; medians over the replans:", "",
+              "| start | median iterations | median ms | slowest ms | all converged |", "|---|---|---|---|---|"]
+    for label, plans in replans.items():
+        ms = [1e3 * p.seconds for p in plans]
+        lines.append(f"| {label} | {np.median([p.iterations for p in plans]):.0f} | {np.median(ms):.0f} | "
+                     f"{max(ms):.0f} | {'yes' if all(p.converged for p in plans) else '**no**'} |")
     with open(os.path.join(RESULTS, "planning.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     plot(rows)
@@ -63,6 +73,33 @@ def main() -> None:
         print(f"{name} {steps + 1} knots: {plan.iterations} iterations, {plan.seconds:.2f} s "
               f"({1e3 * plan.seconds / plan.iterations:.1f} ms each), converged {plan.converged}")
     print(f"wrote {os.path.join(RESULTS, 'planning.md')}")
+
+
+REPLAN_STEPS, REPLANS, DISTURBANCE = 40, 10, 1e-3
+
+
+def replanning() -> dict[str, list]:
+    """Warm and cold replans of the same horizon from the same measured states (see the table's caption)."""
+    from gtdyn.planning import Replanner
+
+    robot = gtdyn.load_robot("puma560")
+    q0, goal, duration = CASES["puma560"]
+    dt = duration / REPLAN_STEPS
+    speed_limits = np.array([j.velocity for j in robot.joints])
+    warm = Replanner(robot, goal_q=goal, steps=REPLAN_STEPS, dt=dt)
+    plan = warm.plan(q0)
+    rng = np.random.default_rng(0)
+    plans: dict[str, list] = {"warm (last plan, one knot on)": [], "cold (smooth guess)": []}
+    with Progress("replanning", REPLANS, enabled=True) as progress:
+        for _ in range(REPLANS):
+            q, v = plan.q[1] + rng.uniform(-1, 1, 6) * DISTURBANCE, plan.v[1] + rng.uniform(-1, 1, 6) * DISTURBANCE
+            v = np.clip(v, -speed_limits, speed_limits)  # the plan rides a limit; a start beyond it is refused
+            plan = warm.replan(q, v)
+            plans["warm (last plan, one knot on)"].append(plan)
+            plans["cold (smooth guess)"].append(gtdyn.optimize_trajectory(
+                robot, q0=q, v0=v, goal_q=goal, goal_v=np.zeros(6), steps=REPLAN_STEPS, dt=dt))
+            progress.step()
+    return plans
 
 
 def cart_pole_swing_up():

@@ -192,9 +192,11 @@ class _Problem:
             raise ArgumentError(f"initial: expected a PlannedTrajectory of {self.N + 1} knots of '{self.robot.name}'")
         q, v = initial.q.copy(), initial.v.copy()
         q[0], v[0] = self.q0, self.v0
-        if initial.multipliers is not None:  # the limits' multipliers and weight too: they took rounds to find
+        if initial.multipliers is not None:  # the limits' multipliers too: they took rounds to find
             self.bounds.multipliers = {name: m.copy() for name, m in initial.multipliers.items()}
-            self.bounds.mu = initial.weight
+            # but not their weight: near the right multipliers a small μ suffices, and the μ a solve ends with
+            # (up to 1e9 and more) makes the next one's steps so stiff that they stall off the constraints
+
         return self.pack(q, v, initial.qdd, initial.tau)
 
     def initial_guess(self) -> np.ndarray:
