@@ -75,15 +75,17 @@ class Limits:
             total += float(np.sum(0.5 * self.mu * shifted ** 2 - lam ** 2 / (2 * self.mu)))
         return total
 
-    def add_factors(self, graph: gtsam.GaussianFactorGraph, q, v, tau, s_keys, u_keys) -> None:
-        """The active terms, linearized: rows √μ ∂c/∂x δ = −√μ (c + λ/μ), per knot and variable."""
+    def add_factors(self, graph: gtsam.GaussianFactorGraph, q, v, tau, s_keys, u_keys, base: int = 0) -> None:
+        """The active terms, linearized: rows √μ ∂c/∂x δ = −√μ (c + λ/μ), per knot and variable. A state
+        s_k = [q; q̇; q̈] and u_k = τ over m = ``base`` + n coordinates, the joints' after ``base`` others."""
         n, root = self.n, np.sqrt(self.mu)
+        m = base + n
         rows = {}
         for name, variable, sign, c in self._constraints(q, v, tau):
             shifted = c + self.multipliers[name] / self.mu
             for k, j in zip(*np.nonzero(shifted > 0.0), strict=True):
-                key, dim, column = (u_keys[k], n, j) if variable == "tau" else \
-                    (s_keys[k], 3 * n, j if variable == "q" else n + j)
+                key, dim, column = (u_keys[k], m, base + j) if variable == "tau" else \
+                    (s_keys[k], 3 * m, base + j if variable == "q" else m + base + j)
                 rows.setdefault((key, dim), []).append((column, root * sign, -root * shifted[k, j]))
         for (key, dim), entries in rows.items():
             A = np.zeros((len(entries), dim))
