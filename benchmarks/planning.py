@@ -41,6 +41,7 @@ def main() -> None:
                 rows.append((name, steps, plan))
                 progress.step(f"{name} {steps} knots")
     swing_up = cart_pole_swing_up()
+    leap = jump()
     replans = replanning()
     lines = ["# Trajectory optimization: rest to rest", "", "`python -m benchmarks.planning`; "
              + machine_description(1, 1, 0).split("; medians")[0], "",
@@ -57,6 +58,14 @@ def main() -> None:
               "| knots | converged | iterations | seconds | cost | violation |", "|---|---|---|---|---|---|",
               f"| {len(swing_up.t)} | {'yes' if swing_up.converged else '**no**'} | {swing_up.iterations} | "
               f"{swing_up.seconds:.2f} | {swing_up.cost:.4g} | {swing_up.violation:.1e} |"]
+    lines += ["", "Quadruped jump (urdf/quadruped.urdf on a floating base, tests/test_planning_contacts.py): from "
+              "standing, four feet in contact over knots 0–7, in flight over 8–12, landing over 13–20 and back at "
+              "rest in the start pose; 21 knots of 0.03 s, friction 0.7, the model's limits:", "",
+              "| knots | converged | iterations | seconds | cost | violation | apex (m above start) |",
+              "|---|---|---|---|---|---|---|",
+              f"| {len(leap.t)} | {'yes' if leap.converged else '**no**'} | {leap.iterations} | {leap.seconds:.2f} | "
+              f"{leap.cost:.4g} | {leap.violation:.1e} | "
+              f"{np.max(leap.base_pose[:, 2, 3]) - leap.base_pose[0, 2, 3]:.3f} |"]
     lines += ["", f"Replanning (`gtdyn.planning.Replanner`): the PUMA 560's {REPLAN_STEPS + 1}-knot horizon to its "
               f"goal, planned again after each of {REPLANS} executed steps from the state the plan reached, "
               f"disturbed by {DISTURBANCE:g} rad and rad/s (seeded), warm-started from the last plan moved one knot "
@@ -100,6 +109,20 @@ def replanning() -> dict[str, list]:
                 robot, q0=q, v0=v, goal_q=goal, goal_v=np.zeros(6), steps=REPLAN_STEPS, dt=dt))
             progress.step()
     return plans
+
+
+def jump():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    from test_planning_contacts import FEET, standing
+
+    robot = gtdyn.load_robot("quadruped", base="floating")
+    q0, T0 = standing(robot)
+    gtdyn.compile(robot, "inverse", derivatives=True, wrench_frames=FEET, wrench_axes="world_aligned")  # untimed
+    plan = gtdyn.optimize_trajectory(robot, q0=q0, goal_q=q0, goal_v=np.zeros(12), steps=20, dt=0.03, base_pose=T0,
+                                     goal_base_pose=T0, goal_base_twist=np.zeros(6),
+                                     contacts={foot: [(0, 8), (13, 21)] for foot in FEET})
+    print(f"quadruped jump, 21 knots: {plan.iterations} iterations, {plan.seconds:.2f} s, converged {plan.converged}")
+    return plan
 
 
 def cart_pole_swing_up():

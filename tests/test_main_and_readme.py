@@ -184,3 +184,14 @@ def test_readme_derivatives_example_runs(tmp_path, monkeypatch):
     dq, dv, _ = ref.aba_derivatives(q, v, tau)
     assert rel_err(namespace["dq"], dq) < 1e-9 and rel_err(namespace["dv"], dv) < 1e-9
     assert namespace["many"].dq.shape == (100, 6, 6)
+
+
+@pytest.mark.heavy
+def test_readme_jump_example_runs():
+    """The quadruped jump as printed (11 s): converged, off the ground in flight, no force there; the checks
+    against Pinocchio are tests/test_planning_contacts.py's."""
+    namespace = {}
+    exec(compile(readme_block("contacts={foot: [(0, 8), (13, 21)]"), "README.md", "exec"), namespace)
+    jump, T = namespace["jump"], namespace["T_stand"]
+    assert jump.converged and jump.base_pose[10, 2, 3] > T[2, 3] + 0.02
+    assert not np.any(jump.contact_forces["FL_foot"][8:13])

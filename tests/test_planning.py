@@ -112,8 +112,8 @@ def test_impossible_requests_are_named_and_a_short_run_says_it_stopped(rr):
         gtdyn.optimize_trajectory(robot, q0=[np.nan, 0.0], goal_q=GOAL, steps=10, dt=0.05)
     with pytest.raises(gtdyn.ArgumentError, match="^collocation: 'rk4' is not one of"):
         gtdyn.optimize_trajectory(robot, q0=START, goal_q=GOAL, steps=10, dt=0.05, collocation="rk4")
-    with pytest.raises(gtdyn.ArgumentError, match="optimize_trajectory does not cover a floating base"):
-        gtdyn.optimize_trajectory(gtdyn.load_robot("quadruped", base="floating"), q0=np.zeros(12), steps=5, dt=0.05)
+    with pytest.raises(gtdyn.ArgumentError, match="optimize_trajectory does not cover closed loops"):
+        gtdyn.optimize_trajectory(gtdyn.load_robot("four_bar"), q0=np.zeros(4), steps=5, dt=0.05)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plan = gtdyn.optimize_trajectory(robot, q0=START, goal_q=GOAL, goal_v=np.zeros(2), steps=30, dt=0.05,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import gtsam
 import numpy as np
@@ -225,3 +225,50 @@ def frame_goal_targets(robot: Robot, goals, knots: int) -> list[tuple[str, int, 
             rotation = pose_argument(f"frame_goals[{i}].rotation", pose).rotation()
         out.append((goal.frame, int(knot) % knots, position, rotation))
     return out
+
+
+def contact_phases(robot: Robot, contacts, knots: int) -> list[tuple[str, tuple[tuple[int, int], ...]]]:
+    """``contacts`` checked: {frame: [(a, b), …]} — each frame a link or frame of the robot, each run of knots
+    [a, b) within [0, knots), non-empty, the runs of a frame apart and in order. Returns (frame, runs) pairs."""
+    if not isinstance(contacts, Mapping) or not contacts:
+        raise ArgumentError(f"contacts: expected {{frame: [(first knot, end knot), …]}}, got {contacts!r}")
+    out = []
+    for frame, runs in contacts.items():
+        if frame not in robot.frames:
+            raise ArgumentError(f"contacts: unknown link or frame '{frame}' (links and frames: "
+                                f"{', '.join(robot.frames)})")
+        checked: list[tuple[int, int]] = []
+        for run in runs if isinstance(runs, (list, tuple)) else [None]:
+            ok = isinstance(run, (list, tuple)) and len(run) == 2 and all(
+                isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in run)
+            if not ok or not 0 <= run[0] < run[1] <= knots or (checked and run[0] < checked[-1][1]):
+                raise ArgumentError(f"contacts['{frame}']: expected runs of knots (a, b), 0 ≤ a < b ≤ {knots}, in "
+                                    f"order and apart, got {runs!r}")
+            checked.append((int(run[0]), int(run[1])))
+        out.append((frame, tuple(checked)))
+    return out
+
+
+def floating_plan(robot: Robot, knots: int, base_pose, base_twist, goal_base_pose, goal_base_twist, contacts,
+                  friction, ground, frame_goals, initial):
+    """``optimize_trajectory``'s floating-base arguments checked: None on a fixed base (which must not be given
+    them), else ((start pose 4×4, twist), (goal pose or None, twist or None), ``contact_phases`` or None,
+    friction, ground)."""
+    given = {"base_pose": base_pose, "base_twist": base_twist, "goal_base_pose": goal_base_pose,
+             "goal_base_twist": goal_base_twist, "contacts": contacts}
+    named = [name for name, value in given.items() if value is not None]
+    if not robot.floating_base:
+        if named:
+            raise ArgumentError(f"{named[0]}: '{robot.name}' has a fixed base (load it with base=\"floating\")")
+        return None
+    for name, value in (("frame_goals", frame_goals), ("initial", initial)):
+        if value:
+            raise ArgumentError(f"{name}: not built yet for a floating robot's trajectory")
+    if base_pose is None:
+        raise ArgumentError("base_pose: a floating robot's trajectory starts from a base pose (4×4)")
+    start = (pose_argument("base_pose", base_pose).matrix(),
+             np.zeros(6) if base_twist is None else finite_vector("base_twist", base_twist, 6))
+    goal = (None if goal_base_pose is None else pose_argument("goal_base_pose", goal_base_pose).matrix(),
+            None if goal_base_twist is None else finite_vector("goal_base_twist", goal_base_twist, 6))
+    phases = None if contacts is None else contact_phases(robot, contacts, knots)
+    return start, goal, phases, positive_number("friction", friction), float(finite_vector("ground", [ground], 1)[0])

@@ -188,8 +188,12 @@ class KnotProblem(TrajectoryProblem):
         for terms, r in self.boundary(x):
             graph.add(factor(terms, -r, HARD(len(r))))
         if soft:
+            self.add_soft_factors(graph, x)
             self.add_inequality_factors(graph, x)
         return graph
+
+    def add_soft_factors(self, graph: gtsam.GaussianFactorGraph, x: np.ndarray) -> None:
+        """Soft rows beyond effort and smoothness (a subclass's; ``soft_residuals`` must list their residuals)."""
 
     # -- inequalities ---------------------------------------------------------------------------------------
 

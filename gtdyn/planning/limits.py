@@ -17,14 +17,53 @@ KINDS = (("q upper", "q", 1.0), ("q lower", "q", -1.0), ("v upper", "v", 1.0), (
          ("tau upper", "tau", 1.0), ("tau lower", "tau", -1.0))
 
 
-class Limits:
+class AugmentedLagrangian:
+    """What every set of inequalities c ≤ 0 shares: the weight μ, the terms' formulas on arrays of c and λ, and
+    the rounds' rule for μ (``grow``)."""
+
+    def __init__(self):
+        self.mu = MU_START
+        self.last_violation = np.inf
+
+    def shifted(self, c: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """max(0, c + λ/μ): where a term is active, and by how much (c is −∞ where there is no bound)."""
+        return np.maximum(0.0, c + lam / self.mu)
+
+    def value(self, c: np.ndarray, lam: np.ndarray) -> float:
+        """Σ μ/2 · max(0, c + λ/μ)² − λ²/(2μ)."""
+        shifted = self.shifted(c, lam)
+        return float(np.sum(0.5 * self.mu * shifted ** 2 - lam ** 2 / (2 * self.mu)))
+
+    def kkt(self, c: np.ndarray, lam: np.ndarray) -> float:
+        """max |max(c, −λ/μ)|: zero exactly when every inequality holds (c ≤ 0) and only the active ones carry a
+        multiplier (λ c = 0). Feasible with a stale λ > 0 on an inequality left behind is not done: the
+        multiplier still pushes the trajectory off the bound, at a cost."""
+        return float(np.max(np.abs(np.maximum(c, -lam / self.mu)), initial=0.0))
+
+    def updated(self, c: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """λ ← max(0, λ + μ c)."""
+        return np.maximum(0.0, lam + self.mu * c)
+
+    def grow(self, violation: float) -> bool:
+        """After a round: μ grows while the violation does not shrink by four. False when μ is at its cap and
+        the violation did not shrink: nothing more to try."""
+        if violation > 0.25 * self.last_violation:
+            if self.mu >= MU_MAX:
+                return False
+            self.mu = min(self.mu * MU_GROWTH, MU_MAX)
+        self.last_violation = violation
+        return True
+
+
+class Limits(AugmentedLagrangian):
+    """The model's limits on q, q̇ and τ at every knot."""
+
     def __init__(self, robot: Robot, knots: int, lower, upper, velocity, effort):
         self.robot, self.n = robot, robot.num_dofs
         self.bound = {"q upper": upper, "q lower": lower, "v upper": velocity, "v lower": -velocity,
                       "tau upper": effort, "tau lower": -effort}
         self.multipliers = {name: np.zeros((knots, self.n)) for name, _, _ in KINDS}
-        self.mu = MU_START
-        self.last_violation = np.inf
+        super().__init__()
 
     @classmethod
     def of(cls, robot: Robot, knots: int) -> Limits:
@@ -52,28 +91,20 @@ class Limits:
         return max([0.0] + [float(np.max(c)) for _, _, _, c in self._constraints(q, v, tau)])
 
     def kkt_residual(self, q, v, tau) -> float:
-        """max |max(c, −λ/μ)|: zero exactly when every limit holds (c ≤ 0) and only the active ones carry a
-        multiplier (λ c = 0). Feasible with a stale λ > 0 on a limit left behind is not done: the multiplier
-        still pushes the trajectory off the bound, at a cost."""
-        return max([0.0] + [float(np.max(np.abs(np.maximum(c, -self.multipliers[name] / self.mu))))
-                            for name, _, _, c in self._constraints(q, v, tau)])
+        """``kkt`` over every limit."""
+        return max([0.0] + [self.kkt(c, self.multipliers[name]) for name, _, _, c in self._constraints(q, v, tau)])
 
     def tau_gradient(self, q, v, tau) -> np.ndarray:
         """∂/∂τ of the terms' value (``penalty``): μ · max(0, c + λ/μ) · sign on the τ limits."""
         gradient = np.zeros_like(tau)
         for name, variable, sign, c in self._constraints(q, v, tau):
             if variable == "tau":
-                gradient += sign * self.mu * np.maximum(0.0, c + self.multipliers[name] / self.mu)
+                gradient += sign * self.mu * self.shifted(c, self.multipliers[name])
         return gradient
 
     def penalty(self, q, v, tau) -> float:
-        """Σ μ/2 · max(0, c + λ/μ)² − λ²/(2μ): the augmented-Lagrangian terms' value."""
-        total = 0.0
-        for name, _, _, c in self._constraints(q, v, tau):
-            lam = self.multipliers[name]
-            shifted = np.maximum(0.0, c + lam / self.mu)  # c is −∞ where a joint has no such limit
-            total += float(np.sum(0.5 * self.mu * shifted ** 2 - lam ** 2 / (2 * self.mu)))
-        return total
+        """The augmented-Lagrangian terms' value (``value``) over every limit."""
+        return sum(self.value(c, self.multipliers[name]) for name, _, _, c in self._constraints(q, v, tau))
 
     def add_factors(self, graph: gtsam.GaussianFactorGraph, q, v, tau, s_keys, u_keys, base: int = 0) -> None:
         """The active terms, linearized: rows √μ ∂c/∂x δ = −√μ (c + λ/μ), per knot and variable. A state
@@ -95,14 +126,8 @@ class Limits:
                                            gtsam.noiseModel.Unit.Create(len(entries))))
 
     def update(self, q, v, tau) -> bool:
-        """After a solve: λ ← max(0, λ + μ c); μ grows while the violation does not shrink by four. False when μ
-        is at its cap and the violation did not shrink: nothing more to try."""
+        """After a round: every multiplier updated, then μ (``grow``)."""
         violation = self.violation(q, v, tau)
         for name, _, _, c in self._constraints(q, v, tau):
-            self.multipliers[name] = np.maximum(0.0, self.multipliers[name] + self.mu * c)
-        if violation > 0.25 * self.last_violation:
-            if self.mu >= MU_MAX:
-                return False
-            self.mu = min(self.mu * MU_GROWTH, MU_MAX)
-        self.last_violation = violation
-        return True
+            self.multipliers[name] = self.updated(c, self.multipliers[name])
+        return self.grow(violation)

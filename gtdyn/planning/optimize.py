@@ -38,12 +38,15 @@ from gtdyn.arguments import (
     robot_argument,
     whole_number,
 )
-from gtdyn.arguments.series import within_limits
+from gtdyn.arguments.series import floating_plan, within_limits
 from gtdyn.compiled import compile
+from gtdyn.compiled.frames import compile_frames
 from gtdyn.dynamics.quantities import rigid_bodies
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import ConvergenceWarning
 from gtdyn.model.robot import Robot
+from gtdyn.planning.contacts import ContactSchedule
+from gtdyn.planning.floating import FloatingProblem
 from gtdyn.planning.goals import FrameGoals
 from gtdyn.planning.knots import KnotProblem
 from gtdyn.planning.limits import Limits
@@ -74,6 +77,12 @@ class PlannedTrajectory:
     # the limits' augmented-Lagrangian state at the end ({name: (knots, n) multipliers}, weight μ): a warm start's
     multipliers: dict | None = field(default=None, repr=False)
     weight: float = field(default=0.0, repr=False)
+    # a floating base: its pose (K, 4, 4), twist and acceleration (K, 6, root link frame) at the knots; with
+    # contacts, each frame's force from the ground (K, 3, world axes; zero off its stances)
+    base_pose: np.ndarray | None = field(default=None, repr=False)
+    base_twist: np.ndarray | None = field(default=None, repr=False)
+    base_accel: np.ndarray | None = field(default=None, repr=False)
+    contact_forces: dict | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return (f"PlannedTrajectory('{self.robot.name}', {len(self.t)} knots, {self.collocation}, "
@@ -84,7 +93,9 @@ class PlannedTrajectory:
 def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, steps: int, dt: float,
                         collocation: str = "trapezoidal", limits: bool = True, frame_goals=None, effort: float = 1.0,
                         smoothness: float = 1e-4, gravity=GRAVITY, tolerance: float = 1e-8,
-                        max_iterations: int = 400, initial=None) -> PlannedTrajectory:
+                        max_iterations: int = 400, initial=None, base_pose=None, base_twist=None,
+                        goal_base_pose=None, goal_base_twist=None, contacts=None, friction: float = 0.7,
+                        ground: float = 0.0, force_smoothness: float = 1e-3) -> PlannedTrajectory:
     """A trajectory from (q0, v0) to ``goal_q`` (and ``goal_v``; None: free) in ``steps`` steps of ``dt`` seconds
     that obeys the dynamics and the ``collocation`` rule ("trapezoidal" or "euler") at every knot, minimizes
     ``effort`` · Σ Δt ‖τ‖² + ``smoothness`` · Σ Δt ‖jerk‖², and keeps the model's limits on q, q̇ and τ when
@@ -92,11 +103,20 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     ``gtdyn.FrameGoal`` — a frame's position and/or orientation at a knot (the last by default), in task space,
     met exactly like ``goal_q``. ``initial``: a ``PlannedTrajectory`` of the same knots to start from (a warm
     start: ``gtdyn.planning.Replanner``), else a smooth path through the goals. Passive joints carry no torque.
-    Trees on a
-    fixed base. A run that stops before meeting every constraint says so with a ``ConvergenceWarning`` (and
-    ``converged`` False)."""
-    covered(robot_argument(robot), "optimize_trajectory", loops=False, floating_base=False, transmissions=False,
-            advice="it covers trees on a fixed base for now")
+
+    A floating robot starts at ``base_pose`` (4×4, required) with ``base_twist`` (root link frame, default zero)
+    and may end at ``goal_base_pose`` / ``goal_base_twist``; nothing but ``contacts`` pushes its base:
+    ``{frame: [(a, b), …]}`` says over which runs of knots [a, b) each frame (a point, its origin) stands on the
+    ground at height ``ground`` (world z up) — landing at a, standing still until b, with a force inside the
+    friction pyramid of coefficient ``friction`` — and off its runs it stays above the ground
+    (``gtdyn.planning.floating``, ``gtdyn.planning.contacts``); ``force_smoothness`` weighs the forces' rate of
+    change, Σ Δt ‖Δf/Δt‖², as ``smoothness`` the accelerations'. The result adds ``base_pose``, ``base_twist``,
+    ``base_accel`` and ``contact_forces``.
+
+    Trees (no loops or transmissions). A run that stops before meeting every constraint says so with a
+    ``ConvergenceWarning`` (and ``converged`` False)."""
+    covered(robot_argument(robot), "optimize_trajectory", loops=False, transmissions=False,
+            advice="it covers trees, on a fixed or floating base")
     choice("collocation", collocation, COLLOCATION)
     steps = whole_number("steps", steps, 1)
     dt = positive_number("dt", dt)
@@ -108,16 +128,30 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     weights = positive_number("effort", effort), positive_number("smoothness", smoothness)
     tolerance = positive_number("tolerance", tolerance)
     max_iterations = whole_number("max_iterations", max_iterations, 1)
+    gravity = gravity_vector(gravity)
+    floating = floating_plan(robot, steps + 1, base_pose, base_twist, goal_base_pose, goal_base_twist, contacts,
+                             friction, ground, frame_goals, initial)
     if limits:
         within_limits(robot, {"q0": q0, "goal_q": goal_q}, {"v0": v0, "goal_v": goal_v})
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
     started = time.perf_counter()
-    # every joint actuated in the solver: its τ are generalized forces, a passive joint's held at zero by a hard row
-    solver = compile(rigid_bodies(robot), "inverse", gravity=gravity_vector(gravity), derivatives=True)
-    goals = FrameGoals(robot, frame_goals, steps + 1)
-    passive = np.array([not j.actuated for j in robot.joints], bool)
-    problem = KnotProblem(robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds, goals,
-                          passive)
+    args = (steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds)
+    if floating is None:
+        # every joint actuated in the solver: its τ are generalized forces, a passive joint's held at zero by a
+        # hard row
+        solver = compile(rigid_bodies(robot), "inverse", gravity=gravity, derivatives=True)
+        passive = np.array([not j.actuated for j in robot.joints], bool)
+        problem = KnotProblem(robot, solver, *args, FrameGoals(robot, frame_goals, steps + 1), passive)
+    else:
+        start, goal, phases, friction, ground = floating
+        schedule = ContactSchedule(tuple(f for f, _ in phases), tuple(runs for _, runs in phases), friction, ground,
+                                   steps + 1) if phases else None
+        frames = list(schedule.frames) if schedule else None
+        solver = compile(rigid_bodies(robot), "inverse", gravity=gravity, derivatives=True, wrench_frames=frames,
+                         wrench_axes="world_aligned")
+        problem = FloatingProblem(robot, solver, compile_frames(robot, frames) if frames else None, *args,
+                                  schedule, start, goal, gravity, positive_number("force_smoothness",
+                                                                                  force_smoothness))
     start = problem.initial_guess() if initial is None else problem.warm_start(initial, PlannedTrajectory)
     x, iterations, violation = problem.solve(start, tolerance, max_iterations)
     converged = violation <= tolerance
@@ -126,7 +160,13 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
                       f"{violation:.3g} (tolerance {tolerance:g}); the trajectory does not meet its constraints — "
                       "more steps, a longer dt, wider limits or a reachable goal may help", ConvergenceWarning,
                       stacklevel=2)
-    q, v, a, tau = (part.copy() for part in problem.unpack(x))
+    q, v, a, tau = (part[:, -n:].copy() for part in problem.unpack(x))
+    extra = {}
+    if floating is not None:
+        _, base_v, base_a, _ = problem.unpack(x)
+        extra = {"base_pose": problem.poses(x), "base_twist": base_v[:, :6].copy(),
+                 "base_accel": base_a[:, :6].copy(), "contact_forces": {
+                     name: wrench[:, 3:] for name, wrench in problem.wrenches(x).items()}}
     return PlannedTrajectory(robot, collocation, dt * np.arange(steps + 1), q, v, a, tau, problem.cost(x),
                              violation, converged, iterations, time.perf_counter() - started,
-                             {name: m.copy() for name, m in bounds.multipliers.items()}, bounds.mu)
+                             {name: m.copy() for name, m in bounds.multipliers.items()}, bounds.mu, **extra)
