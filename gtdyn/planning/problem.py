@@ -104,14 +104,14 @@ class TrajectoryProblem:
         the damping shrinks after a success and grows after a failure), the multipliers updated between rounds,
         until the hard rows hold and the inequalities' KKT residual is within ``tolerance`` after a tight round.
         Returns the point, the linearizations made and the largest violation (hard residual or limit) there."""
-        iterations, stall, last_hard = 0, ROUND_STALL, np.inf
+        iterations, stall = 0, ROUND_STALL
         while iterations < max_iterations:
-            x, taken = self._descend(self.rebase(x), max_iterations - iterations, stall)
+            before = self.rebase(x)
+            x, taken = self._descend(before, max_iterations - iterations, stall)
             iterations += taken
             hard = float(np.max(np.abs(self.hard_residuals(x))))
-            if hard > tolerance and hard > 0.25 * last_hard:  # ν below some multiplier: the merit trades them off
-                self.merit_penalty *= 10.0
-            last_hard = hard
+            if hard > tolerance and x is before:  # no step lowered the merit: with ν below some multiplier, a
+                self.merit_penalty *= 10.0        # step toward the constraints can look worse than none
             sets = self.inequalities(x)
             if max([0.0] + [terms.kkt_residual(*args) for terms, args in sets]) <= tolerance and hard <= tolerance:
                 if stall <= STALL:
