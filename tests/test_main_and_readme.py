@@ -188,7 +188,7 @@ def test_readme_derivatives_example_runs(tmp_path, monkeypatch):
 
 @pytest.mark.heavy
 def test_readme_jump_example_runs():
-    """The quadruped jump as printed (11 s): converged, off the ground in flight, no force there; the checks
+    """The quadruped jump as printed (~15 s): converged, off the ground in flight, no force there; the checks
     against Pinocchio are tests/test_planning_contacts.py's."""
     namespace = {}
     exec(compile(readme_block("contacts={foot: [(0, 8), (13, 21)]"), "README.md", "exec"), namespace)

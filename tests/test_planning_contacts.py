@@ -92,7 +92,7 @@ def test_a_quadruped_rises_on_its_four_feet(quadruped):
 
 @pytest.mark.heavy
 def test_a_quadruped_jumps(quadruped):
-    """Stance, flight, landing (21 knots, 0.6 s): in flight no force and the feet above the ground."""
+    """Stance, flight, landing (21 knots of 0.03 s): in flight no force and the feet above the ground."""
     robot, ref = quadruped
     q0, T0 = standing(robot)
     stances = {foot: [(0, 8), (13, 21)] for foot in FEET}
