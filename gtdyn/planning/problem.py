@@ -10,6 +10,8 @@ descending; the inequalities' multipliers are updated between rounds of steps.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import gtsam
 import numpy as np
 
@@ -29,7 +31,7 @@ ROUND_STALL, STALL_PER_VIOLATION = 1e-4, 1e-3
 BACKTRACKING = 10  # halvings of a step tried before the damping grows
 
 
-class TrajectoryProblem:
+class TrajectoryProblem(ABC):
     """What every problem shares: its keys (``keys``: per knot, in elimination order, with their dimensions),
     the damping rows, the merit and the solve. A subclass gives ``hard_residuals``, ``soft_residuals``,
     ``linearized``, ``inequalities`` (pairs of an augmented-Lagrangian set — ``gtdyn.planning.limits`` — and the
@@ -47,20 +49,25 @@ class TrajectoryProblem:
 
     # -- what a problem gives -----------------------------------------------------------------------------------
 
+    @abstractmethod
     def hard_residuals(self, x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Every hard constraint's residual at x."""
 
+    @abstractmethod
     def soft_residuals(self, x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """The weighted soft residuals: ½‖r‖² is the cost."""
 
+    @abstractmethod
     def linearized(self, x: np.ndarray, soft: bool = True) -> gtsam.GaussianFactorGraph:
-        raise NotImplementedError
+        """Every factor linearized at x (the hard ones alone if not ``soft``), keys as ``keys``."""
 
+    @abstractmethod
     def inequalities(self, x: np.ndarray) -> list[tuple[object, tuple]]:
-        raise NotImplementedError
+        """(augmented-Lagrangian set, the arguments it reads from x) pairs."""
 
+    @abstractmethod
     def multiplier_estimates(self, x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Estimates of the hard rows' multipliers, for the merit's penalty."""
 
     def rebase(self, x: np.ndarray) -> np.ndarray:
         """x with the same meaning, its manifold coordinates moved into their anchors (nothing on a fixed base)."""
