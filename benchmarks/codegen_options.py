@@ -1,5 +1,6 @@
-"""Why ``gtdyn.compiled.native`` turns LLVM's post-RA scheduler off: compile time and the speed of the code it
-makes, with and without the option, on a robot's forward and inverse dynamics (with derivatives).
+"""Why ``gtdyn.compiled.native`` turns LLVM's post-RA scheduler off, and which optimization pipeline (-O level) it
+runs: compile time and the speed of the code each setting makes, on a robot's forward and inverse dynamics (with
+derivatives).
 
     python -m benchmarks.codegen_options [robot ...]     (default: ur5 talos; a bundled name or a URDF path)
 
@@ -21,6 +22,7 @@ import numpy as np
 import gtdyn
 from gtdyn.compiled import native
 native.CODEGEN_OPTIONS = tuple(OPTIONS)
+native.PIPELINE_SPEED_LEVEL = LEVEL
 sys.path.insert(0, ROOT)
 from benchmarks.derivatives import load, states
 
@@ -50,7 +52,9 @@ for problem, ordering in (("forward", "aba"), ("inverse", "rnea")):
 print(json.dumps(rows))
 '''
 
-SETTINGS = {"LLVM's default": (), "post-RA scheduler off (gtdyn's)": ("-post-RA-scheduler=false",)}
+SETTINGS = {"LLVM's default (-O2)": ((), 2),
+            "post-RA scheduler off, -O2": (("-post-RA-scheduler=false",), 2),
+            "post-RA scheduler off, -O1": (("-post-RA-scheduler=false",), 1)}
 
 
 def main(argv: list[str]) -> None:
@@ -61,8 +65,8 @@ def main(argv: list[str]) -> None:
     print("| robot | problem | setting | compile s | with derivatives s | fast µs | main µs | dfast µs |")
     print("|---|---|---|---|---|---|---|---|")
     for robot in robots:
-        for setting, options in SETTINGS.items():
-            code = f"OPTIONS, ROOT, ROBOT = {options!r}, {root!r}, {robot!r}\n" + CHILD
+        for setting, (options, level) in SETTINGS.items():
+            code = f"OPTIONS, LEVEL, ROOT, ROBOT = {options!r}, {level}, {root!r}, {robot!r}\n" + CHILD
             done = subprocess.run([sys.executable, "-c", code],
                                   capture_output=True, text=True)
             if done.returncode != 0:

@@ -28,6 +28,10 @@ _llvm = None
 # as fast (benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``). LLVM has no
 # per-function switch for it, so it is an option of the process's LLVM, set once, when gtdyn first loads it.
 CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
+# LLVM's optimization pipeline before the code generator, as its -O level: -O1 compiles 10–25 % faster than -O2
+# and its code is as fast (the traced code is already folded and free of common subexpressions;
+# benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``)
+PIPELINE_SPEED_LEVEL = 1
 
 
 def llvm():
@@ -227,7 +231,8 @@ done:
 
 
 def compile_object(ir: str) -> bytes:
-    """LLVM IR text → relocatable object code for this machine (-O2, IEEE arithmetic).
+    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``; IEEE
+    arithmetic).
 
     Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
     generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
@@ -237,7 +242,8 @@ def compile_object(ir: str) -> bytes:
     module = binding.parse_assembly(ir)
     module.verify()
     machine = _target_machine()
-    builder = binding.create_pass_builder(machine, binding.create_pipeline_tuning_options(speed_level=2))
+    builder = binding.create_pass_builder(machine,
+                                          binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL))
     builder.getModulePassManager().run(module, builder)
     module = binding.parse_assembly(split_blocks(str(module), BLOCK))
     module.verify()
