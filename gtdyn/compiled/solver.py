@@ -52,6 +52,10 @@ class CompiledSolver:
     per wrench frame (N, 6) or one (6,) for all); returns arrays with the same leading axis. Calls from several
     threads are safe: calls from a thread other than the one that compiled the solver use a fresh workspace each;
     ``batch`` runs its threads on separate workspaces.
+
+    Compiled with derivatives: ``solver.derivatives(...)`` and ``solver.batch_derivatives(...)``
+    (``gtdyn.compiled.derivatives.Derivatives``); on closed loops their q and q̇ columns are
+    ``solver.independent_joints``'.
     """
 
     def __init__(self, template: Query, qdd_joints, order, record: dict, name: str, checks: bool = True,
