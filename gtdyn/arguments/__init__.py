@@ -247,3 +247,15 @@ def memory_size(name: str, value) -> int | None:
         raise ArgumentError(f"{name}: a memory size must be positive, got {value!r}")
     return int(size)
 
+
+
+def frame_list(robot: Robot, name: str, frames) -> list[str]:
+    """One frame name or a non-empty list of them, each a link or frame of ``robot``."""
+    listed = [frames] if isinstance(frames, str) else list(frames) if isinstance(frames, (list, tuple)) else None
+    if not listed:
+        raise ArgumentError(f"{name}: expected a frame name or a non-empty list of them, got {frames!r}")
+    unknown = [frame for frame in listed if frame not in robot.frames]
+    if unknown:
+        raise ArgumentError(f"{name}: unknown link or frame '{unknown[0]}' (links and frames: "
+                            f"{', '.join(robot.frames)})")
+    return listed
