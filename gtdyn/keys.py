@@ -18,7 +18,11 @@ q̇_j        v        v3                    q̇3
 wT_i       T        T3                    T3
 contact k  c / C    c2 / C2               c2 / C2
 λ_k        L        L1                    λ1
+a_k        X        X2                    Ẍ2
 =========  =======  ====================  ==========
+
+a_k is the spatial acceleration of contact (or frame) k in its own axes, for the operational-space inertia
+(``gtdyn.dynamics.operational``).
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from functools import cache
 import gtsam
 
 _PRETTY = {"t": "τ", "F": "F", "A": "V̇", "a": "q̈", "V": "V", "q": "q", "v": "q̇", "T": "T", "C": "C", "c": "c",
-           "L": "λ"}
+           "L": "λ", "X": "Ẍ"}
 KINDS = {"t": "torque", "F": "wrench", "A": "twist_accel", "a": "joint_accel", "V": "twist",
          "q": "joint_angle", "v": "joint_vel", "T": "pose", "C": "contact_wrench", "c": "contact_force",
-         "L": "transmission_force"}
-DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6, "C": 6, "c": 3, "L": 1}
+         "L": "transmission_force", "X": "frame_accel"}
+DIMS = {"t": 1, "F": 6, "A": 6, "a": 1, "V": 6, "q": 1, "v": 1, "T": 6, "C": 6, "c": 3, "L": 1, "X": 6}
 
 
 @cache  # keys are built for every equation of every call: build each once
@@ -88,6 +92,12 @@ def contact_key(k: int, dim: int) -> int:
     return gtsam.symbol("c" if dim == 3 else "C", k)
 
 
+@cache
+def frame_accel_key(k: int) -> int:
+    """The spatial acceleration of contact (or frame) k, in its own axes ("X", 6)."""
+    return gtsam.symbol("X", k)
+
+
 _INDEX_BITS = 56  # a gtsam.Symbol key is its character in the top 8 bits and its index in the 56 below
 
 
@@ -130,7 +140,7 @@ def owner(robot, key: int) -> str:
     i = index(key)
     if kind(key) in ("twist_accel", "twist", "pose"):
         return f"link {robot.base.name if i == 0 else robot.links[i - 1].name}"
-    if kind(key) in ("contact_wrench", "contact_force"):
+    if kind(key) in ("contact_wrench", "contact_force", "frame_accel"):
         return f"contact {i}"
     if kind(key) == "transmission_force":
         return f"transmission {robot.transmissions[i - 1].name}"
@@ -156,7 +166,7 @@ def pretty(key: int) -> str:
     return f"{_PRETTY[c]}{i}[{k}]" if k else f"{_PRETTY[c]}{i}"
 
 
-_LABEL = re.compile(r"^([tFAaVqvTCcL])(\d+)(?:@(\d+))?$")
+_LABEL = re.compile(r"^([tFAaVqvTCcLX])(\d+)(?:@(\d+))?$")
 
 
 def parse_label(text: str) -> int:

@@ -1,6 +1,7 @@
-"""The inverse operational-space inertia Λ⁻¹ = J M⁻¹ Jᵀ (issue 23, item 1, by forward solves) against Pinocchio's
-own J (``getFrameJacobian``, LOCAL) and M⁻¹ (``computeMinverse``), in several orderings, on a fixed and a floating
-base; and its boundary errors."""
+"""The inverse operational-space inertia Λ⁻¹ = J M⁻¹ Jᵀ (issue 23, item 1: by elimination, C-EFPA on the factor
+graph, and by forward solves) against Pinocchio's own J (``getFrameJacobian``, LOCAL) and M⁻¹ (``computeMinverse``)
+in every ordering, on a fixed and a floating base; against the projected formula on a transmission; and its
+boundary errors."""
 
 import numpy as np
 import pytest
@@ -25,20 +26,23 @@ def pinocchio_inverse_inertia(ref, config, frames) -> np.ndarray:
     return J @ M_inv @ J.T
 
 
-@pytest.mark.parametrize("ordering", [None, "aba", "crba"])
-def test_an_arm_matches_pinocchio_in_each_ordering(ordering):
+@pytest.mark.parametrize("method, ordering", [("elimination", ordering) for ordering in
+                                              (None, "aba", "crba", "lagrange", "colamd", "nd", "md", "natural")]
+                         + [("forward solves", None), ("forward solves", "aba")])
+def test_an_arm_matches_pinocchio_in_each_ordering(method, ordering):
     """The PUMA 560's flange and its third link together: their own blocks and the blocks between them."""
     robot = gtdyn.load_robot("puma560")
     ref = PinocchioModel(robot.source, robot)
     q = np.random.default_rng(1).uniform(-1.5, 1.5, 6)
     frames = ["flange", "link3"]
-    got = gtdyn.operational_space_inverse_inertia(robot, q, frames, ordering=ordering)
+    got = gtdyn.operational_space_inverse_inertia(robot, q, frames, ordering=ordering, method=method)
     assert got.shape == (12, 12)
     assert rel_err(got, pinocchio_inverse_inertia(ref, ref.configuration(q), frames)) < TOL
     assert np.allclose(got, got.T, rtol=0, atol=TOL * np.max(np.abs(got)))  # symmetric, as J M⁻¹ Jᵀ is
 
 
-def test_a_floating_quadruped_matches_pinocchio_with_its_base_free():
+@pytest.mark.parametrize("method", ["elimination", "forward solves"])
+def test_a_floating_quadruped_matches_pinocchio_with_its_base_free(method):
     """The quadruped's four feet on a free base at a random pose: the base moves with every push."""
     robot = gtdyn.load_robot("quadruped", base="floating")
     ref = FreeFlyerPinocchio(robot.source, robot)
@@ -46,7 +50,7 @@ def test_a_floating_quadruped_matches_pinocchio_with_its_base_free():
     pose, _, _ = random_base(rng)
     q = rng.uniform(-0.8, 0.8, robot.num_dofs)
     feet = ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]
-    got = gtdyn.operational_space_inverse_inertia(robot, q, feet, base_pose=pose)
+    got = gtdyn.operational_space_inverse_inertia(robot, q, feet, base_pose=pose, ordering="aba", method=method)
     assert got.shape == (24, 24)
     assert rel_err(got, pinocchio_inverse_inertia(ref, ref.configuration(q, pose), feet)) < TOL
 
@@ -57,9 +61,15 @@ def test_bad_frames_are_named():
         gtdyn.operational_space_inverse_inertia(robot, np.zeros(6), ["flange", "hand"])
     with pytest.raises(gtdyn.ArgumentError, match="^frames: expected a frame name or a non-empty list"):
         gtdyn.operational_space_inverse_inertia(robot, np.zeros(6), [])
+    with pytest.raises(gtdyn.ArgumentError, match="^method: 'efpa' is not one of"):
+        gtdyn.operational_space_inverse_inertia(robot, np.zeros(6), "flange", method="efpa")
+    four_bar = gtdyn.load_robot("four_bar")
+    with pytest.raises(gtdyn.ArgumentError, match='does not cover closed loops.*method="forward solves" covers'):
+        gtdyn.operational_space_inverse_inertia(four_bar, np.zeros(4), "coupler")
 
 
-def test_a_transmission_gives_the_projected_inverse_inertia(tmp_path):
+@pytest.mark.parametrize("method", ["elimination", "forward solves"])
+def test_a_transmission_gives_the_projected_inverse_inertia(tmp_path, method):
     """A geared rotor (rotor = 9 · j1): Λ⁻¹ of the coupled robot is J G (Gᵀ M G)⁻¹ Gᵀ Jᵀ of the unconstrained one,
     G = ∂q/∂(j1, j2) — the accelerations the coupling allows, as the forward solve has them."""
     from test_transmissions import GEARED
@@ -73,4 +83,5 @@ def test_a_transmission_gives_the_projected_inverse_inertia(tmp_path):
     M = gtdyn.mass_matrix(free, q)
     J = np.vstack([gtdyn.frame_jacobian(free, q, frame) for frame in ("l2", "rotor")])
     expected = J @ G @ np.linalg.solve(G.T @ M @ G, G.T @ J.T)
-    assert rel_err(gtdyn.operational_space_inverse_inertia(coupled, q, ["l2", "rotor"]), expected) < TOL
+    got = gtdyn.operational_space_inverse_inertia(coupled, q, ["l2", "rotor"], method=method)
+    assert rel_err(got, expected) < TOL

@@ -39,7 +39,7 @@ from gtdyn.problem import Problem
 
 
 def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, gravity,
-                       external_wrenches: Mapping[int, np.ndarray] | None = None
+                       external_wrenches: Mapping[int, np.ndarray] | None = None, contact_rows: bool = True
                        ) -> Iterator[tuple[LinearEquation, dict, bool]]:
     """The equations of the linear dynamics graph, in graph order, as (equation, roles, soft): eq. 5 and 7 per
     joint, eq. 6 per moving link (and a floating base), a contact equation per contact, a planar factor per
@@ -86,7 +86,9 @@ def dynamics_equations(robot: Robot, kin: KinematicState, problem: Problem, grav
         roles.update({f"F_out{k}": Key(keys.wrench_key(jt.index)) for k, jt in enumerate(out_of)})
         roles.update({f"C{k}": Key(keys.contact_key(c.number, c.dim)) for k, c in enumerate(touching)})
         yield eq, roles, False
-    for contact in constrained_contacts(problem):  # each contact's acceleration constraint
+    # each contact's acceleration constraint (left out for the operational-space inertia, whose contact wrenches
+    # are given and whose accelerations are what it asks)
+    for contact in constrained_contacts(problem) if contact_rows else ():
         i = contact.body
         yield contact_equation(contact.iTc, contact.dim, kin.V[i]), {
             "A": base_accel if i == 0 else Key(keys.twist_accel_key(i))}, False

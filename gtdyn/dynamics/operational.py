@@ -1,31 +1,50 @@
-"""Operational-space quantities: the inverse operational-space inertia Λ⁻¹ = J M⁻¹ Jᵀ of frames (paper 003's
-C-EFPA computes it by elimination; here by the dynamics graph's forward solves, in any ordering)."""
+"""Operational-space quantities: the inverse operational-space inertia Λ⁻¹ = J M⁻¹ Jᵀ of frames, by one
+elimination that leaves only the frames' wrenches and accelerations (paper 003's C-EFPA, on the factor graph) or
+by forward solves."""
 
 from __future__ import annotations
 
+import gtsam
 import numpy as np
 
-from gtdyn.arguments import frame_list, robot_argument
+from gtdyn import keys
+from gtdyn.arguments import choice, covered, frame_list, robot_argument
+from gtdyn.arguments.query import ask
+from gtdyn.dynamics.graph import dynamics_equations
+from gtdyn.dynamics.reference import kinematics_of
 from gtdyn.dynamics.solve import forward_dynamics
+from gtdyn.equations import LinearEquation
 from gtdyn.kinematics.frames import frame_jacobian
+from gtdyn.linear.system import Key, add_equation
 from gtdyn.model.robot import Robot
+from gtdyn.orderings import resolve_ordering
+from gtdyn.problem import Contact
+from gtdyn.spatial import Ad
 
 NO_GRAVITY = np.zeros(3)
+METHODS = ("elimination", "forward solves")
 
 
-def operational_space_inverse_inertia(robot: Robot, q, frames, *, base_pose=None, ordering=None) -> np.ndarray:
+def operational_space_inverse_inertia(robot: Robot, q, frames, *, base_pose=None, ordering=None,
+                                      method: str = "elimination") -> np.ndarray:
     """Λ⁻¹ (6k × 6k) of the k ``frames`` (links, or frames merged into links, as ``Contact`` takes them): block
     (a, b) maps a wrench [m; f] applied at frame b, in b's own axes, to the spatial acceleration [ω̇; v̇] it gives
     frame a at rest, in a's own axes — J_a M⁻¹ J_bᵀ with LOCAL Jacobians (Pinocchio: ``getFrameJacobian(...,
-    LOCAL)`` and ``computeMinverse``, rows [v; ω]; ``computeDelassusMatrix`` for contacts).
+    LOCAL)`` and ``computeMinverse``, rows [v; ω]; ``computeDelassusMatrix`` for contacts). A floating base is
+    free (its pose ``base_pose``); transmissions constrain the accelerations as in forward dynamics.
 
-    Column (b, j) is forward dynamics at q̇ = 0 with τ = 0 and no gravity under the unit wrench e_j at frame b —
-    the generalized force J_bᵀ e_j, so q̈ = M⁻¹ J_bᵀ e_j — read through every frame's Jacobian (at rest
-    J̇ q̇ = 0). Each is one elimination of the dynamics graph in ``ordering`` (any that applies to forward
-    dynamics), so closed loops, transmissions and a floating base (free, its pose ``base_pose``) are as the
-    forward solve has them: the accelerations the constraints allow. A singular system warns or raises there."""
+    ``method="elimination"`` (paper 003's C-EFPA, as a factor graph): forward dynamics at rest (τ = 0, no gravity)
+    with a wrench variable at each frame and the frame's acceleration as a variable, eliminated in ``ordering``
+    (any that applies to forward dynamics: "aba" gives the tree algorithm) except those; the rows left relate
+    them, and Λ⁻¹ is read off them. ``method="forward solves"``: one forward solve per unit wrench, its
+    accelerations read through every frame's Jacobian — the way closed loops take (the elimination does not
+    cover them)."""
     robot = robot_argument(robot)
     frames = frame_list(robot, "frames", frames)
+    if choice("method", method, METHODS) == "elimination":
+        covered(robot, "operational_space_inverse_inertia(method=\"elimination\")", loops=False,
+                advice='method="forward solves" covers closed loops')
+        return _by_elimination(robot, q, frames, base_pose, ordering)
     zero = np.zeros(robot.num_dofs)
     jacobians = [frame_jacobian(robot, q, frame, base_pose=base_pose) for frame in frames]
     columns = []
@@ -36,3 +55,37 @@ def operational_space_inverse_inertia(robot: Robot, q, frames, *, base_pose=None
             accelerations = np.concatenate([r.base_accel, r.qdd]) if robot.floating_base else r.qdd
             columns.append(np.concatenate([J @ accelerations for J in jacobians]))
     return np.column_stack(columns)
+
+
+def _by_elimination(robot: Robot, q, frames: list[str], base_pose, ordering) -> np.ndarray:
+    """Λ⁻¹ as what remains of one elimination: the graph of forward dynamics at rest (τ = 0, no gravity) with a
+    wrench variable C_k at each frame (a surface contact's, without its constraint) and its acceleration
+    X_k = Ad(kTi) V̇_i, eliminated in ``ordering`` except the C_k and X_k; the rows left relate them,
+    A_X X + A_C C = 0, so Λ⁻¹ = −A_X⁻¹ A_C."""
+    n = robot.num_dofs
+    query = ask(robot, "forward", q, np.zeros(n), tau=np.zeros(n), base_pose=base_pose, gravity=NO_GRAVITY,
+                contacts=[Contact(frame, kind="surface") for frame in frames])
+    kin, problem = kinematics_of(query), query.problem
+    graph = gtsam.GaussianFactorGraph()
+    for eq, roles, soft in dynamics_equations(robot, kin, problem, NO_GRAVITY, contact_rows=False):
+        if not soft:  # the least-norm rows on contact forces: here the forces are given, not chosen
+            add_equation(graph, eq, roles, False)
+    wrenches = [keys.contact_key(c.number, c.dim) for c in problem.contacts]
+    order = [key for key in _keys_of(resolve_ordering(ordering, robot, problem, graph)) if key not in wrenches]
+    accelerations = []
+    for contact in problem.contacts:
+        body = contact.body
+        moving = body > 0 or robot.floating_base
+        X = keys.frame_accel_key(contact.number)
+        add_equation(graph, LinearEquation({"X": np.eye(6), "A": -Ad(contact.iTc.inverse())}, np.zeros(6)),
+                     {"X": Key(X), "A": Key(keys.twist_accel_key(body)) if moving else np.zeros(6)}, False)
+        accelerations.append(X)
+    _, remaining = graph.eliminatePartialSequential(gtsam.Ordering(order), gtsam.EliminateQR)
+    A, _ = remaining.jacobian()  # columns by key: the C_k ('C') before the X_k ('X'); QR leaves some rows zero
+    A = A[np.any(A != 0.0, axis=1)]
+    columns = 6 * len(frames)
+    return -np.linalg.solve(A[:, columns:], A[:, :columns])
+
+
+def _keys_of(ordering: gtsam.Ordering) -> list[int]:
+    return [ordering.at(i) for i in range(ordering.size())]
