@@ -90,6 +90,23 @@ def test_a_quadruped_rises_on_its_four_feet(quadruped):
     assert support[0] > weight and support[-1] < weight  # they push it up, then let it stop
 
 
+def test_a_thrown_quadruped_follows_the_ballistic_parabola(quadruped):
+    """No contacts: thrown up at 2 m/s, the torso's height is z₀ + 2 t − g t²/2 at every knot (the trapezoidal rule
+    integrates a constant acceleration exactly), its orientation stays, and no joint needs a torque."""
+    robot, _ = quadruped
+    q0, T0 = standing(robot)
+    plan = gtdyn.optimize_trajectory(robot, q0=q0, steps=8, dt=0.05, base_pose=T0,
+                                     base_twist=[0, 0, 0, 0, 0, 2.0])
+    assert plan.converged and plan.contact_forces == {}
+    t = plan.t
+    # the plan meets each collocation row to the solve's tolerance, 1e-8; over 8 steps the heights may add them up
+    np.testing.assert_allclose(plan.base_pose[:, 2, 3], T0[2, 3] + 2.0 * t - 0.5 * 9.81 * t ** 2, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(plan.base_pose[:, :3, :3], np.broadcast_to(np.eye(3), (9, 3, 3)), atol=1e-7)
+    # no torque is needed: the optimum is τ = 0, reached to the solve's stopping rule (a relative merit change of
+    # 1e-12, not an exact zero), which leaves ~1e-8 N m
+    assert np.max(np.abs(plan.tau)) < 1e-6
+
+
 @pytest.mark.heavy
 def test_a_quadruped_jumps(quadruped):
     """Stance, flight, landing (21 knots of 0.03 s): in flight no force and the feet above the ground."""
