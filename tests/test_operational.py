@@ -85,3 +85,20 @@ def test_a_transmission_gives_the_projected_inverse_inertia(tmp_path, method):
     expected = J @ G @ np.linalg.solve(G.T @ M @ G, G.T @ J.T)
     got = gtdyn.operational_space_inverse_inertia(coupled, q, ["l2", "rotor"], method=method)
     assert rel_err(got, expected) < TOL
+
+
+def test_the_elimination_has_a_dag_whose_frame_accelerations_hang_on_the_wrenches(tmp_path):
+    """In ABA's order the PUMA's variables go first; the frames' accelerations X come last, with the frames'
+    wrenches C (never eliminated: Λ⁻¹ is the conditional X | C) among their parents; and it draws."""
+    from gtdyn import keys
+    from gtdyn.plot import draw_dag
+
+    robot = gtdyn.load_robot("puma560")
+    dag = gtdyn.operational_space_dag(robot, np.zeros(6), ["flange", "link3"], ordering="aba")
+    X1, X2, C1, C2 = (keys.parse_label(label) for label in ("X1", "X2", "C1", "C2"))
+    assert dag.number_of_nodes() == 6 * 3 + 4  # V̇, F, q̈ per joint, then X and C per frame
+    assert {dag.nodes[X]["step"] for X in (X1, X2)} == {18, 19}  # last
+    assert {C1, C2} <= set(dag.predecessors(X1)) and {C1, C2} <= set(dag.predecessors(X2))
+    assert not list(dag.predecessors(C1)) and not list(dag.predecessors(C2))
+    draw_dag(dag, str(tmp_path / "osim.png"), robot=robot)
+    assert (tmp_path / "osim.png").stat().st_size > 0

@@ -57,11 +57,33 @@ def operational_space_inverse_inertia(robot: Robot, q, frames, *, base_pose=None
     return np.column_stack(columns)
 
 
+def operational_space_dag(robot: Robot, q, frames, *, base_pose=None, ordering=None):
+    """The DAG (``gtdyn.analysis.dag.elimination_dag``) of ``operational_space_inverse_inertia``'s elimination:
+    every variable but the frames' wrenches C_k in ``ordering``, then the frames' accelerations X_k, whose parents
+    are the wrenches (Λ⁻¹ read off as a conditional)."""
+    from gtdyn.analysis.dag import elimination_dag  # networkx: only when a DAG is asked for
+
+    robot = robot_argument(robot)
+    graph, order, accelerations = _elimination_graph(robot, q, frame_list(robot, "frames", frames), base_pose,
+                                                     ordering)
+    return elimination_dag(graph, gtsam.Ordering(order + accelerations))
+
+
 def _by_elimination(robot: Robot, q, frames: list[str], base_pose, ordering) -> np.ndarray:
-    """Λ⁻¹ as what remains of one elimination: the graph of forward dynamics at rest (τ = 0, no gravity) with a
-    wrench variable C_k at each frame (a surface contact's, without its constraint) and its acceleration
-    X_k = Ad(kTi) V̇_i, eliminated in ``ordering`` except the C_k and X_k; the rows left relate them,
-    A_X X + A_C C = 0, so Λ⁻¹ = −A_X⁻¹ A_C."""
+    """Λ⁻¹ as what remains of one elimination (``_elimination_graph``): the rows left relate the frames'
+    accelerations X and wrenches C, A_X X + A_C C = 0, so Λ⁻¹ = −A_X⁻¹ A_C."""
+    graph, order, _ = _elimination_graph(robot, q, frames, base_pose, ordering)
+    _, remaining = graph.eliminatePartialSequential(gtsam.Ordering(order), gtsam.EliminateQR)
+    A, _ = remaining.jacobian()  # columns by key: the C_k ('C') before the X_k ('X'); QR leaves some rows zero
+    A = A[np.any(A != 0.0, axis=1)]
+    columns = 6 * len(frames)
+    return -np.linalg.solve(A[:, columns:], A[:, :columns])
+
+
+def _elimination_graph(robot: Robot, q, frames: list[str], base_pose, ordering) -> tuple:
+    """The graph of forward dynamics at rest (τ = 0, no gravity) with a wrench variable C_k at each frame (a
+    surface contact's, without its constraint rows) and the frame's acceleration X_k = Ad(kTi) V̇_i; the
+    elimination order of every other variable (``ordering`` resolved on the graph without the X_k); the X_k."""
     n = robot.num_dofs
     query = ask(robot, "forward", q, np.zeros(n), tau=np.zeros(n), base_pose=base_pose, gravity=NO_GRAVITY,
                 contacts=[Contact(frame, kind="surface") for frame in frames])
@@ -80,11 +102,7 @@ def _by_elimination(robot: Robot, q, frames: list[str], base_pose, ordering) -> 
         add_equation(graph, LinearEquation({"X": np.eye(6), "A": -Ad(contact.iTc.inverse())}, np.zeros(6)),
                      {"X": Key(X), "A": Key(keys.twist_accel_key(body)) if moving else np.zeros(6)}, False)
         accelerations.append(X)
-    _, remaining = graph.eliminatePartialSequential(gtsam.Ordering(order), gtsam.EliminateQR)
-    A, _ = remaining.jacobian()  # columns by key: the C_k ('C') before the X_k ('X'); QR leaves some rows zero
-    A = A[np.any(A != 0.0, axis=1)]
-    columns = 6 * len(frames)
-    return -np.linalg.solve(A[:, columns:], A[:, :columns])
+    return graph, order, accelerations
 
 
 def _keys_of(ordering: gtsam.Ordering) -> list[int]:
