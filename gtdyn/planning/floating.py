@@ -20,6 +20,7 @@ import numpy as np
 
 from gtdyn.dynamics.quantities import moving_bodies
 from gtdyn.planning.contacts import UP, ContactInequalities, ContactSchedule
+from gtdyn.planning.goals import FrameGoals
 from gtdyn.planning.knots import UNIT, KnotProblem
 from gtdyn.planning.limits import Limits
 
@@ -33,7 +34,7 @@ class FloatingProblem(KnotProblem):
 
     def __init__(self, robot, solver, frames, steps, dt, collocation, q0, v0, goal_q, goal_v, weights,
                  bounds: Limits, schedule: ContactSchedule | None, start: tuple, goal: tuple, gravity: np.ndarray,
-                 force_smoothness: float):
+                 force_smoothness: float, frame_goals: FrameGoals | None = None):
         self.schedule = schedule
         self.active = schedule.active if schedule else [[] for _ in range(steps + 1)]
         self.f_keys = {k: gtsam.symbol("f", k) for k in range(steps + 1) if self.active[k]}
@@ -45,6 +46,8 @@ class FloatingProblem(KnotProblem):
         (self.start_pose, self.start_twist), (self.goal_pose, self.goal_twist) = start, goal
         self.anchors = np.repeat(self.start_pose[None], steps + 1, axis=0)
         self.contact_terms = ContactInequalities(schedule) if schedule else None
+        # task-space goals (``self.goals``, the fixed-base starting guess's inverse kinematics, stays None)
+        self.frame_goals = frame_goals
 
     # -- the base -------------------------------------------------------------------------------------------
 
@@ -158,6 +161,12 @@ class FloatingProblem(KnotProblem):
             rows.append(([(self.s_keys[N], speeds[6:])], v[N, 6:] - self.goal_v))
         if self.schedule:
             rows += self._contact_rows(x)
+        if self.frame_goals:
+            pad = np.zeros(2 * m)
+            for k, r, J in self.frame_goals.residuals(q[:, 6:], T):
+                J = J.copy()
+                J[:, :6] = J[:, :6] @ Jr[k]  # ∂/∂ξ of x, as every other Jacobian here
+                rows.append(([(self.s_keys[k], np.hstack([J, np.broadcast_to(pad, (len(r), 2 * m))]))], r))
         return rows
 
     def _contact_rows(self, x: np.ndarray) -> list[tuple[list, np.ndarray]]:

@@ -42,12 +42,15 @@ class FrameGoals:
     def __bool__(self) -> bool:
         return bool(self.goals)
 
-    def residuals(self, q: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """Per goal: (knot, residual, its Jacobian with respect to that knot's q); ``q`` rows in time."""
-        return [(goal.knot, *self._residual(goal, q[goal.knot])) for goal in self.goals]
+    def residuals(self, q: np.ndarray, base_poses: np.ndarray | None = None) -> list[tuple]:
+        """Per goal: (knot, residual, its Jacobian with respect to that knot's q); ``q`` rows in time. A floating
+        base: ``base_poses`` (knots, 4, 4), and the Jacobian leads with the base's six columns (a right
+        perturbation T Exp(ξ), as ``frame_jacobian``'s)."""
+        return [(goal.knot, *self._residual(goal, q[goal.knot], None if base_poses is None else base_poses[goal.knot]))
+                for goal in self.goals]
 
-    def _residual(self, goal: _Goal, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        poses, jacobians = self.kinematics.placement_jacobian(q)
+    def _residual(self, goal: _Goal, q: np.ndarray, base_pose=None) -> tuple[np.ndarray, np.ndarray]:
+        poses, jacobians = self.kinematics.placement_jacobian(q, base_pose=base_pose)
         T, J = poses[goal.frame], jacobians[goal.frame]
         R = T[:3, :3]
         parts, blocks = [], []

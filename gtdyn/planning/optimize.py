@@ -130,7 +130,7 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     max_iterations = whole_number("max_iterations", max_iterations, 1)
     gravity = gravity_vector(gravity)
     floating = floating_plan(robot, steps + 1, base_pose, base_twist, goal_base_pose, goal_base_twist, contacts,
-                             friction, ground, frame_goals, initial)
+                             friction, ground, initial)
     if limits:
         within_limits(robot, {"q0": q0, "goal_q": goal_q}, {"v0": v0, "goal_v": goal_v})
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
@@ -150,8 +150,8 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
         solver = compile(rigid_bodies(robot), "inverse", gravity=gravity, derivatives=True, wrench_frames=frames,
                          wrench_axes="world_aligned")
         problem = FloatingProblem(robot, solver, compile_frames(robot, frames) if frames else None, *args,
-                                  schedule, start, goal, gravity, positive_number("force_smoothness",
-                                                                                  force_smoothness))
+                                  schedule, start, goal, gravity, positive_number("force_smoothness", force_smoothness),
+                                  FrameGoals(robot, frame_goals, steps + 1))
     start = problem.initial_guess() if initial is None else problem.warm_start(initial, PlannedTrajectory)
     x, iterations, violation = problem.solve(start, tolerance, max_iterations)
     converged = violation <= tolerance
