@@ -8,7 +8,7 @@ import pytest
 from references import load_quietly, random_base, rel_err
 
 import gtdyn
-from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioModel
+from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioContacts, PinocchioModel
 
 TOL = 1e-9  # the issue's relative accuracy against Pinocchio
 FLIP = [3, 4, 5, 0, 1, 2]  # Pinocchio's [v; ω] rows ↔ gtdyn's [ω; v]
@@ -102,3 +102,21 @@ def test_the_elimination_has_a_dag_whose_frame_accelerations_hang_on_the_wrenche
     assert not list(dag.predecessors(C1)) and not list(dag.predecessors(C2))
     draw_dag(dag, str(tmp_path / "osim.png"), robot=robot)
     assert (tmp_path / "osim.png").stat().st_size > 0
+
+
+def test_the_feets_linear_blocks_are_pinocchios_delassus_matrix():
+    """Point contacts at the quadruped's feet: Pinocchio's ``computeDelassusMatrix`` (3D contacts, LOCAL) is the
+    linear-linear part of each pair of feet's blocks."""
+    robot = gtdyn.load_robot("quadruped", base="floating")
+    ref = FreeFlyerPinocchio(robot.source, robot)
+    feet = ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]
+    contacts = PinocchioContacts(ref, feet, "point")
+    rng = np.random.default_rng(3)
+    pose, _, _ = random_base(rng)
+    q = rng.uniform(-0.8, 0.8, robot.num_dofs)
+    config = ref.configuration(q, pose)
+    ref.pin.computeAllTerms(ref.model, ref.data, config, np.zeros(ref.model.nv))
+    delassus = ref.pin.computeDelassusMatrix(ref.model, ref.data, config, contacts.models, contacts.datas, 0.0)
+    linear = np.concatenate([np.arange(6 * k + 3, 6 * k + 6) for k in range(len(feet))])
+    got = gtdyn.operational_space_inverse_inertia(robot, q, feet, base_pose=pose, ordering="aba")
+    assert rel_err(got[np.ix_(linear, linear)], delassus) < TOL
