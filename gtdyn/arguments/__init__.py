@@ -248,7 +248,6 @@ def memory_size(name: str, value) -> int | None:
     return int(size)
 
 
-
 def frame_list(robot: Robot, name: str, frames) -> list[str]:
     """One frame name or a non-empty list of them, each a link or frame of ``robot``."""
     listed = [frames] if isinstance(frames, str) else list(frames) if isinstance(frames, (list, tuple)) else None

@@ -11,7 +11,15 @@ from collections.abc import Callable, Mapping, Sequence
 import gtsam
 import numpy as np
 
-from gtdyn.arguments import finite_vector, joint_vector, pose_argument, positive_number, real_array, whole_number
+from gtdyn.arguments import (
+    finite_vector,
+    frame_list,
+    joint_vector,
+    pose_argument,
+    positive_number,
+    real_array,
+    whole_number,
+)
 from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.errors import ArgumentError
 from gtdyn.model.robot import Robot
@@ -232,11 +240,9 @@ def contact_phases(robot: Robot, contacts, knots: int) -> list[tuple[str, tuple[
     [a, b) within [0, knots), non-empty, the runs of a frame apart and in order. Returns (frame, runs) pairs."""
     if not isinstance(contacts, Mapping) or not contacts:
         raise ArgumentError(f"contacts: expected {{frame: [(first knot, end knot), …]}}, got {contacts!r}")
+    frame_list(robot, "contacts", list(contacts))
     out = []
     for frame, runs in contacts.items():
-        if frame not in robot.frames:
-            raise ArgumentError(f"contacts: unknown link or frame '{frame}' (links and frames: "
-                                f"{', '.join(robot.frames)})")
         checked: list[tuple[int, int]] = []
         for run in runs if isinstance(runs, (list, tuple)) else [None]:
             ok = isinstance(run, (list, tuple)) and len(run) == 2 and all(

@@ -11,6 +11,7 @@ from gtdyn import keys
 from gtdyn.arguments import choice, covered, frame_list, robot_argument
 from gtdyn.arguments.query import ask
 from gtdyn.dynamics.graph import dynamics_equations
+from gtdyn.dynamics.quantities import NO_GRAVITY
 from gtdyn.dynamics.reference import kinematics_of
 from gtdyn.dynamics.solve import forward_dynamics
 from gtdyn.equations import LinearEquation
@@ -21,7 +22,6 @@ from gtdyn.orderings import resolve_ordering
 from gtdyn.problem import Contact
 from gtdyn.spatial import Ad
 
-NO_GRAVITY = np.zeros(3)
 METHODS = ("elimination", "forward solves")
 
 
@@ -95,12 +95,10 @@ def _elimination_graph(robot: Robot, q, frames: list[str], base_pose, ordering) 
     wrenches = [keys.contact_key(c.number, c.dim) for c in problem.contacts]
     order = [key for key in _keys_of(resolve_ordering(ordering, robot, problem, graph)) if key not in wrenches]
     accelerations = []
-    for contact in problem.contacts:
-        body = contact.body
-        moving = body > 0 or robot.floating_base
+    for contact in problem.contacts:  # on a moving body each: ``ask`` refuses a frame welded to the world
         X = keys.frame_accel_key(contact.number)
         add_equation(graph, LinearEquation({"X": np.eye(6), "A": -Ad(contact.iTc.inverse())}, np.zeros(6)),
-                     {"X": Key(X), "A": Key(keys.twist_accel_key(body)) if moving else np.zeros(6)}, False)
+                     {"X": Key(X), "A": Key(keys.twist_accel_key(contact.body))}, False)
         accelerations.append(X)
     return graph, order, accelerations
 

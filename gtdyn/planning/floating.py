@@ -15,6 +15,8 @@ J_r(ξ) (Exp(ξ + δ) = Exp(ξ) Exp(J_r δ)), so a step's linearization is exact
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import gtsam
 import numpy as np
 
@@ -45,25 +47,39 @@ class FloatingProblem(KnotProblem):
         self.frames, self.gravity, self.force_smoothness = frames, gravity, force_smoothness
         (self.start_pose, self.start_twist), (self.goal_pose, self.goal_twist) = start, goal
         self.anchors = np.repeat(self.start_pose[None], steps + 1, axis=0)
+        self._last: tuple | None = None  # (x, ``_at(x)``)
         self.contact_terms = ContactInequalities(schedule) if schedule else None
         # task-space goals (``self.goals``, the fixed-base starting guess's inverse kinematics, stays None)
         self.frame_goals = frame_goals
 
     # -- the base -------------------------------------------------------------------------------------------
 
+    def _at(self, x: np.ndarray) -> SimpleNamespace:
+        """What the base and the contact points are at x — the poses T_k = T̄_k Exp(ξ_k) (K, 4, 4), J_r(ξ_k) (a
+        right perturbation of T per unit change of ξ), the points' world positions p (K, C, 3) and R J_v
+        (K, C, 3, m: their world velocities' rows over [V; q̇], also ∂p/∂[right perturbation of T; q]) — once per
+        x: a step's linearization and each merit ask for them several times."""
+        if self._last is not None and np.array_equal(self._last[0], x):
+            return self._last[1]
+        xi = x[self.s_index[:, :6]]
+        at = SimpleNamespace(T=np.array([anchor @ _exp(e) for anchor, e in zip(self.anchors, xi, strict=True)]),
+                             Jr=np.array([gtsam.Pose3.ExpmapDerivative(e) for e in xi]), p=None, RJ=None)
+        if self.frames is not None:
+            P, J = self.frames.batch_placement_jacobian(x[self.s_index[:, 6:self.m]], base_pose=at.T)
+            at.p, at.RJ = P[:, :, :3, 3], np.einsum("kcij,kcjl->kcil", P[:, :, :3, :3], J[:, :, 3:])
+        self._last = (x.copy(), at)
+        return at
+
     def poses(self, x: np.ndarray) -> np.ndarray:
         """T_k = T̄_k Exp(ξ_k), (K, 4, 4)."""
-        return np.array([anchor @ _exp(xi) for anchor, xi in zip(self.anchors, x[self.s_index[:, :6]], strict=True)])
+        return self._at(x).T
 
     def rebase(self, x: np.ndarray) -> np.ndarray:
         self.anchors = self.poses(x)
+        self._last = None  # the same numbers now mean other poses
         x = x.copy()
         x[self.s_index[:, :6]] = 0.0
         return x
-
-    def _tangents(self, x: np.ndarray) -> np.ndarray:
-        """J_r(ξ_k) per knot: a right perturbation of T per unit change of ξ."""
-        return np.array([gtsam.Pose3.ExpmapDerivative(xi) for xi in x[self.s_index[:, :6]]])
 
     def joint_parts(self, x: np.ndarray):
         q, v, _, tau = self.unpack(x)
@@ -84,20 +100,11 @@ class FloatingProblem(KnotProblem):
                 out[self.schedule.frames[c]][k, 3:] = force
         return out
 
-    def points(self, x: np.ndarray, jacobians: bool = False):
-        """The contact points' world positions (K, C, 3) and with ``jacobians`` R J_v (K, C, 3, m): their world
-        velocities' rows over [V; q̇], which are also ∂p/∂[right perturbation of T; q]."""
-        q, _, _, _ = self.unpack(x)
-        T = self.poses(x)
-        if not jacobians:
-            return self.frames.batch_placement(q[:, 6:], base_pose=T)[:, :, :3, 3], None
-        P, J = self.frames.batch_placement_jacobian(q[:, 6:], base_pose=T)
-        return P[:, :, :3, 3], np.einsum("kcij,kcjl->kcil", P[:, :, :3, :3], J[:, :, 3:])
-
-    def _in_x(self, D: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """Jacobians over [right perturbation; q] (…, rows, m, knots first) as ∂/∂[ξ; q] of x: J_r(ξ) in."""
+    @staticmethod
+    def _in_x(D: np.ndarray, Jr: np.ndarray) -> np.ndarray:
+        """Jacobians over [right perturbation; q] (knots first, …, rows, m) as ∂/∂[ξ; q] of x: J_r(ξ) in."""
         D = D.copy()
-        D[..., :6] = np.einsum("k...ij,kjl->k...il", D[..., :6], self._tangents(x))
+        D[..., :6] = np.einsum("k...ij,kjl->k...il", D[..., :6], Jr)
         return D
 
     # -- the factors ----------------------------------------------------------------------------------------
@@ -109,18 +116,17 @@ class FloatingProblem(KnotProblem):
         if not jacobians:
             return np.hstack(self.solver.batch(q[:, 6:], v[:, 6:], a[:, 6:], **given)), None
         d = self.solver.batch_derivatives(q[:, 6:], v[:, 6:], a[:, 6:], **given)
-        dq = self._in_x(d.dq, x)
+        at = self._at(x)
+        dq = self._in_x(d.dq, at.Jr)
         blocks = [[(self.s_keys[k], -np.concatenate([dq[k], d.dv[k], d.dx[k]], axis=1))] for k in range(self.N + 1)]
-        if self.f_keys:
-            _, D = self.points(x, jacobians=True)
-            for k, key in self.f_keys.items():  # ∂(−ID)/∂f = (R J_v)ᵀ, contact by contact
-                blocks[k].append((key, np.concatenate([D[k, c].T for c in self.active[k]], axis=1)))
+        for k, key in self.f_keys.items():  # ∂(−ID)/∂f = (R J_v)ᵀ, contact by contact
+            blocks[k].append((key, np.concatenate([at.RJ[k, c].T for c in self.active[k]], axis=1)))
         return d.value, blocks
 
     def collocation(self, x: np.ndarray):
         """``KnotProblem.collocation`` with the pose rows on SE(3): Log(T_k⁻¹ T_{k+1}) − Δt/2 (V_k + V_{k+1})."""
         r, blocks = super().collocation(x)
-        T, Jr = self.poses(x), self._tangents(x)
+        T, Jr = self._at(x).T, self._at(x).Jr
         V = x[self.s_index[:, self.m:self.m + 6]]
         out = []
         for k in range(self.N):
@@ -134,7 +140,7 @@ class FloatingProblem(KnotProblem):
             out.append((now, after))
         return r, out
 
-    def _pose_row(self, x, k: int, target: np.ndarray, Jr: np.ndarray, T: np.ndarray):
+    def _pose_row(self, k: int, target: np.ndarray, Jr: np.ndarray, T: np.ndarray):
         """Log(target⁻¹ T_k) and its block on s_k."""
         rho = gtsam.Pose3.Logmap(gtsam.Pose3(np.linalg.inv(target) @ T[k]))
         J = np.zeros((6, 3 * self.m))
@@ -144,15 +150,15 @@ class FloatingProblem(KnotProblem):
     def boundary(self, x: np.ndarray) -> list[tuple[list, np.ndarray]]:
         """Start (pose, twist, q, q̇), goal (those given), and the contacts' landing heights and standing still."""
         q, v, _, _ = self.unpack(x)
-        T, Jr = self.poses(x), self._tangents(x)
+        T, Jr = self._at(x).T, self._at(x).Jr
         m, N = self.m, self.N
         eye = np.eye(3 * m)
         joints_q, speeds = eye[6:m], eye[m:2 * m]
-        rows = [self._pose_row(x, 0, self.start_pose, Jr, T),
+        rows = [self._pose_row(0, self.start_pose, Jr, T),
                 ([(self.s_keys[0], joints_q)], q[0, 6:] - self.q0),
                 ([(self.s_keys[0], speeds)], v[0] - np.concatenate([self.start_twist, self.v0]))]
         if self.goal_pose is not None:
-            rows.append(self._pose_row(x, N, self.goal_pose, Jr, T))
+            rows.append(self._pose_row(N, self.goal_pose, Jr, T))
         if self.goal_twist is not None:
             rows.append(([(self.s_keys[N], eye[m:m + 6])], v[N, :6] - self.goal_twist))
         if self.goal_q is not None:
@@ -164,8 +170,7 @@ class FloatingProblem(KnotProblem):
         if self.frame_goals:
             pad = np.zeros(2 * m)
             for k, r, J in self.frame_goals.residuals(q[:, 6:], T):
-                J = J.copy()
-                J[:, :6] = J[:, :6] @ Jr[k]  # ∂/∂ξ of x, as every other Jacobian here
+                J = self._in_x(J[None], Jr[k:k + 1])[0]
                 rows.append(([(self.s_keys[k], np.hstack([J, np.broadcast_to(pad, (len(r), 2 * m))]))], r))
         return rows
 
@@ -174,8 +179,8 @@ class FloatingProblem(KnotProblem):
         landed (p_k − p_{k−1} = 0). A landing row the boundary already implies is left out — it would make the
         constraints' Jacobian rank-deficient, which stalls the steps: at knot 0 (the start pose and q0 place the
         point), and on a stance to the last knot when the goal pose and q are given (they place it there)."""
-        p, D = self.points(x, jacobians=True)
-        D = self._in_x(D, x)
+        at = self._at(x)
+        p, D = at.p, self._in_x(at.RJ, at.Jr)
         pad = np.zeros((3, 2 * self.m))
         pinned = self.goal_pose is not None and self.goal_q is not None
         rows = []
@@ -210,8 +215,7 @@ class FloatingProblem(KnotProblem):
     # -- inequalities ---------------------------------------------------------------------------------------
 
     def _contact_values(self, x: np.ndarray) -> np.ndarray:
-        p, _ = self.points(x)
-        return self.contact_terms.values(self.forces(x), p[:, :, 2])
+        return self.contact_terms.values(self.forces(x), self._at(x).p[:, :, 2])
 
     def inequalities(self, x: np.ndarray) -> list[tuple[object, tuple]]:
         out = super().inequalities(x)
@@ -222,8 +226,8 @@ class FloatingProblem(KnotProblem):
     def add_inequality_factors(self, graph: gtsam.GaussianFactorGraph, x: np.ndarray) -> None:
         super().add_inequality_factors(graph, x)
         if self.contact_terms is not None:
-            _, D = self.points(x, jacobians=True)
-            D = self._in_x(D, x)
+            at = self._at(x)
+            D = self._in_x(at.RJ, at.Jr)
             heights = {(k, c): np.concatenate([UP @ D[k, c], np.zeros(2 * self.m)]) for k, c in
                        self.contact_terms.flight}
             self.contact_terms.add_factors(graph, self._contact_values(x), self.f_keys, self.s_keys, heights)
