@@ -241,7 +241,7 @@ def compile_object(ir: str) -> bytes:
     binding = llvm()
     module = binding.parse_assembly(ir)
     module.verify()
-    machine = _target_machine()
+    machine = target_machine()
     builder = binding.create_pass_builder(machine,
                                           binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL))
     builder.getModulePassManager().run(module, builder)
@@ -292,7 +292,7 @@ def split_blocks(ir: str, every: int) -> str:
     return "\n".join(out)
 
 
-def _target_machine():
+def target_machine():
     binding = llvm()
     target = binding.Target.from_triple(binding.get_process_triple())
     return target.create_target_machine(cpu=binding.get_host_cpu_name(),
@@ -307,13 +307,14 @@ class Loaded:
     def __init__(self, obj: bytes, prefix: str, entries: tuple[str, ...] = ENTRIES):
         binding = llvm()
         with _lock:
-            self._engine = binding.create_mcjit_compiler(binding.parse_assembly(""), _target_machine())
+            self._engine = binding.create_mcjit_compiler(binding.parse_assembly(""), target_machine())
             self._engine.add_object_file(binding.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
             addresses = {name: self._engine.get_function_address(prefix + name)
                          for entry in entries for name in (entry, f"batch_{entry}")}
         if not all(addresses.values()):
             raise RuntimeError("gtdyn.compiled: the object code does not define its entry points")
+        self.address = {e: addresses[e] for e in entries}  # for gtdyn.compiled.entry
         self.entry = {e: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addresses[e]) for e in entries}
         batch_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 4)
         self.batch = {e: batch_type(addresses[f"batch_{e}"]) for e in entries}

@@ -17,9 +17,9 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments import choice, joint_vector, real_array, state_batch, whole_number
 from gtdyn.arguments.asked import check_passive_torques
-from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
+from gtdyn.arguments.query import BASE_INPUTS, GIVEN, POSE, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
-from gtdyn.compiled import base_inputs, native
+from gtdyn.compiled import base_inputs, entry, native
 from gtdyn.compiled.base_inputs import base_states, write_base
 from gtdyn.compiled.derivatives import Derivatives, along_loops
 from gtdyn.compiled.fallback import as_vector, reference_answer, reference_result
@@ -102,6 +102,30 @@ class CompiledSolver:
         self._last = self._ws
         self._views = self._workspace_views(self._ws)
         self._inverse = problem == "inverse"
+        self._single = len(self._parts) == 1
+        self._empty = np.empty
+        self._quick = self._quick_entry(self._entry, [(self._out, (self._outputs,))])
+        self._quick_derivatives = None if self._derivative_entry is None else self._quick_entry(
+            self._derivative_entry, [(self._out, (self._outputs,))] + [
+                (self._out + self._outputs + 3 + k * self._outputs * robot.nv, (self._outputs, robot.nv))
+                for k in range(3)])
+
+    def _quick_entry(self, name: str, outputs: list):
+        """The call's one native entry (``gtdyn.compiled.entry``) for ``name``: q, q̇, x and the four base
+        arguments as ``__call__`` takes them, then ``outputs`` ((workspace offset, shape) each). None where
+        compiled wrench frames need the Python path to zero or pack them."""
+        if self.wrench_frames:
+            return None
+        n, first = self._n, 3 * self._n
+        arguments = [entry.Argument(entry.IN, k * n, (n,)) for k in range(3)]
+        given = "base_accel" if self._inverse else "base_wrench"
+        for name_, offset, shape in (("base_pose", POSE, (4, 4)), ("base_twist", TWIST, (6,)),
+                                     ("base_accel", GIVEN, (6,)), ("base_wrench", GIVEN, (6,))):
+            wanted = self._base_inputs and (name_ != "base_accel" and name_ != "base_wrench" or name_ == given)
+            arguments.append(entry.Argument(entry.IN, first + offset, shape) if wanted else entry.Argument(entry.NONE))
+        arguments += [entry.Argument(entry.OUT, offset, shape) for offset, shape in outputs]
+        passive = [2 * n + p for p in self._passive]  # the passive joints' x
+        return entry.bind(self._ws, self._native.address[name], self._status, arguments, passive)
 
     def _workspace_views(self, ws: np.ndarray) -> tuple:
         """Views of ``ws`` a call writes and reads, made once per workspace: q, q̇, x; the base inputs (pose as
@@ -124,6 +148,12 @@ class CompiledSolver:
 
     def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                  external_wrenches=None):
+        quick = self._quick
+        if quick is not None and external_wrenches is None and get_ident() == self._owner:
+            out = self._empty(self._outputs)
+            if quick.call(q, v, x, base_pose, base_twist, base_accel, base_wrench, out):
+                self._last = self._ws
+                return out if self._single else tuple([out[a:b] for a, b in self._parts])
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
         self._main(pointer)
         parts = views[4]
@@ -142,6 +172,13 @@ class CompiledSolver:
         value, warning or error; the derivatives are then the plan's (as accurate as its condition allows)."""
         if self._derivative_entry is None:
             self._without_derivatives()
+        quick = self._quick_derivatives
+        if quick is not None and external_wrenches is None and self._along is None and get_ident() == self._owner:
+            outputs, nv, empty = self._outputs, self.robot.nv, self._empty
+            value, dq, dv, dx = empty(outputs), empty((outputs, nv)), empty((outputs, nv)), empty((outputs, nv))
+            if quick.call(q, v, x, base_pose, base_twist, base_accel, base_wrench, value, dq, dv, dx):
+                self._last = self._ws
+                return _DERIVATIVES(Derivatives, (value, dq, dv, dx))
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
         self._native.entry[self._derivative_entry](pointer)
         self._last = ws

@@ -1,0 +1,288 @@
+"""One native entry per call: a CPython function, written in LLVM IR, that takes a solver's arrays, runs its
+generated code and fills the caller's output arrays, so an ordinary call crosses from Python into native code
+once.
+
+Through ctypes a call paid for each crossing and for numpy's slice assignments around it — more than the solve
+itself on small robots (benchmarks/results/design_measurements.md). The entry here is built once per process
+(it knows nothing about any robot) and bound to one solver's *plan of arguments*, an int64 array:
+
+    [ws address, entry address, status index (−1: none), argument count, address of None, passive count,
+     then per argument: kind (NONE, IN, OUT), workspace offset, ndim, dim0, dim1,
+     then the workspace indices of the passive joints' x]
+
+It reads each array through the buffer protocol (the stable C API; no numpy internals) and takes the quick
+path only for what it can check completely: C-contiguous float64 arrays of exactly the planned shapes, None
+where the plan says None, zero x at passive joints, and a status of 1 after the run. For anything else it
+returns False having changed nothing the caller keeps, and the caller takes the checked Python path, which
+converts, raises the boundary's errors or asks the reference path. The entry holds the GIL while it runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from gtdyn.compiled import native
+
+NONE, IN, OUT = 0, 1, 2  # what an argument must be: None, an input array, an output array
+_HEAD, _PER_ARGUMENT = 6, 5
+_BUFFER_IN = 0x3C  # PyBUF_C_CONTIGUOUS | PyBUF_FORMAT
+_BUFFER_OUT = 0x3D  # the same, writable
+_METH_FASTCALL = 0x80
+_API = ("PyObject_GetBuffer", "PyBuffer_Release", "PyErr_Clear", "PyLong_FromSsize_t", "PyLong_AsVoidPtr")
+
+_IR = r"""
+%buffer = type { ptr, ptr, i64, i64, i32, i32, ptr, ptr, ptr, ptr, ptr }
+declare i32 @PyObject_GetBuffer(ptr, ptr, i32)
+declare void @PyBuffer_Release(ptr)
+declare void @PyErr_Clear()
+declare ptr @PyLong_FromSsize_t(i64)
+declare ptr @PyLong_AsVoidPtr(ptr)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+
+; 1 if the buffer is C float64 ("d") of exactly ndim dimensions d0 (and d1)
+define internal i1 @planned_shape(ptr %view, i64 %ndim, i64 %d0, i64 %d1) {
+entry:
+  %itemsize_at = getelementptr %buffer, ptr %view, i32 0, i32 3
+  %itemsize = load i64, ptr %itemsize_at
+  %ndim_at = getelementptr %buffer, ptr %view, i32 0, i32 5
+  %ndim32 = load i32, ptr %ndim_at
+  %ndim_view = sext i32 %ndim32 to i64
+  %format_at = getelementptr %buffer, ptr %view, i32 0, i32 6
+  %format = load ptr, ptr %format_at
+  %shape_at = getelementptr %buffer, ptr %view, i32 0, i32 7
+  %shape = load ptr, ptr %shape_at
+  %same_ndim = icmp eq i64 %ndim_view, %ndim
+  %is_double = icmp eq i64 %itemsize, 8
+  %has_format = icmp ne ptr %format, null
+  %has_shape = icmp ne ptr %shape, null
+  %a = and i1 %same_ndim, %is_double
+  %b = and i1 %has_format, %has_shape
+  %ok = and i1 %a, %b
+  br i1 %ok, label %look, label %no
+look:
+  %f0 = load i8, ptr %format
+  %f1_at = getelementptr i8, ptr %format, i64 1
+  %f1 = load i8, ptr %f1_at
+  %is_d = icmp eq i8 %f0, 100
+  %ends = icmp eq i8 %f1, 0
+  %s0 = load i64, ptr %shape
+  %first = icmp eq i64 %s0, %d0
+  %c = and i1 %is_d, %ends
+  %d = and i1 %c, %first
+  %two = icmp eq i64 %ndim, 2
+  br i1 %two, label %second, label %done
+second:
+  %s1_at = getelementptr i64, ptr %shape, i64 1
+  %s1 = load i64, ptr %s1_at
+  %other = icmp eq i64 %s1, %d1
+  %e = and i1 %d, %other
+  br label %done
+done:
+  %result = phi i1 [ %d, %look ], [ %e, %second ]
+  ret i1 %result
+no:
+  ret i1 false
+}
+
+; copy one argument between its buffer and the workspace: 1 if it was as planned
+define internal i1 @move(ptr %argument, ptr %plan, ptr %ws, i32 %flags, i1 %out) {
+entry:
+  %view = alloca %buffer
+  %offset_at = getelementptr i64, ptr %plan, i64 1
+  %offset = load i64, ptr %offset_at
+  %ndim_at = getelementptr i64, ptr %plan, i64 2
+  %ndim = load i64, ptr %ndim_at
+  %d0_at = getelementptr i64, ptr %plan, i64 3
+  %d0 = load i64, ptr %d0_at
+  %d1_at = getelementptr i64, ptr %plan, i64 4
+  %d1 = load i64, ptr %d1_at
+  %failed = call i32 @PyObject_GetBuffer(ptr %argument, ptr %view, i32 %flags)
+  %got = icmp eq i32 %failed, 0
+  br i1 %got, label %check, label %refused
+refused:
+  call void @PyErr_Clear()
+  ret i1 false
+check:
+  %fits = call i1 @planned_shape(ptr %view, i64 %ndim, i64 %d0, i64 %d1)
+  br i1 %fits, label %copy, label %release
+copy:
+  %buf_at = getelementptr %buffer, ptr %view, i32 0, i32 0
+  %buf = load ptr, ptr %buf_at
+  %len_at = getelementptr %buffer, ptr %view, i32 0, i32 2
+  %bytes = load i64, ptr %len_at
+  %slot = getelementptr double, ptr %ws, i64 %offset
+  br i1 %out, label %write, label %read
+write:
+  call void @llvm.memcpy.p0.p0.i64(ptr %buf, ptr %slot, i64 %bytes, i1 false)
+  br label %release
+read:
+  call void @llvm.memcpy.p0.p0.i64(ptr %slot, ptr %buf, i64 %bytes, i1 false)
+  br label %release
+release:
+  call void @PyBuffer_Release(ptr %view)
+  ret i1 %fits
+}
+
+; every argument of one kind moved as planned (NONE arguments: None itself)
+define internal i1 @move_all(ptr %args, ptr %head, ptr %ws, i64 %count, ptr %none, i64 %kind, i32 %flags, i1 %out) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %moved ]
+  %more = icmp slt i64 %i, %count
+  br i1 %more, label %body, label %all
+body:
+  %at = mul i64 %i, 5
+  %start = add i64 %at, 6
+  %plan = getelementptr i64, ptr %head, i64 %start
+  %this_kind = load i64, ptr %plan
+  %arg_at = getelementptr ptr, ptr %args, i64 %i
+  %argument = load ptr, ptr %arg_at
+  %next = add i64 %i, 1
+  %is_none_kind = icmp eq i64 %this_kind, 0
+  br i1 %is_none_kind, label %expect_none, label %array
+expect_none:
+  %is_none = icmp eq ptr %argument, %none
+  br i1 %is_none, label %moved, label %wrong
+array:
+  %mine = icmp eq i64 %this_kind, %kind
+  br i1 %mine, label %move_it, label %moved
+move_it:
+  %ok = call i1 @move(ptr %argument, ptr %plan, ptr %ws, i32 %flags, i1 %out)
+  br i1 %ok, label %moved, label %wrong
+moved:
+  br label %loop
+all:
+  ret i1 true
+wrong:
+  ret i1 false
+}
+
+define ptr @gtdyn_entry(ptr %self, ptr %args, i64 %nargs) {
+entry:
+  %head = call ptr @PyLong_AsVoidPtr(ptr %self)
+  %ws_word = load i64, ptr %head
+  %ws = inttoptr i64 %ws_word to ptr
+  %run_at = getelementptr i64, ptr %head, i64 1
+  %run_word = load i64, ptr %run_at
+  %run = inttoptr i64 %run_word to ptr
+  %status_at = getelementptr i64, ptr %head, i64 2
+  %status = load i64, ptr %status_at
+  %count_at = getelementptr i64, ptr %head, i64 3
+  %count = load i64, ptr %count_at
+  %none_at = getelementptr i64, ptr %head, i64 4
+  %none_word = load i64, ptr %none_at
+  %none = inttoptr i64 %none_word to ptr
+  %passive_at = getelementptr i64, ptr %head, i64 5
+  %passives = load i64, ptr %passive_at
+  %right_count = icmp eq i64 %nargs, %count
+  br i1 %right_count, label %inputs, label %quit
+inputs:
+  %read = call i1 @move_all(ptr %args, ptr %head, ptr %ws, i64 %count, ptr %none, i64 1, i32 60, i1 false)
+  br i1 %read, label %passive_start, label %quit
+passive_start:
+  %list_at = mul i64 %count, 5
+  %list = add i64 %list_at, 6
+  br label %passive
+passive:
+  %j = phi i64 [ 0, %passive_start ], [ %j_next, %passive_zero ]
+  %more = icmp slt i64 %j, %passives
+  br i1 %more, label %passive_body, label %solve
+passive_body:
+  %index_at = add i64 %list, %j
+  %index_ptr = getelementptr i64, ptr %head, i64 %index_at
+  %index = load i64, ptr %index_ptr
+  %x_ptr = getelementptr double, ptr %ws, i64 %index
+  %x = load double, ptr %x_ptr
+  %j_next = add i64 %j, 1
+  %zero = fcmp oeq double %x, 0.0
+  br i1 %zero, label %passive_zero, label %quit
+passive_zero:
+  br label %passive
+solve:
+  call void %run(ptr %ws)
+  %checked = icmp sge i64 %status, 0
+  br i1 %checked, label %certified, label %outputs
+certified:
+  %word_ptr = getelementptr double, ptr %ws, i64 %status
+  %word = load double, ptr %word_ptr
+  %one = fcmp oeq double %word, 1.0
+  br i1 %one, label %outputs, label %quit
+outputs:
+  %written = call i1 @move_all(ptr %args, ptr %head, ptr %ws, i64 %count, ptr %none, i64 2, i32 61, i1 true)
+  br i1 %written, label %done, label %quit
+done:
+  %yes = call ptr @PyLong_FromSsize_t(i64 1)
+  ret ptr %yes
+quit:
+  %no = call ptr @PyLong_FromSsize_t(i64 0)
+  ret ptr %no
+}
+"""
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p), ("ml_flags", ctypes.c_int),
+                ("ml_doc", ctypes.c_char_p)]
+
+
+_lock = threading.Lock()
+_built: dict = {}
+
+
+def _method() -> _MethodDef:
+    """The entry's method definition, its code compiled on first use (kept for the process's life)."""
+    with _lock:
+        if not _built:
+            binding = native.llvm()
+            for name in _API:
+                binding.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
+            module = binding.parse_assembly(_IR)
+            module.verify()
+            engine = binding.create_mcjit_compiler(module, native.target_machine())
+            engine.finalize_object()
+            _built["engine"] = engine
+            _built["method"] = _MethodDef(b"gtdyn_entry", engine.get_function_address("gtdyn_entry"),
+                                          _METH_FASTCALL, None)
+            new = ctypes.pythonapi.PyCFunction_NewEx
+            new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+            _built["new"] = new
+    return _built["method"]
+
+
+class Argument:
+    """One argument of a call as the plan has it: ``NONE``, or an ``IN``/``OUT`` array of ``shape`` at
+    workspace ``offset``."""
+
+    def __init__(self, kind: int, offset: int = 0, shape: tuple[int, ...] = ()):
+        if kind != NONE and not 1 <= len(shape) <= 2:
+            raise ValueError("entry: an array argument has one or two dimensions")
+        self.kind, self.offset, self.shape = kind, offset, shape
+
+    def words(self) -> list[int]:
+        dims = list(self.shape) + [0] * (2 - len(self.shape))
+        return [self.kind, self.offset, len(self.shape), *dims]
+
+
+class Entry(NamedTuple):
+    """A bound entry: ``call(*arrays)`` → True when it ran the plan's code on the workspace with the arrays as
+    planned (outputs written), False when the caller must take its checked path; ``plan`` is what it reads, kept
+    alive here with ``workspace``."""
+
+    call: object
+    plan: np.ndarray
+    workspace: np.ndarray
+
+
+def bind(ws: np.ndarray, run_address: int, status: int | None, arguments: list[Argument], passive=()) -> Entry:
+    """The entry bound to one workspace, one generated function (its address) and one plan of ``arguments``;
+    ``status``: the workspace index that must read 1 after the run (None: no check); ``passive``: workspace
+    indices that must be zero (the passive joints' x)."""
+    method = _method()
+    plan = np.array([ws.ctypes.data, run_address, -1 if status is None else status, len(arguments), id(None),
+                     len(passive)] + [w for a in arguments for w in a.words()] + list(passive), dtype=np.int64)
+    return Entry(_built["new"](ctypes.addressof(method), plan.ctypes.data, None), plan, ws)

@@ -1,0 +1,158 @@
+"""The call's one native entry (issue 24, item 1; ``gtdyn.compiled.entry``): for plain float64 arrays it gives
+bit for bit what the checked Python path gives, and everything it cannot check completely it hands back to that
+path, so answers, warnings and errors stay as they were."""
+
+import threading
+
+import numpy as np
+import pytest
+from references import closed_state
+
+import gtdyn
+from gtdyn.errors import ArgumentError
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+NO_BASE = (None, None, None, None)
+
+
+@pytest.fixture(scope="module")
+def puma():
+    return gtdyn.load_robot("puma560")
+
+
+@pytest.fixture(scope="module")
+def quadruped():
+    return gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
+
+
+def state(n, seed=0):
+    return np.random.default_rng(seed).uniform(-0.5, 0.5, (3, n))
+
+
+def base(seed=1):
+    """A rigid base pose (a rotation about a tilted axis), a twist and a given six-vector."""
+    rng = np.random.default_rng(seed)
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    pose = np.eye(4)
+    pose[:3, :3] = np.eye(3) + np.sin(0.7) * K + (1 - np.cos(0.7)) * K @ K
+    pose[:3, 3] = rng.normal(size=3)
+    return pose, rng.normal(size=6), rng.normal(size=6)
+
+
+def as_lists(*arrays):
+    """The same numbers as lists: the entry refuses them, so the solver converts them on its Python path."""
+    return [None if a is None else a.tolist() for a in arrays]
+
+
+def assert_same(a, b):
+    if isinstance(a, tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y)
+    else:
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("problem", ["inverse", "forward"])
+def test_a_fixed_base_call_takes_the_entry_and_answers_as_the_python_path(puma, problem):
+    solver = gtdyn.compile(puma, problem)
+    q, v, x = state(6)
+    out = np.empty(6)
+    assert solver._quick.call(q, v, x, *NO_BASE, out)
+    assert_same(solver(q, v, x), solver(*as_lists(q, v, x)))
+    assert np.array_equal(out, solver(*as_lists(q, v, x)))
+    assert solver.fallbacks == 0 and np.isfinite(solver.condition)
+
+
+@pytest.mark.parametrize("problem", ["inverse", "forward"])
+def test_a_floating_base_call_takes_the_entry_with_its_base_inputs(quadruped, problem):
+    solver = gtdyn.compile(quadruped, problem)
+    q, v, x = state(12)
+    pose, twist, given = base()
+    arguments = (pose, twist, given, None) if problem == "inverse" else (pose, twist, None, given)
+    names = ("base_pose", "base_twist", "base_accel", "base_wrench")
+    out = np.empty(solver._outputs)
+    assert solver._quick.call(q, v, x, *arguments, out)
+    quick = solver(q, v, x, **dict(zip(names, arguments)))
+    slow = solver(*as_lists(q, v, x), **dict(zip(names, as_lists(*arguments))))
+    assert_same(quick, slow)
+    assert np.array_equal(np.concatenate(quick), out)
+
+
+def test_derivatives_take_the_entry_and_answer_as_the_python_path(puma):
+    solver = gtdyn.compile(puma, "forward", derivatives=True)
+    q, v, x = state(6)
+    quick, slow = solver.derivatives(q, v, x), solver.derivatives(*as_lists(q, v, x))
+    for a, b in zip(quick, slow):
+        assert np.array_equal(a, b)
+    assert quick.dx.shape == (6, 6) and quick.dx.flags.c_contiguous
+
+
+def test_the_entry_hands_back_what_it_cannot_check(puma, quadruped):
+    fixed = gtdyn.compile(puma, "inverse")
+    q, v, x = state(6)
+    call, out = fixed._quick.call, np.empty(6)
+    long_q = np.repeat(q, 2)
+    refused = {
+        "a list": (q.tolist(), v, x, *NO_BASE, out),
+        "float32": (q.astype(np.float32), v, x, *NO_BASE, out),
+        "integers": (np.zeros(6, int), v, x, *NO_BASE, out),
+        "a strided view": (long_q[::2], v, x, *NO_BASE, out),
+        "a column": (q[:, None], v, x, *NO_BASE, out),
+        "a wrong length": (q[:5], v, x, *NO_BASE, out),
+        "big-endian": (q.astype(">f8"), v, x, *NO_BASE, out),
+        "NaN (status 0: the reference path decides)": (np.full(6, np.nan), v, x, *NO_BASE, out),
+        "a base pose on a fixed base": (q, v, x, np.eye(4), None, None, None, out),
+        "a read-only output": (q, v, x, *NO_BASE, np.frombuffer(bytes(48))),
+        "an output of the wrong length": (q, v, x, *NO_BASE, np.empty(7)),
+        "too few arguments": (q, v, x),
+    }
+    for what, arguments in refused.items():
+        assert not call(*arguments), what
+    assert call(long_q[::2].copy(), v, x, *NO_BASE, out)  # the same numbers, contiguous: taken
+    # and the solver still answers, warns and raises on them as before
+    assert np.array_equal(fixed(q.astype(np.float32), v, x), fixed(q.astype(np.float32).astype(float), v, x))
+    with pytest.raises(ArgumentError, match="q"):
+        fixed(q[:5], v, x)
+    with pytest.raises(ArgumentError):
+        fixed(q, v, x, base_pose=np.eye(4))
+    with pytest.raises(ArgumentError):
+        fixed(np.full(6, np.nan), v, x)
+
+    floating = gtdyn.compile(quadruped, "inverse")
+    q, v, x = state(12)
+    pose, twist, given = base()
+    out = np.empty(floating._outputs)
+    for what, arguments in {
+        "no base pose": (q, v, x, None, twist, given, None, out),
+        "a flat pose": (q, v, x, pose.ravel(), twist, given, None, out),
+        "a wrench in inverse dynamics": (q, v, x, pose, twist, given, given, out),
+        "a pose that is not rigid (status 0)": (q, v, x, 2 * pose, twist, given, None, out),
+    }.items():
+        assert not floating._quick.call(*arguments), what
+
+
+def test_a_passive_joint_given_a_torque_goes_to_the_boundarys_error():
+    robot = gtdyn.load_robot(gtdyn.bundled_path("four_bar"))
+    solver = gtdyn.compile(robot, "forward")
+    q, v, tau = closed_state(robot, ["j1"], seed=3)
+    out = np.empty(4)
+    assert solver._quick.call(q, v, tau, *NO_BASE, out)
+    assert np.array_equal(out, solver(*as_lists(q, v, tau)))
+    tau[1] = 0.5  # j2 is passive
+    assert not solver._quick.call(q, v, tau, *NO_BASE, out)
+    with pytest.raises(ArgumentError, match="j2"):
+        solver(q, v, tau)
+
+
+def test_calls_from_another_thread_answer_the_same(puma):
+    solver = gtdyn.compile(puma, "forward")
+    q, v, x = state(6)
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(solver(q, v, x)))
+    thread.start()
+    thread.join()
+    assert np.array_equal(answers[0], solver(q, v, x))
