@@ -1,7 +1,8 @@
-"""The checked call's certificate, as generated code: ``main`` solves, refines once, and computes the backward
-error and the condition estimate of the reference path (same start vector, same steps); its status is 1 only when
-the answer is certified — well conditioned, accurate, every input finite and a floating base's pose rigid, every
-loop closed and every transmission kept — and 0 when the caller must ask the reference path."""
+"""The checked call's certificate, as generated code. ``main`` solves and bounds the condition from above with
+one pass (``solve_abs``); where that bound cannot certify, ``exact`` refines once and computes the condition
+estimate of the reference path (same start vector, same steps). Either way the status is 1 only when the answer
+is certified — well conditioned, accurate, every input finite and a floating base's pose rigid, every loop
+closed and every transmission kept — and 0 when the caller must ask the reference path."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ from gtdyn.problem import Problem
 CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
 CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
+# The bound of ``main`` is used where it would certify the build's random sample states with room to spare (a
+# hundredth of CONDITION_LIMIT); where it is far looser than the estimate (long chains: |R| products grow with
+# depth), it would only add a pass before ``exact``.
+USEFUL_BOUND = CONDITION_LIMIT / 10
 
 
 def coupling_ok(robot: Robot, q: list, v: list, problem: Problem):
@@ -74,54 +79,47 @@ def squared_norm(values) -> object:
     return trace.dot(values, values)
 
 
-def main(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict, outputs,
-          coupled=1.0) -> trace.Function:
-    fn = trace.Function("main")
-    start, M = layout.start, len(plan.rows)
-    fn.call(functions["factor"])
-    b = [slots.use(fn, row.rhs) for row in plan.rows]
-
-    def solve(rhs):
-        for i, value in enumerate(rhs):
-            fn.store(start["rhs"] + i, value)
-        fn.call(functions["solve"])
-        return [fn.load(start["sol"] + k) for k in range(len(column))]
-
-    def residual(x):
-        for k, value in enumerate(x):
-            fn.store(start["xr"] + k, value)
-        fn.call(functions["residual"])
-        return [fn.load(start["res"] + i) for i in range(M)]
-
-    fn.comment("solve, then one step of iterative refinement with the original rows")
-    x = solve(b)
-    x = [a + d for a, d in zip(x, solve(residual(x)))]
-    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
+def _column_norms(fn: trace.Function, plan: Plan, column: dict, slots: Slots) -> list:
+    """‖A e_k‖² for each unknown k: the column scaling D² of the reference path's condition estimate."""
     squared_norms = [0.0] * len(column)
     for row in plan.rows:
         for key, block in row.coef.items():
             for k, coefficient in enumerate(block):
                 c = slots.use(fn, coefficient)
                 squared_norms[column[key, k]] = squared_norms[column[key, k]] + c * c
-    r = residual(x)
+    return squared_norms
+
+
+class _Calls:
+    """The solve and the residual as ``fn`` calls them: values in, values out, through their ``ws`` regions."""
+
+    def __init__(self, fn: trace.Function, functions: dict, layout: Layout, rows: int, unknowns: int):
+        self.fn, self.functions, self.start, self.rows, self.unknowns = fn, functions, layout.start, rows, unknowns
+
+    def solve(self, rhs: list) -> list:
+        for i, value in enumerate(rhs):
+            self.fn.store(self.start["rhs"] + i, value)
+        self.fn.call(self.functions["solve"])
+        return [self.fn.load(self.start["sol"] + k) for k in range(self.unknowns)]
+
+    def residual(self, x: list) -> list:
+        for k, value in enumerate(x):
+            self.fn.store(self.start["xr"] + k, value)
+        self.fn.call(self.functions["residual"])
+        return [self.fn.load(self.start["res"] + i) for i in range(self.rows)]
+
+
+def _backward_error(b: list, x: list, r: list, squared_norms: list):
+    """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)."""
     a_norm = trace.sqrt(sum(squared_norms, 0.0))
-    backward = trace.div(trace.sqrt(squared_norm(r)),
-                         a_norm * trace.sqrt(squared_norm(x)) + trace.sqrt(squared_norm(b)) + 1e-300)
-    fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
-    scale = [trace.sqrt(s) for s in squared_norms]
-    w0 = np.random.default_rng(0).standard_normal(len(column))  # gtdyn.linear.elimination.condition_estimate
-    w0 /= np.linalg.norm(w0)
-    y = [trace.div(float(w), s) for w, s in zip(w0, scale)]
-    growth = 1.0
-    for _ in range(INVERSE_ITERATIONS):
-        for k, value in enumerate(y):
-            fn.store(start["zt"] + k, value)
-        fn.call(functions["solve_t"])
-        u = solve([fn.load(start["yt"] + i) for i in range(M)])
-        z = [s * value for s, value in zip(scale, u)]
-        growth = trace.sqrt(squared_norm(z))
-        y = [trace.div(value, growth) for value in u]
-    condition = trace.sqrt(growth)
+    return trace.div(trace.sqrt(squared_norm(r)), a_norm * trace.sqrt(squared_norm(x)) + trace.sqrt(squared_norm(b))
+                     + 1e-300)
+
+
+def _conclude(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, coupled, outputs, x, condition,
+              backward, by_bound: bool):
+    """The certificate — well conditioned, accurate, valid inputs, transmissions kept, every loop closed — and
+    the answer, status, κ (or the bound), backward error and whether the bound settled it, stored; the status."""
     fn.comment("certificate: well conditioned, accurate, and every loop closed")
     ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) \
         * valid_inputs(fn, layout) * slots.use(fn, coupled)
@@ -132,4 +130,83 @@ def main(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, clos
     fn.store(layout.status, ok)
     fn.store(layout.status + 1, condition)
     fn.store(layout.status + 2, backward)
+    fn.store(layout.start["bounded"], ok if by_bound else 0.0)
+    return ok
+
+
+def main(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict, outputs,
+         coupled=1.0) -> trace.Function:
+    """The checked call: factor, solve, and a certificate from a bound rather than an estimate. For S the left
+    inverse the solve applies and D the column norms of A,
+
+        κ_ref ≤ 1/σ_min(A D⁻¹) ≤ ‖D S‖₂ ≤ ‖D S‖_F ≤ ‖D |S| 1‖₂ ≤ ‖D Ŝ1‖₂ = u,
+
+    κ_ref the reference path's estimate (inverse iteration gives a lower bound of 1/σ_min) and Ŝ1 one pass of
+    ``solve_abs``. So u ≤ ``CONDITION_LIMIT`` proves that the reference path would not warn, and u · backward
+    error ≤ ``ERROR_BOUND`` that the answer holds its digits: the same verdicts as the estimate's, for one pass
+    instead of eight. Where u cannot certify (a bound is looser than an estimate), ``exact`` decides as before."""
+    fn = trace.Function("main")
+    fn.call(functions["factor"])
+    squared_norms = _column_norms(fn, plan, column, slots)
+    if not _bound_is_useful(functions["solve_abs"], layout, squared_norms):
+        fn.comment("at the build's sample states the bound would not certify: the estimate decides every call")
+        fn.call(functions["exact"])
+        return fn
+    calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
+    b = [slots.use(fn, row.rhs) for row in plan.rows]
+    x = calls.solve(b)
+    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
+    backward = _backward_error(b, x, calls.residual(x), squared_norms)
+    fn.comment("the bound u = ‖D Ŝ1‖₂ ≥ 1/σ_min(A D⁻¹)")
+    fn.call(functions["solve_abs"])
+    magnitudes = [fn.load(layout.start["sol"] + k) for k in range(len(column))]
+    bound = trace.sqrt(trace.dot(squared_norms, [m * m for m in magnitudes]))
+    ok = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, backward, by_bound=True)
+    fn.comment("where the bound cannot certify, the reference path's estimate decides")
+    fn.call_unless(ok, functions["exact"])
+    return fn
+
+
+def _bound_is_useful(solve_abs: trace.Function, layout: Layout, squared_norms: list) -> bool:
+    """Whether the bound stays under ``USEFUL_BOUND`` at every sample state the build traced (the values
+    ``solve_abs`` stores, with the column norms')."""
+    start, count = layout.start["sol"], len(squared_norms)
+    magnitudes = {op[1] - start: op[2] for op in solve_abs.ops if op[0] == "store" and start <= op[1] < start + count}
+    with np.errstate(all="ignore"):
+        squared = sum((trace.value(norm) * trace.value(magnitudes[k]) ** 2 for k, norm in enumerate(squared_norms)),
+                      0.0)
+        return bool(np.all(np.sqrt(squared) <= USEFUL_BOUND))
+
+
+def exact(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict, outputs,
+          coupled=1.0) -> trace.Function:
+    """The certificate with the reference path's own estimate, on the factors ``main`` left in ``ws``: solve,
+    refine once, the backward error, and κ by the reference path's inverse iteration (same start vector, same
+    steps). ``main`` calls it where its bound cannot certify; ``solver.condition`` calls it for κ itself."""
+    fn = trace.Function("exact")
+    calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
+    b = [slots.use(fn, row.rhs) for row in plan.rows]
+    start, M = layout.start, len(plan.rows)
+    fn.comment("solve, then one step of iterative refinement with the original rows")
+    x = calls.solve(b)
+    x = [a + d for a, d in zip(x, calls.solve(calls.residual(x)))]
+    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
+    squared_norms = _column_norms(fn, plan, column, slots)
+    backward = _backward_error(b, x, calls.residual(x), squared_norms)
+    fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
+    scale = [trace.sqrt(s) for s in squared_norms]
+    w0 = np.random.default_rng(0).standard_normal(len(column))  # gtdyn.linear.elimination.condition_estimate
+    w0 /= np.linalg.norm(w0)
+    y = [trace.div(float(w), s) for w, s in zip(w0, scale)]
+    growth = 1.0
+    for _ in range(INVERSE_ITERATIONS):
+        for k, value in enumerate(y):
+            fn.store(start["zt"] + k, value)
+        fn.call(functions["solve_t"])
+        u = calls.solve([fn.load(start["yt"] + i) for i in range(M)])
+        z = [s * value for s, value in zip(scale, u)]
+        growth = trace.sqrt(squared_norm(z))
+        y = [trace.div(value, growth) for value in u]
+    condition = trace.sqrt(growth)
+    _conclude(fn, layout, slots, closure, coupled, outputs, x, condition, backward, by_bound=False)
     return fn

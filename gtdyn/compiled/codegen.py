@@ -1,17 +1,19 @@
-"""From a robot, a problem and an ordering to straight-line code: six functions over one array ``ws``.
+"""From a robot, a problem and an ordering to straight-line code: eight functions over one array ``ws``.
 
 * ``factor``: forward kinematics, the eq. 5–7 rows and the elimination (multipliers and pivot rows);
 * ``solve``: the elimination's row operations on a right-hand side, then back-substitution — for ``rnea``
   this *is* Algorithm 1 of paper 001: V̇ root→leaf, F leaf→root, τ = Sᵀ F;
 * ``solve_t``: the same factorization transposed, Aᵀ y = z;
 * ``residual``: r = b − A x with the original rows;
+* ``solve_abs``: the solve's steps on magnitudes from a right-hand side of ones, Ŝ1 ≥ |A⁻¹| 1 entry by entry;
 * ``fast``: ``factor`` and ``solve`` only, for ``checks=False``;
-* ``main``: x = A⁻¹ b, one step of iterative refinement x ← x + A⁻¹(b − A x), the backward error
-  ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖), the condition estimate κ = 1/σ_min(A D⁻¹) by the reference path's inverse
-  iteration (same start vector, same three steps), the loop-closure gaps — and a status: 1 when the answer is
-  certified (κ ≤ ``CONDITION_LIMIT``, κ · backward error ≤ ``ERROR_BOUND``, every loop closed, every input
-  finite), 0 when the
-  caller must ask the reference path, which then answers, warns or raises exactly as it always does.
+* ``main``: x = A⁻¹ b, the backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) and the bound u = ‖D Ŝ1‖₂ ≥
+  1/σ_min(A D⁻¹) ≥ the reference path's estimate κ (``gtdyn.compiled.certificate.main``), the loop-closure gaps
+  — and a status: 1 when the answer is certified (u ≤ ``CONDITION_LIMIT``, u · backward error ≤
+  ``ERROR_BOUND``, every loop closed, every input finite); where the bound cannot certify, ``exact``:
+* ``exact``: one step of iterative refinement, and κ by the reference path's inverse iteration (same start
+  vector, same three steps) in place of the bound; its status 0 means the caller must ask the reference path,
+  which then answers, warns or raises exactly as it always does.
 
 Layout of ``ws``: inputs q, q̇, x (3n), a floating base's pose, twist and given acceleration or wrench, and the
 external wrenches on the compiled frames (``gtdyn.compiled.wrench_inputs``); outputs (a
@@ -29,7 +31,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
-from gtdyn.compiled.certificate import coupling_ok, finite, main, valid_inputs
+from gtdyn.compiled.certificate import coupling_ok, exact, finite, main, valid_inputs
 from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_count, entry
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
@@ -117,7 +119,9 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)
     functions["solve_t"] = solve_transposed(plan, column, layout, slots)
+    functions["solve_abs"] = _solve(plan, column, layout, slots, absolute=True)
     functions["residual"] = _residual(plan, column, layout, slots)
+    functions["exact"] = exact(functions, plan, column, layout, slots, closure, outputs, coupled)
     functions["main"] = main(functions, plan, column, layout, slots, closure, outputs, coupled)
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     if derivatives:
@@ -178,14 +182,27 @@ def _passive(robot: Robot, j: int) -> bool:
     return not robot.joints[j - 1].actuated
 
 
-def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.Function:
-    fn = trace.Function("solve")
-    rhs_start = layout.start["rhs"]
-    t = [fn.load(rhs_start + i, name=f"rhs{i}") for i in range(len(plan.rows))]
+def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots, absolute: bool = False) -> trace.Function:
+    """x = S b, S the left inverse of A that the elimination applies: its row operations on b, then
+    back-substitution. ``absolute``: "solve_abs", the same steps on magnitudes (|l|, |c|, |pivot|, sums) from
+    b = 1, which give Ŝ1 ≥ |S| 1 entry by entry (each step's triangle inequality, step by step): the
+    certificate's bound on the condition (``gtdyn.compiled.certificate``)."""
+    fn = trace.Function("solve_abs" if absolute else "solve")
+    if absolute:
+        t = [1.0] * len(plan.rows)
+    else:
+        t = [fn.load(layout.start["rhs"] + i, name=f"rhs{i}") for i in range(len(plan.rows))]
+
+    def coefficient_of(value):
+        return trace.fabs(slots.use(fn, value)) if absolute else slots.use(fn, value)
+
+    def minus(a, b):
+        return a + b if absolute else a - b
+
     if plan.tape:
         fn.comment("the elimination's row operations on the right-hand side")
     for i, p, multiplier in plan.tape:
-        t[i] = t[i] - slots.use(fn, multiplier) * t[p]
+        t[i] = minus(t[i], coefficient_of(multiplier) * t[p])
     fn.comment("back-substitution, in the reverse of the elimination ordering")
     x: dict[tuple[int, int], object] = {}
     sources: dict[int, list[str]] = {}
@@ -201,8 +218,8 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.Func
         row = plan.work[p]
         total = t[p]
         for other, coefficient in _off_pivot(row, key, c):
-            total = total - slots.use(fn, coefficient) * x.get(other, _NO_PIVOT)
-        value = trace.div(total, slots.use(fn, row[key][c]))
+            total = minus(total, coefficient_of(coefficient) * x.get(other, _NO_PIVOT))
+        value = trace.div(total, coefficient_of(row[key][c]))
         if trace.is_sym(value) and (value.id in fn.names or fn.ops[value.id][0] == "load"):
             value = fn.emit("copy", value)  # a line of its own, so the code names every unknown it solves for
         label = keys.pretty(key) + (f"_{c}" if keys.dim(key) > 1 else "")

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import native
 
 NONE, IN, OUT = 0, 1, 2  # what an argument must be: None, an input array, an output array
@@ -266,6 +267,20 @@ class Argument:
     def words(self) -> list[int]:
         dims = list(self.shape) + [0] * (2 - len(self.shape))
         return [self.kind, self.offset, len(self.shape), *dims]
+
+
+def call_plan(n: int, floating: bool, inverse: bool, outputs: list) -> list[Argument]:
+    """The arguments of a solver's call as ``CompiledSolver.__call__`` passes them: q, q̇, x, then base_pose,
+    base_twist, base_accel, base_wrench (None on a fixed base, and for the one of the last two the problem does not
+    give), then ``outputs`` ((workspace offset, shape) each). Workspace offsets as ``gtdyn.compiled.base_inputs``
+    lays the base out after q, q̇ and x."""
+    arguments = [Argument(IN, k * n, (n,)) for k in range(3)]
+    given = "base_accel" if inverse else "base_wrench"
+    for name, offset, shape in (("base_pose", POSE, (4, 4)), ("base_twist", TWIST, (6,)),
+                                ("base_accel", GIVEN, (6,)), ("base_wrench", GIVEN, (6,))):
+        wanted = floating and name in ("base_pose", "base_twist", given)
+        arguments.append(Argument(IN, 3 * n + offset, shape) if wanted else Argument(NONE))
+    return arguments + [Argument(OUT, offset, shape) for offset, shape in outputs]
 
 
 class Entry(NamedTuple):

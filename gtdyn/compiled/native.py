@@ -76,6 +76,10 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
                      f"  store double {operand(op[2])}, double* %p{i}, align 8"]
         elif kind == "call":
             body.append(f"  call void @{prefix}{op[1]}(double* %ws)")
+        elif kind == "call_unless":
+            body += [f"  %c{i} = fcmp oeq double {operand(op[1])}, 1.0",
+                     f"  br i1 %c{i}, label %after{i}, label %call{i}", f"call{i}:",
+                     f"  call void @{prefix}{op[2]}(double* %ws)", f"  br label %after{i}", f"after{i}:"]
         elif kind in _INFIX:
             body.append(f"  %r{i} = {_INFIX[kind]} double {operand(op[1])}, {operand(op[2])}")
         elif kind == "neg":
@@ -314,10 +318,20 @@ class Loaded:
                          for entry in entries for name in (entry, f"batch_{entry}")}
         if not all(addresses.values()):
             raise RuntimeError("gtdyn.compiled: the object code does not define its entry points")
+        self._prefix = prefix
         self.address = {e: addresses[e] for e in entries}  # for gtdyn.compiled.entry
         self.entry = {e: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addresses[e]) for e in entries}
         batch_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 4)
         self.batch = {e: batch_type(addresses[f"batch_{e}"]) for e in entries}
+
+
+    def function(self, name: str):
+        """Any generated function ``name(ws)`` of the object code, as a ctypes function."""
+        with _lock:
+            address = self._engine.get_function_address(self._prefix + name)
+        if not address:
+            raise RuntimeError(f"gtdyn.compiled: the object code does not define {name}")
+        return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
 
 
 def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_start: int, threads: int = 1

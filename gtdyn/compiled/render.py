@@ -62,6 +62,8 @@ def render_function(fn: trace.Function) -> list[str]:
             out.append(f"    ws[{op[1]}] = {operand(op[2])}")
         elif kind == "call":
             out.append(f"    {op[1]}(ws)")
+        elif kind == "call_unless":  # one line: the usual path's calls are the lines "    name(ws)"
+            out.append(f"    if {operand(op[1])} != 1.0: {op[2]}(ws)")
         elif kind in _INFIX:
             out.append(f"    {name(i)} = {operand(op[1])} {_INFIX[kind]} {operand(op[2])}")
         elif kind == "copy":

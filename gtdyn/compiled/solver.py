@@ -17,7 +17,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments import choice, joint_vector, real_array, state_batch, whole_number
 from gtdyn.arguments.asked import check_passive_torques
-from gtdyn.arguments.query import BASE_INPUTS, GIVEN, POSE, TWIST, Query
+from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
 from gtdyn.compiled import base_inputs, entry, native
 from gtdyn.compiled.base_inputs import base_states, write_base
@@ -86,6 +86,7 @@ class CompiledSolver:
         self._native = native.Loaded(record["object"], record["prefix"], record.get("entries", native.ENTRIES))
         self._size, self._n = record["size"], robot.num_dofs
         self._out, self._status = record["start"]["out"], record["status"]
+        self._bounded = record["start"]["bounded"]  # 1: the certificate's bound settled the call
         self._outputs = record["outputs"]
         self._ws = np.zeros(self._size)
         self._pointer = self._ws.ctypes.data
@@ -111,20 +112,12 @@ class CompiledSolver:
                 for k in range(3)])
 
     def _quick_entry(self, name: str, outputs: list):
-        """The call's one native entry (``gtdyn.compiled.entry``) for ``name``: q, q̇, x and the four base
-        arguments as ``__call__`` takes them, then ``outputs`` ((workspace offset, shape) each). None where
-        compiled wrench frames need the Python path to zero or pack them."""
+        """The call's one native entry for generated function ``name`` (``gtdyn.compiled.entry.call_plan``); None
+        where compiled wrench frames need the Python path to zero or pack them."""
         if self.wrench_frames:
             return None
-        n, first = self._n, 3 * self._n
-        arguments = [entry.Argument(entry.IN, k * n, (n,)) for k in range(3)]
-        given = "base_accel" if self._inverse else "base_wrench"
-        for name_, offset, shape in (("base_pose", POSE, (4, 4)), ("base_twist", TWIST, (6,)),
-                                     ("base_accel", GIVEN, (6,)), ("base_wrench", GIVEN, (6,))):
-            wanted = self._base_inputs and (name_ != "base_accel" and name_ != "base_wrench" or name_ == given)
-            arguments.append(entry.Argument(entry.IN, first + offset, shape) if wanted else entry.Argument(entry.NONE))
-        arguments += [entry.Argument(entry.OUT, offset, shape) for offset, shape in outputs]
-        passive = [2 * n + p for p in self._passive]  # the passive joints' x
+        arguments = entry.call_plan(self._n, bool(self._base_inputs), self._inverse, outputs)
+        passive = [2 * self._n + p for p in self._passive]  # the passive joints' x
         return entry.bind(self._ws, self._native.address[name], self._status, arguments, passive)
 
     def _workspace_views(self, ws: np.ndarray) -> tuple:
@@ -323,12 +316,18 @@ class CompiledSolver:
 
     @property
     def condition(self) -> float:
-        """The condition estimate κ of the last single call's equations (as ``DynamicsResult.condition``)."""
-        return float(self._last[self._status + 1])
+        """The condition estimate κ of the last single call's equations, as ``DynamicsResult.condition``. A call
+        that the certificate's bound settled did not estimate κ (``gtdyn.compiled.certificate.main``): reading
+        it runs the reference path's estimate on that call's factors, kept in its workspace (a copy)."""
+        ws = self._last
+        if ws[self._bounded] == 1.0:
+            ws = ws.copy()
+            self._native.function("exact")(ws.ctypes.data)
+        return float(ws[self._status + 1])
 
     @property
     def backward_error(self) -> float:
-        """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) of the last single call, after refinement."""
+        """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) of the last single call's answer."""
         return float(self._last[self._status + 2])
 
     # -- what it is ------------------------------------------------------------------------------------------

@@ -249,6 +249,11 @@ class Function:
         self._append(("call", other.name), None)
         self._seen.clear()  # nothing loaded before the call may be reused after it
 
+    def call_unless(self, flag, other: Function) -> None:
+        """Call ``other`` unless ``flag`` is 1.0 (the code's one branch: the certificate's exact path)."""
+        self._append(("call_unless", flag, other.name), None)
+        self._seen.clear()
+
     def comment(self, text: str) -> None:
         self._append(("#", text), None)
 
@@ -261,7 +266,7 @@ class Function:
     def live(self) -> list[bool]:
         """Which operations matter: stores, calls and comments, and what they use (folding leaves some values
         unused, e.g. x − y once −(x − y) became y − x)."""
-        alive = [op[0] in ("store", "call", "#") for op in self.ops]
+        alive = [op[0] in ("store", "call", "call_unless", "#") for op in self.ops]
         for i in range(len(self.ops) - 1, -1, -1):
             if alive[i]:
                 for a in self.ops[i][1:]:
@@ -271,7 +276,8 @@ class Function:
 
     def count(self) -> int:
         """Arithmetic operations that run (loads, stores and comments not counted)."""
-        return sum(op[0] not in ("load", "store", "call", "#") and keep for op, keep in zip(self.ops, self.live()))
+        return sum(op[0] not in ("load", "store", "call", "call_unless", "#") and keep
+                   for op, keep in zip(self.ops, self.live()))
 
 
 def dependence(fn: Function, sources: dict[int, int]) -> dict[int, int]:
@@ -285,7 +291,7 @@ def dependence(fn: Function, sources: dict[int, int]) -> dict[int, int]:
             masks[i] = 1 << sources[op[1]] if op[1] in sources else 0
         elif kind == "store":
             stored[op[1]] = masks[op[2].id] if is_sym(op[2]) else 0
-        elif kind == "call":
+        elif kind in ("call", "call_unless"):
             raise ValueError(f"{fn.name}: dependence through a call is not traced")
         elif kind != "#":
             for a in op[1:]:

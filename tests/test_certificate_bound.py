@@ -1,0 +1,123 @@
+"""The checked call's bound (issue 24, item 1; ``gtdyn.compiled.certificate.main``): one pass of ``solve_abs``
+bounds the reference path's condition estimate from above, so a call the bound certifies is one the estimate
+would have certified too; where the bound is loose the estimate decides, as before."""
+
+import numpy as np
+import pytest
+from references import closed_state
+
+import gtdyn
+from gtdyn.compiled import native, render, trace
+from gtdyn.compiled.certificate import CONDITION_LIMIT
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+def calls(solver, states, **base):
+    """(the bound, the estimate) of each call the bound settled, and how many calls there were."""
+    settled = []
+    for q, v, x in states:
+        solver(q, v, x, **base)
+        if solver._ws[solver._bounded] == 1.0:
+            settled.append((solver._ws[solver._status + 1], solver.condition))
+    return settled
+
+
+def random_states(n, count, seed, spread=np.pi):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-spread, spread, (3, n)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("robot_name,problem", [("puma560", "inverse"), ("puma560", "forward"), ("rrr", "forward"),
+                                                ("rr", "inverse")])
+def test_the_bound_is_never_below_the_estimate(robot_name, problem):
+    robot = gtdyn.load_robot(robot_name)
+    solver = gtdyn.compile(robot, problem)
+    settled = calls(solver, random_states(robot.num_dofs, 40, seed=5))
+    assert len(settled) == 40  # these plans' bounds settle every call here: the test is not vacuous
+    for bound, estimate in settled:
+        assert bound >= estimate and bound <= CONDITION_LIMIT
+    assert solver.fallbacks == 0
+
+
+def test_the_bound_holds_on_a_floating_base_hybrid_problems_and_loops():
+    quadruped = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
+    solver = gtdyn.compile(quadruped, "inverse")
+    rng = np.random.default_rng(2)
+    base = dict(base_pose=np.eye(4), base_twist=rng.normal(size=6), base_accel=rng.normal(size=6))
+    settled = calls(solver, random_states(12, 20, seed=3, spread=1.0), **base)
+    puma = gtdyn.load_robot("puma560")
+    hybrid = gtdyn.compile(puma, "hybrid", qdd_joints=["joint1", "joint4"])
+    settled += calls(hybrid, random_states(6, 20, seed=4))
+    four_bar = gtdyn.load_robot(gtdyn.bundled_path("four_bar"))
+    loops = gtdyn.compile(four_bar, "forward")
+    settled += calls(loops, [closed_state(four_bar, ["j1"], seed) for seed in range(20)])
+    assert len(settled) >= 40
+    assert all(bound >= estimate for bound, estimate in settled)
+
+
+def test_solve_abs_bounds_the_solve_entry_by_entry():
+    """Ŝ1 ≥ |S|1, S the solve's linear map read column by column from the solve itself."""
+    puma = gtdyn.load_robot("puma560")
+    solver = gtdyn.compile(puma, "forward")
+    q, v, tau = random_states(6, 1, seed=9)[0]
+    solver(q, v, tau)
+    ws = solver._ws.copy()
+    start = solver._record["start"]
+    rows, unknowns = start["sol"] - start["rhs"], start["zt_lanes"] - start["sol"]
+    solve, solve_abs = solver._native.function("solve"), solver._native.function("solve_abs")
+    columns = []
+    for i in range(rows):
+        ws[start["rhs"]:start["rhs"] + rows] = np.eye(rows)[i]
+        solve(ws.ctypes.data)
+        columns.append(ws[start["sol"]:start["sol"] + unknowns].copy())
+    S = np.array(columns).T
+    solve_abs(ws.ctypes.data)
+    bound = ws[start["sol"]:start["sol"] + unknowns]
+    assert np.all(bound >= np.abs(S).sum(axis=1) * (1 - 1e-12))
+    assert np.max(bound / np.abs(S).sum(axis=1)) > 1  # a bound, not an equality: the test can tell them apart
+
+
+def test_where_the_bound_is_loose_the_estimate_decides(tmp_path):
+    """A 12-link chain: |R| products make the bound useless at the build's sample states, so main runs the
+    estimate on every call, with the reference path's κ."""
+    from gtdyn.bench.compiled import chain_with_urdf
+
+    robot = chain_with_urdf(12, str(tmp_path))[0]
+    solver = gtdyn.compile(robot, "inverse")
+    assert "solve_abs(ws)" not in solver.code("main") and "    exact(ws)" in solver.code("main")
+    q, v, x = random_states(12, 1, seed=1)[0]
+    result = gtdyn.inverse_dynamics(robot, q, v, x)
+    assert np.allclose(solver(q, v, x), result.tau, rtol=1e-12, atol=1e-12)
+    assert solver._ws[solver._bounded] == 0.0 and solver.condition == pytest.approx(result.condition, rel=1e-6)
+
+
+def test_a_settled_call_and_the_estimates_path_give_the_same_answer():
+    puma = gtdyn.load_robot("puma560")
+    solver = gtdyn.compile(puma, "forward")
+    q, v, tau = random_states(6, 1, seed=11)[0]
+    answer = solver(q, v, tau)
+    ws = solver._ws.copy()
+    solver._native.function("exact")(ws.ctypes.data)  # the estimate's path on the same factors
+    out = solver._record["start"]["out"]
+    assert ws[solver._status] == 1.0 and ws[solver._bounded] == 0.0
+    assert np.allclose(ws[out:out + 6], answer, rtol=1e-13, atol=1e-13)
+
+
+def test_call_unless_branches_in_machine_code_and_in_the_rendered_source():
+    callee = trace.Function("callee")
+    callee.store(2, callee.load(0) + 1.0)
+    caller = trace.Function("main")
+    caller.call_unless(caller.load(1), callee)
+    functions = {"callee": callee, "main": caller, "fast": trace.Function("fast")}  # a module has both entries
+    source = render.render(functions)
+    obj = native.compile_object(native.module_ir(functions, "t_"))
+    loaded = native.Loaded(obj, "t_")
+    space: dict = {}
+    exec(source, space)
+    for flag, expected in ((1.0, 0.0), (0.0, 6.0), (np.nan, 6.0)):
+        ws = np.array([5.0, flag, 0.0])
+        loaded.entry["main"](ws.ctypes.data)
+        python = np.array([5.0, flag, 0.0])
+        space["main"](python)
+        assert ws[2] == expected and python[2] == expected
