@@ -79,13 +79,14 @@ def test_solve_abs_bounds_the_solve_entry_by_entry():
 
 
 def test_where_the_bound_is_loose_the_estimate_decides(tmp_path):
-    """A 12-link chain: |R| products make the bound useless at the build's sample states, so main runs the
-    estimate on every call, with the reference path's κ."""
+    """A 12-link chain: |R| products make the bound useless at the build's sample states, so main is the
+    estimate's certificate alone (no solve_abs, no branch), with the reference path's κ."""
     from gtdyn.bench.compiled import chain_with_urdf
 
     robot = chain_with_urdf(12, str(tmp_path))[0]
     solver = gtdyn.compile(robot, "inverse")
-    assert "solve_abs(ws)" not in solver.code("main") and "    exact(ws)" in solver.code("main")
+    assert "solve_abs" not in solver.operations and "exact" not in solver.operations
+    assert "solve_t(ws)" in solver.code("main")
     q, v, x = random_states(12, 1, seed=1)[0]
     result = gtdyn.inverse_dynamics(robot, q, v, x)
     assert np.allclose(solver(q, v, x), result.tau, rtol=1e-12, atol=1e-12)

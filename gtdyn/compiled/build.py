@@ -18,7 +18,7 @@ from gtdyn import keys
 from gtdyn.arguments import choice, covered, flag, gravity_vector, robot_argument
 from gtdyn.arguments.asked import place_contacts, qdd_joint_names
 from gtdyn.arguments.wrenches import compiled_wrench_frames
-from gtdyn.compiled import cache, native
+from gtdyn.compiled import cache, lanes, native
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.fallback import self_check
 from gtdyn.compiled.render import render
@@ -42,7 +42,7 @@ DEFAULT_ORDERINGS = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
             contacts=None, wrench_frames: Iterable[str] | None = None, wrench_axes: str = "local",
             derivatives: bool = False, independent_joints: Iterable[str] | None = None, checks: bool = True,
-            use_cache: bool = True) -> CompiledSolver:
+            use_cache: bool = True, lanes: bool = False) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
     keys, or a callable, as everywhere; default ``DEFAULT_ORDERINGS``: RNEA for inverse dynamics, ABA for forward
@@ -63,9 +63,13 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     loops, with respect to the independent joints (``solver.independent_joints``: ``independent_joints`` in the
     order given, default the actuated joints first, ``gtdyn.kinematics.loop_closure.independent_joints``).
 
-    ``checks=False`` skips the refinement, the condition estimate and the backward error: an answer without a
-    verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
+    ``checks=False`` skips the certificate (the condition bound or estimate, the backward error): an answer without
+    a verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
     reference path.
+
+    ``lanes=True`` also compiles the checked and unchecked calls on SIMD lanes (``gtdyn.compiled.lanes``; the
+    compile takes about twice as long): ``solver.batch`` then solves ``solver.lanes`` states per pass, bit for bit
+    as one by one.
 
     The first compile of a robot, problem and ordering writes the machine code to an on-disk cache
     (``gtdyn.compiled.cache``); later compiles, in any process, load it.
@@ -77,6 +81,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
     frames = compiled_wrench_frames(robot, wrench_frames, wrench_axes)
     derivatives = flag("derivatives", derivatives)
+    lanes = flag("lanes", lanes)
     if derivatives and problem == "inverse":
         covered(robot, "gtdyn.compile(\"inverse\", derivatives=True)", loops=False,
                 advice="the dependent joints' given q̈ would have to follow q along the loops' acceleration "
@@ -101,7 +106,8 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
     name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot),
                      cache.problem_signature(template.problem), order, tuple(gravity),
-                     [(f.name, f.body, f.fTcom.matrix().tobytes()) for f in frames], wrench_axes, derivatives)
+                     [(f.name, f.body, f.fTcom.matrix().tobytes()) for f in frames], wrench_axes, derivatives,
+                     lanes)
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
@@ -111,7 +117,8 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
                  " ".join(keys.label(k) for k in order[:6]) + (" …" if len(order) > 6 else ""))
         samples = sample_states(robot, problem, qdd_joints, wrench_frames=len(frames))
         with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
-            record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes, derivatives)
+            record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes, derivatives,
+                            lanes)
     solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes, independent)
     if not cached:
         self_check(solver, samples)
@@ -125,11 +132,11 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
 
 
 def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str, wrench_frames,
-           wrench_axes: str, derivatives: bool) -> dict:
+           wrench_axes: str, derivatives: bool, in_lanes: bool = False) -> dict:
     program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes, derivatives)
     prefix = f"g{name[:12]}_"
-    ir = native.module_ir(program.functions, prefix)
-    obj = native.compile_object(ir)
+    obj = native.compile_object(native.module_ir(program.functions, prefix))
+    lane_object = [native.compile_object(lanes.module_ir(program.functions, prefix))] if in_lanes else []
     layout = program.layout
     header = (f"{template.kind} dynamics of '{robot.name}', ordering {' '.join(keys.label(k) for k in order)}: "
               f"generated by gtdyn.compile")
@@ -137,4 +144,5 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
             "outputs": len(program.outputs), "source": render(program.functions, header),
             "entries": native.entries_of(program.functions), "derivative_columns": layout.derivative_columns,
             "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
-            "operations": {fn.name: fn.count() for fn in program.functions.values()}}
+            "operations": {fn.name: fn.count() for fn in program.functions.values()},
+            **({"lanes_object": lane_object[0]} if lane_object else {})}

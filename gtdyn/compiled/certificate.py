@@ -134,24 +134,27 @@ def _conclude(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, c
     return ok
 
 
-def main(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict, outputs,
-         coupled=1.0) -> trace.Function:
-    """The checked call: factor, solve, and a certificate from a bound rather than an estimate. For S the left
-    inverse the solve applies and D the column norms of A,
+def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict, outputs,
+                 coupled=1.0) -> dict[str, trace.Function]:
+    """The checked call's functions: ``main``, certified by a bound rather than an estimate, and ``exact``, the
+    estimate, for calls the bound cannot certify. For S the left inverse the solve applies and D the column norms
+    of A,
 
         κ_ref ≤ 1/σ_min(A D⁻¹) ≤ ‖D S‖₂ ≤ ‖D S‖_F ≤ ‖D |S| 1‖₂ ≤ ‖D Ŝ1‖₂ = u,
 
     κ_ref the reference path's estimate (inverse iteration gives a lower bound of 1/σ_min) and Ŝ1 one pass of
     ``solve_abs``. So u ≤ ``CONDITION_LIMIT`` proves that the reference path would not warn, and u · backward
     error ≤ ``ERROR_BOUND`` that the answer holds its digits: the same verdicts as the estimate's, for one pass
-    instead of eight. Where u cannot certify (a bound is looser than an estimate), ``exact`` decides as before."""
+    instead of eight. Where the bound is useless at the build's sample states (``_bound_is_useful``), ``main``
+    is the estimate's certificate alone and ``solve_abs`` is dropped from ``functions``."""
     fn = trace.Function("main")
     fn.call(functions["factor"])
     squared_norms = _column_norms(fn, plan, column, slots)
     if not _bound_is_useful(functions["solve_abs"], layout, squared_norms):
+        del functions["solve_abs"]
         fn.comment("at the build's sample states the bound would not certify: the estimate decides every call")
-        fn.call(functions["exact"])
-        return fn
+        _estimate(fn, functions, plan, column, layout, slots, closure, outputs, coupled, squared_norms)
+        return {"main": fn}
     calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
     b = [slots.use(fn, row.rhs) for row in plan.rows]
     x = calls.solve(b)
@@ -162,9 +165,14 @@ def main(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, clos
     magnitudes = [fn.load(layout.start["sol"] + k) for k in range(len(column))]
     bound = trace.sqrt(trace.dot(squared_norms, [m * m for m in magnitudes]))
     ok = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, backward, by_bound=True)
+    exact = trace.Function("exact")
     fn.comment("where the bound cannot certify, the reference path's estimate decides")
-    fn.call_unless(ok, functions["exact"])
-    return fn
+    fn.call_unless(ok, exact)
+    exact.comment("the estimate's certificate on the factors main left in ws (main's column norms too): for calls "
+                  "the bound cannot certify, and solver.condition")
+    _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled,
+              [slots.use(exact, s) for s in squared_norms])
+    return {"exact": exact, "main": fn}  # callees first
 
 
 def _bound_is_useful(solve_abs: trace.Function, layout: Layout, squared_norms: list) -> bool:
@@ -178,12 +186,10 @@ def _bound_is_useful(solve_abs: trace.Function, layout: Layout, squared_norms: l
         return bool(np.all(np.sqrt(squared) <= USEFUL_BOUND))
 
 
-def exact(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict, outputs,
-          coupled=1.0) -> trace.Function:
-    """The certificate with the reference path's own estimate, on the factors ``main`` left in ``ws``: solve,
-    refine once, the backward error, and κ by the reference path's inverse iteration (same start vector, same
-    steps). ``main`` calls it where its bound cannot certify; ``solver.condition`` calls it for κ itself."""
-    fn = trace.Function("exact")
+def _estimate(fn: trace.Function, functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict,
+              outputs, coupled, squared_norms: list) -> None:
+    """The certificate with the reference path's own estimate, on the factors in ``ws``: solve, refine once, the
+    backward error, and κ by the reference path's inverse iteration (same start vector, same steps)."""
     calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
     b = [slots.use(fn, row.rhs) for row in plan.rows]
     start, M = layout.start, len(plan.rows)
@@ -191,7 +197,6 @@ def exact(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, clo
     x = calls.solve(b)
     x = [a + d for a, d in zip(x, calls.solve(calls.residual(x)))]
     fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
-    squared_norms = _column_norms(fn, plan, column, slots)
     backward = _backward_error(b, x, calls.residual(x), squared_norms)
     fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
     scale = [trace.sqrt(s) for s in squared_norms]
@@ -209,4 +214,3 @@ def exact(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, clo
         y = [trace.div(value, growth) for value in u]
     condition = trace.sqrt(growth)
     _conclude(fn, layout, slots, closure, coupled, outputs, x, condition, backward, by_bound=False)
-    return fn

@@ -31,7 +31,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
-from gtdyn.compiled.certificate import coupling_ok, exact, finite, main, valid_inputs
+from gtdyn.compiled.certificate import checked_call, coupling_ok, finite, valid_inputs
 from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_count, entry
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
@@ -121,8 +121,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions["solve_t"] = solve_transposed(plan, column, layout, slots)
     functions["solve_abs"] = _solve(plan, column, layout, slots, absolute=True)
     functions["residual"] = _residual(plan, column, layout, slots)
-    functions["exact"] = exact(functions, plan, column, layout, slots, closure, outputs, coupled)
-    functions["main"] = main(functions, plan, column, layout, slots, closure, outputs, coupled)
+    functions.update(checked_call(functions, plan, column, layout, slots, closure, outputs, coupled))
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     if derivatives:
         def transposed(name: str, seeds: set[int]) -> trace.Function:

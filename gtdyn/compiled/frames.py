@@ -35,7 +35,7 @@ from gtdyn.arguments import (
     whole_number,
 )
 from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
-from gtdyn.compiled import native, trace
+from gtdyn.compiled import native, parallel, trace
 from gtdyn.compiled.certificate import finite
 from gtdyn.compiled.kinematics import TracedPose, traced_kinematics
 from gtdyn.kinematics.frames import REFERENCES, acceleration_of_frame, ancestors, frame_on_body, link_accelerations
@@ -180,7 +180,7 @@ class CompiledFrames:
             refuse_on_fixed_base(self.robot, base_pose=base_pose, base_twist=base_twist)
         inputs = np.ascontiguousarray(np.hstack(arrays))
         n_out = 1 + sum(module.parts[:1 if entry == "fast" else 2])  # the status, the parts
-        results = native.run_states(module.loaded.batch[entry], module.size, inputs, n_out, module.out, threads)
+        results = parallel.run_states(module.loaded.batch[entry], module.size, inputs, n_out, module.out, threads)
         for k in np.flatnonzero(results[:, 0] != 1.0):
             self._row_error(k, inputs[k], motion)
         return self._answer(name, part, results[:, 1:])

@@ -13,9 +13,6 @@ import ctypes
 import re
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
-
-import numpy as np
 
 from gtdyn.compiled import trace
 
@@ -55,13 +52,14 @@ def target_id() -> str:
     return f"{binding.get_process_triple()}|{binding.get_host_cpu_name()}|{binding.get_host_cpu_features().flatten()}"
 
 
-def _constant(x: float) -> str:
+def constant(x: float) -> str:
+    """A double as LLVM IR writes it exactly: its bits in hex."""
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
 
 
 def function_ir(fn: trace.Function, prefix: str) -> str:
     def operand(a) -> str:
-        return f"%r{a.id}" if trace.is_sym(a) else _constant(a)
+        return f"%r{a.id}" if trace.is_sym(a) else constant(a)
 
     body = [f"define void @{prefix}{fn.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
     for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
@@ -85,7 +83,7 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
         elif kind == "neg":
             body.append(f"  %r{i} = fneg double {operand(op[1])}")
         elif kind == "copy":  # x + (−0) is x for every x, −0 included; LLVM folds it away
-            body.append(f"  %r{i} = fadd double {operand(op[1])}, {_constant(-0.0)}")
+            body.append(f"  %r{i} = fadd double {operand(op[1])}, {constant(-0.0)}")
         elif kind == "le":
             body += [f"  %c{i} = fcmp ole double {operand(op[1])}, {operand(op[2])}",
                      f"  %r{i} = uitofp i1 %c{i} to double"]
@@ -106,7 +104,7 @@ def lanes_ir(lanes: trace.Lanes, prefix: str) -> str:
     body = [f"define void @{prefix}{lanes.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
 
     def scalar(a) -> str:
-        return f"%r{a.id}" if trace.is_sym(a) else _constant(a)
+        return f"%r{a.id}" if trace.is_sym(a) else constant(a)
 
     def vector(a) -> str:
         if trace.is_sym(a) and a.id in vectors:
@@ -150,7 +148,7 @@ def lanes_ir(lanes: trace.Lanes, prefix: str) -> str:
             if kind == "neg":
                 body.append(f"  %r{i} = fneg {typed} {args[0]}")
             elif kind == "copy":
-                zero = vector(-0.0) if typed == vt else _constant(-0.0)
+                zero = vector(-0.0) if typed == vt else constant(-0.0)
                 body.append(f"  %r{i} = fadd {typed} {args[0]}, {zero}")
             else:
                 body.append(f"  %r{i} = {_INFIX[kind]} {typed} {args[0]}, {args[1]}")
@@ -241,15 +239,20 @@ def compile_object(ir: str) -> bytes:
     Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
     generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
     and a whole robot is one block. Blocks cost a few per cent of the code's speed (the trade-off measured in
-    benchmarks/results/design_measurements.md)."""
+    benchmarks/results/design_measurements.md).
+
+    Each call parses into an LLVM context of its own, which goes with it: a process that compiles many solvers
+    does not keep every module's types and constants. (Threads would not compile side by side: llvmlite
+    serialises its calls into LLVM with a lock of its own; measured.)"""
     binding = llvm()
-    module = binding.parse_assembly(ir)
+    context = binding.create_context()
+    module = binding.parse_assembly(ir, context=context)
     module.verify()
     machine = target_machine()
     builder = binding.create_pass_builder(machine,
                                           binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL))
     builder.getModulePassManager().run(module, builder)
-    module = binding.parse_assembly(split_blocks(str(module), BLOCK))
+    module = binding.parse_assembly(split_blocks(str(module), BLOCK), context=context)
     module.verify()
     return machine.emit_object(module)
 
@@ -308,15 +311,18 @@ class Loaded:
     n_in, n_out, out_start)`` for each of ``ENTRIES``, as ctypes functions (which release the GIL while they
     run); arguments are addresses of float64 arrays and integers."""
 
-    def __init__(self, obj: bytes, prefix: str, entries: tuple[str, ...] = ENTRIES):
+    def __init__(self, obj: bytes | list[bytes], prefix: str, entries: tuple[str, ...] = ENTRIES,
+                 extra: list[str] = ()):
         binding = llvm()
         with _lock:
             self._engine = binding.create_mcjit_compiler(binding.parse_assembly(""), target_machine())
-            self._engine.add_object_file(binding.ObjectFileRef.from_data(obj))
+            for part in [obj] if isinstance(obj, bytes) else obj:
+                self._engine.add_object_file(binding.ObjectFileRef.from_data(part))
             self._engine.finalize_object()
             addresses = {name: self._engine.get_function_address(prefix + name)
                          for entry in entries for name in (entry, f"batch_{entry}")}
-        if not all(addresses.values()):
+            self.extra = {name: self._engine.get_function_address(prefix + name) for name in extra}
+        if not all(addresses.values()) or not all(self.extra.values()):
             raise RuntimeError("gtdyn.compiled: the object code does not define its entry points")
         self._prefix = prefix
         self.address = {e: addresses[e] for e in entries}  # for gtdyn.compiled.entry
@@ -332,38 +338,3 @@ class Loaded:
         if not address:
             raise RuntimeError(f"gtdyn.compiled: the object code does not define {name}")
         return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
-
-
-def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_start: int, threads: int = 1
-               ) -> np.ndarray:
-    """Run a ``batch_<entry>`` function over the rows of ``inputs`` (C-contiguous, one state per row) and return
-    (count, n_out) results; ``threads`` > 1 splits the states among native threads, one workspace each."""
-    count = inputs.shape[0]
-    results = np.empty((count, n_out))
-    threads = max(1, min(int(threads), count))
-    bounds = np.linspace(0, count, threads + 1).astype(int)
-
-    def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
-        ws = np.zeros(workspace_size)
-        batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a), inputs.shape[1], n_out,
-              out_start)
-
-    if threads == 1:
-        run(0, count)
-    else:
-        pool = _pool(threads)
-        for done in [pool.submit(run, a, b) for a, b in zip(bounds[:-1], bounds[1:])]:
-            done.result()
-    return results
-
-
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOL_LOCK = threading.Lock()
-
-
-def _pool(threads: int) -> ThreadPoolExecutor:
-    """One pool per thread count for the process: starting threads per batch costs more than many small states."""
-    with _POOL_LOCK:
-        if threads not in _POOLS:
-            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")
-        return _POOLS[threads]

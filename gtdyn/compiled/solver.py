@@ -19,7 +19,7 @@ from gtdyn.arguments import choice, joint_vector, real_array, state_batch, whole
 from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
-from gtdyn.compiled import base_inputs, entry, native
+from gtdyn.compiled import base_inputs, entry, lanes, native, parallel
 from gtdyn.compiled.base_inputs import base_states, write_base
 from gtdyn.compiled.derivatives import Derivatives, along_loops
 from gtdyn.compiled.fallback import as_vector, reference_answer, reference_result
@@ -84,6 +84,7 @@ class CompiledSolver:
         self.from_cache = False
         self._record = record
         self._native = native.Loaded(record["object"], record["prefix"], record.get("entries", native.ENTRIES))
+        self._batches = lanes.Batches(record, self._native, record["size"], record["outputs"])
         self._size, self._n = record["size"], robot.num_dofs
         self._out, self._status = record["start"]["out"], record["status"]
         self._bounded = record["start"]["bounded"]  # 1: the certificate's bound settled the call
@@ -189,7 +190,7 @@ class CompiledSolver:
             self._without_derivatives()
         Q, V, X, base, wrenches, inputs = self._batch_inputs(Q, V, X, threads, base_pose, base_twist, base_accel,
                                                              base_wrench, external_wrenches)
-        results = native.run_states(self._native.batch[self._derivative_entry], self._size, inputs,
+        results = parallel.run_states(self._native.batch[self._derivative_entry], self._size, inputs,
                                     self._outputs + 3 + self._outputs * self._columns, self._out, threads)
         values = self._certified(results, Q, V, X, base, wrenches)
         blocks = results[:, self._outputs + 3:].reshape(len(Q), 3, self._outputs, self.robot.nv)
@@ -287,8 +288,7 @@ class CompiledSolver:
         Q, V, X, base, wrenches, inputs = self._batch_inputs(Q, V, X, threads, base_pose, base_twist, base_accel,
                                                              base_wrench, external_wrenches)
         # the outputs, then status, κ and backward error
-        results = native.run_states(self._native.batch[self._entry], self._size, inputs, self._outputs + 3, self._out,
-                                    threads)
+        results = self._batches.run(self._entry, inputs, self._outputs + 3, self._out, threads)
         return self._split(self._certified(results, Q, V, X, base, wrenches))
 
     def _certified(self, results: np.ndarray, Q, V, X, base, wrenches) -> np.ndarray:
@@ -308,6 +308,11 @@ class CompiledSolver:
         return _unpickled, (self.template, self.qdd_joints, self.order, self._record, self.cache_key, self.checks,
                             self.wrench_frames, self.wrench_axes, native.target_id(), self.compile_seconds,
                             self.independent_joints)
+
+    @property
+    def lanes(self) -> int:
+        """States per SIMD lane group of ``batch`` (``compile(..., lanes=True)``); 0: batches run state by state."""
+        return 0 if self._batches.lanes is None else self._batches.lanes.width
 
     @property
     def has_derivatives(self) -> bool:
@@ -390,5 +395,5 @@ def _unpickled(template: Query, qdd_joints, order, record: dict, name: str, chec
                    gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
                    wrench_frames=list(wrench_frames) or None, wrench_axes=wrench_axes,
                    derivatives=bool(record.get("derivative_columns")), independent_joints=independent_joints,
-                   checks=checks)
+                   checks=checks, lanes="lanes_object" in record)
 

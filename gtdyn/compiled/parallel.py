@@ -1,0 +1,51 @@
+"""Batches over native threads: a ``batch_<entry>`` function (``gtdyn.compiled.native``, or its lane form in
+``gtdyn.compiled.lanes``) run over the rows of an input array, the rows split among the threads of a pool kept
+for the process, one workspace per thread (ctypes releases the GIL while native code runs)."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+
+def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_start: int, threads: int = 1
+               ) -> np.ndarray:
+    """Run a ``batch_<entry>`` function over the rows of ``inputs`` (C-contiguous, one state per row) and return
+    (count, n_out) results; ``threads`` > 1 splits the states among native threads, one workspace each."""
+    count = inputs.shape[0]
+    results = np.empty((count, n_out))
+    threads = max(1, min(int(threads), count))
+    bounds = np.linspace(0, count, threads + 1).astype(int)
+
+    def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
+        ws = np.zeros(workspace_size)
+        batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a), inputs.shape[1], n_out,
+              out_start)
+
+    in_threads(run, bounds)
+    return results
+
+
+def in_threads(run, bounds) -> None:
+    """``run(a, b)`` for each consecutive pair of ``bounds``, on as many threads of the pool as there are pairs."""
+    pairs = list(zip(bounds[:-1], bounds[1:]))
+    if len(pairs) == 1:
+        run(*pairs[0])
+        return
+    pool = _pool(len(pairs))
+    for done in [pool.submit(run, a, b) for a, b in pairs]:
+        done.result()
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """One pool per thread count for the process: starting threads per batch costs more than many small states."""
+    with _POOL_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")
+        return _POOLS[threads]

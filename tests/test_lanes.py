@@ -1,0 +1,117 @@
+"""Batches in SIMD lanes (issue 24, item 4; ``gtdyn.compiled.lanes``): the same answers bit for bit as the scalar
+code, the same verdicts, any count of states and threads; the lane code travels with the solver."""
+
+import numpy as np
+import pytest
+from references import closed_state
+
+import gtdyn
+from gtdyn.compiled import lanes, parallel
+from gtdyn.errors import ArgumentError
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+@pytest.fixture(scope="module")
+def puma():
+    return gtdyn.load_robot("puma560")
+
+
+def states(n, count, seed=0):
+    return np.random.default_rng(seed).uniform(-1, 1, (3, count, n))
+
+
+def one_by_one(solver, Q, V, X, **base):
+    answers = [solver(q, v, x, **{k: b[i] for k, b in base.items()}) for i, (q, v, x) in enumerate(zip(Q, V, X))]
+    if isinstance(answers[0], tuple):
+        return tuple(np.array(part) for part in zip(*answers))
+    return np.array(answers)
+
+
+def assert_same(a, b):
+    for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+        assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("problem,checks", [("inverse", True), ("forward", True), ("forward", False),
+                                            ("hybrid", True)])
+def test_a_batch_in_lanes_is_bit_for_bit_the_single_calls(puma, problem, checks):
+    solver = gtdyn.compile(puma, problem, checks=checks, qdd_joints=["joint2"] if problem == "hybrid" else None,
+                           lanes=True)
+    assert solver.lanes == lanes.WIDTH
+    Q, V, X = states(6, 203)  # 50 lane groups and 3 states for the scalar code
+    got = solver.batch(Q, V, X)
+    assert_same(got, one_by_one(solver, Q, V, X))
+    assert_same(solver.batch(Q, V, X, threads=2), got)
+
+
+def test_a_floating_base_and_loops_batch_in_lanes():
+    quadruped = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
+    solver = gtdyn.compile(quadruped, "forward", lanes=True)
+    Q, V, X = states(12, 70, seed=1)
+    rng = np.random.default_rng(2)
+    base = {"base_pose": np.repeat(np.eye(4)[None], 70, axis=0), "base_twist": rng.normal(size=(70, 6))}
+    assert_same(solver.batch(Q, V, X, **base), one_by_one(solver, Q, V, X, **base))
+    four_bar = gtdyn.load_robot(gtdyn.bundled_path("four_bar"))
+    loops = gtdyn.compile(four_bar, "forward", lanes=True)
+    Q, V, X = (np.array(rows) for rows in zip(*[closed_state(four_bar, ["j1"], seed) for seed in range(66)]))
+    assert_same(loops.batch(Q, V, X), one_by_one(loops, Q, V, X))
+
+
+def test_a_lane_the_code_cannot_certify_gets_the_scalar_verdict(puma):
+    solver = gtdyn.compile(puma, "forward", lanes=True)
+    Q, V, X = states(6, 100, seed=3)
+    Q[37, 2] = 2e6  # beyond MAX_ANGLE: the lane's status is 0, the scalar code's too, the reference path raises
+    with pytest.raises(ArgumentError) as in_batch:
+        solver.batch(Q, V, X)
+    with pytest.raises(ArgumentError) as alone:
+        solver(Q[37], V[37], X[37])
+    assert str(in_batch.value) == str(alone.value)
+
+
+def test_states_whose_lane_says_zero_are_solved_again_by_the_scalar_code(puma):
+    solver = gtdyn.compile(puma, "inverse", lanes=True)
+    batches = solver._batches
+    Q, V, X = states(6, 64, seed=4)
+    Q[5, 0] = np.nan
+    inputs = np.ascontiguousarray(np.hstack([Q, V, X]))
+    calls = []
+    scalar = parallel.run_states
+
+    def counted(batch, size, rows, *rest):
+        calls.append(rows.shape[0])
+        return scalar(batch, size, rows, *rest)
+
+    try:
+        parallel.run_states = counted
+        results = batches.run("main", inputs, solver._outputs + 3, solver._out, 1)
+    finally:
+        parallel.run_states = scalar
+    assert calls == [1]  # the NaN state, again, alone
+    assert results[5, 6] == 0.0 and np.all(np.delete(results[:, 6], 5) == 1.0)
+
+
+def test_lane_code_is_cached_and_pickled_with_the_solver(puma):
+    import pickle
+
+    solver = gtdyn.compile(puma, "forward", lanes=True)
+    again = gtdyn.compile(puma, "forward", lanes=True)
+    assert again.from_cache and again.lanes == lanes.WIDTH
+    assert gtdyn.compile(puma, "forward").lanes == 0  # without lanes: another solver, batches state by state
+    copy = pickle.loads(pickle.dumps(solver))
+    Q, V, X = states(6, 8, seed=6)
+    assert copy.lanes == lanes.WIDTH and np.array_equal(copy.batch(Q, V, X), solver.batch(Q, V, X))
+
+
+def test_the_lane_ir_is_the_scalar_ir_on_vectors():
+    ir = lanes.function_ir(_tiny(), "t_", width=4)
+    assert "fmul <4 x double>" in ir and "@llvm.sin.v4f64" in ir and "i64 8" in ir  # ws[2] of lane 0 at 2·4
+
+
+def _tiny():
+    from gtdyn.compiled import trace
+
+    fn = trace.Function("tiny")
+    x = fn.load(2)
+    fn.store(3, trace.sin(x) * x)
+    return fn
