@@ -64,3 +64,18 @@ def roll_pitch_yaw(R) -> tuple[float, float, float]:
     if math.hypot(R[0, 0], R[1, 0]) < 1e-12:  # pitch ±90°: only roll ∓ yaw is defined; take yaw = 0
         return math.atan2(-R[1, 2], R[1, 1]), pitch, 0.0
     return math.atan2(R[2, 1], R[2, 2]), pitch, math.atan2(R[1, 0], R[0, 0])
+
+
+# B_j / j! of dlog_V = Σ B_j / j! [ad_V]^j (paper 004, eq. 12–13), j = 0 … 10: enough for |Δt V| < 1 to double precision
+DLOG_SERIES = (1.0, -0.5, 1 / 12, 0.0, -1 / 720, 0.0, 1 / 30240, 0.0, -1 / 1209600, 0.0, 1 / 47900160)
+
+
+def dlog(V: np.ndarray) -> np.ndarray:
+    """[dlog_V] (paper 004, eq. 13), the inverse of the right-trivialised tangent of exp at V."""
+    A = ad(V)
+    out, power = np.eye(6), np.eye(6)
+    for coefficient in DLOG_SERIES[1:]:
+        power = power @ A
+        if coefficient:
+            out = out + coefficient * power
+    return out

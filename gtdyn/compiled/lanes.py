@@ -82,8 +82,10 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH) -> str:
         elif kind == "le":
             body += [f"  %c{i} = fcmp ole {vt} {operand(op[1])}, {operand(op[2])}",
                      f"  %r{i} = uitofp <{width} x i1> %c{i} to {vt}"]
-        else:
+        elif kind in _INTRINSIC:
             body.append(f"  %r{i} = call {vt} @llvm.{_INTRINSIC[kind]}.v{width}f64({vt} {operand(op[1])})")
+        else:
+            raise ValueError(f"{fn.name}: operation {kind} has no lane form")
     body += ["  ret void", "}"]
     return "\n".join(body)
 

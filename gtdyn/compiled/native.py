@@ -87,6 +87,11 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
         elif kind == "le":
             body += [f"  %c{i} = fcmp ole double {operand(op[1])}, {operand(op[2])}",
                      f"  %r{i} = uitofp i1 %c{i} to double"]
+        elif kind == "select":
+            body += [f"  %c{i} = fcmp one double {operand(op[1])}, 0.0",
+                     f"  %r{i} = select i1 %c{i}, double {operand(op[2])}, double {operand(op[3])}"]
+        elif kind == "atan2":  # libm's, as math.atan2
+            body.append(f"  %r{i} = call double @atan2(double {operand(op[1])}, double {operand(op[2])})")
         else:
             body.append(f"  %r{i} = call double @{_INTRINSIC[kind]}(double {operand(op[1])})")
     body += ["  ret void", "}"]
@@ -158,11 +163,12 @@ def lanes_ir(lanes: trace.Lanes, prefix: str) -> str:
     return "\n".join(body)
 
 
-def module_ir(functions: dict, prefix: str) -> str:
+def module_ir(functions: dict, prefix: str, entries: tuple[str, ...] | None = None) -> str:
     """One module: the functions (``trace.Function`` or ``trace.Lanes``), and ``batch_<entry>`` running each entry
-    present state by state."""
+    (``entries``; None: those of ``entries_of``) state by state."""
     head = [f"declare double @{name}(double)" for name in _INTRINSIC.values()]
-    loops = [_batch_ir(prefix, entry) for entry in entries_of(functions)]
+    head.append("declare double @atan2(double, double)")
+    loops = [_batch_ir(prefix, entry) for entry in (entries_of(functions) if entries is None else entries)]
     bodies = [lanes_ir(fn, prefix) if isinstance(fn, trace.Lanes) else function_ir(fn, prefix)
               for fn in functions.values()]
     return "\n".join(head + bodies + loops)

@@ -12,7 +12,7 @@ _FUNCTIONS = {"sin": "sin", "cos": "cos", "sqrt": "sqrt", "abs": "abs"}
 
 def render(functions: dict[str, trace.Function], header: str = "") -> str:
     """All functions, callees first, ``main`` last."""
-    lines = [f'"""{header}"""' if header else "", "from math import cos, sin, sqrt", ""]
+    lines = [f'"""{header}"""' if header else "", "from math import atan2, cos, sin, sqrt", ""]
     for fn in functions.values():
         lines += (render_lanes(fn) if isinstance(fn, trace.Lanes) else render_function(fn)) + [""]
     return "\n".join(lines)
@@ -72,6 +72,10 @@ def render_function(fn: trace.Function) -> list[str]:
             out.append(f"    {name(i)} = -{operand(op[1])}")
         elif kind == "le":
             out.append(f"    {name(i)} = float({operand(op[1])} <= {operand(op[2])})")
+        elif kind == "select":
+            out.append(f"    {name(i)} = {operand(op[2])} if {operand(op[1])} else {operand(op[3])}")
+        elif kind == "atan2":
+            out.append(f"    {name(i)} = atan2({operand(op[1])}, {operand(op[2])})")
         else:
             out.append(f"    {name(i)} = {_FUNCTIONS[kind]}({operand(op[1])})")
     if len(out) == 1:

@@ -20,7 +20,8 @@ import numpy as np
 
 UNARY = {"copy": np.positive, "neg": np.negative, "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "abs": np.abs}
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-          "le": lambda a, b: np.less_equal(a, b).astype(float)}
+          "le": lambda a, b: np.less_equal(a, b).astype(float), "atan2": np.arctan2}
+TERNARY = {"select": lambda c, a, b: np.where(np.not_equal(c, 0.0), a, b)}
 COMMUTATIVE = {"add", "mul"}
 # operands whose own arithmetic runs when a Sym meets them: numpy arrays (elementwise), and the dual numbers of
 # ``gtdyn.compiled.dual`` (which add themselves here)
@@ -183,6 +184,23 @@ def fabs(a):
     return abs(float(a)) if type(a) is not Sym else a.fn.emit("abs", a)
 
 
+def atan2(y, x):
+    """The angle of (x, y), as libm's atan2."""
+    if type(y) is not Sym and type(x) is not Sym:
+        return math.atan2(y, x)
+    return _operation("atan2", y, x)
+
+
+def select(condition, a, b):
+    """``a`` where ``condition`` (a 0/1 value of ``le``) is 1, else ``b``: one of two formulas by the value, where
+    the other would divide by zero (the small-angle series of a logarithm). Only the chosen one is used; both
+    are computed."""
+    if type(condition) is not Sym:
+        return a if condition else b
+    owner = condition.fn
+    return owner.emit("select", condition, a, b)
+
+
 def le(a, b):
     """1.0 where a ≤ b, 0.0 otherwise (also when either is NaN)."""
     if type(a) is not Sym and type(b) is not Sym:
@@ -223,7 +241,7 @@ class Function:
         for a in args:
             if type(a) is Sym and a.fn is not self:
                 raise ValueError(f"{a} belongs to function {a.fn.name}, not {self.name}")
-        fn = UNARY.get(op) or BINARY[op]
+        fn = UNARY.get(op) or BINARY.get(op) or TERNARY[op]
         with np.errstate(all="ignore"):
             val = fn(*(a.val if type(a) is Sym else a for a in args))
         sym = self._append((op, *args), val)

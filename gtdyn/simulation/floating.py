@@ -1,6 +1,6 @@
 """The explicit integrators on a floating-base robot: the base's pose lives on SE(3), so each step moves it in
 local coordinates ξ around its pose at the step's start, pose = pose_k · Exp(ξ), with ξ̇ = J_r(ξ)⁻¹ V (V: the
-base's body twist; J_r⁻¹(ξ) = dlog(−ξ), ``variational.dlog``) — Runge–Kutta on the Lie group in the manner of
+base's body twist; J_r⁻¹(ξ) = dlog(−ξ), ``gtdyn.spatial.dlog``) — Runge–Kutta on the Lie group in the manner of
 Munthe-Kaas, which keeps each method's order. The base's pose, twist and acceleration are those of its root
 link frame throughout, as the compiled solver takes and gives them: no frame conversion here."""
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from gtdyn.errors import GTDYN_ERRORS
 from gtdyn.simulation.steppers import ExplicitStepper, Samples, TorqueSource, note_step
-from gtdyn.simulation.variational import dlog
+from gtdyn.spatial import dlog
 
 
 class FloatingStepper(ExplicitStepper):

@@ -28,25 +28,18 @@ from gtdyn.errors import ArgumentError
 from gtdyn.kinematics.forward import NUMERIC, forward_kinematics, kinematic_pass
 from gtdyn.model.base_frame import pose_to_link, twist_to_link
 from gtdyn.model.robot import Robot
-from gtdyn.spatial import Ad, ad
+from gtdyn.spatial import Ad, dlog
 
-# B_j / j! of dlog_V = Σ B_j / j! [ad_V]^j (eq. 12–13), j = 0 … 10: enough for |Δt V| < 1 to double precision
-_BERNOULLI_OVER_FACTORIAL = (1.0, -0.5, 1 / 12, 0.0, -1 / 720, 0.0, 1 / 30240, 0.0, -1 / 1209600, 0.0, 1 / 47900160)
 TOLERANCE = 1e-14  # |e| relative to the momentum scale at which a step has converged (round-off: ~1e-13,
 # where the update stops moving q and STEP_TOLERANCE ends the iteration)
 STEP_TOLERANCE = 1e-15  # or the update has stopped moving q, relative to |q|
 MAX_ITERATIONS = 50
 
 
-def dlog(V: np.ndarray) -> np.ndarray:
-    """[dlog_V] (eq. 13), the inverse of the right-trivialised tangent of exp at V."""
-    A = ad(V)
-    out, power = np.eye(6), np.eye(6)
-    for coefficient in _BERNOULLI_OVER_FACTORIAL[1:]:
-        power = power @ A
-        if coefficient:
-            out = out + coefficient * power
-    return out
+def not_converged(state: dict, residual: float):
+    """The error of a step whose iteration did not converge: the step is too long for the motion."""
+    raise ArgumentError(f"dt: the variational integrator did not converge in {MAX_ITERATIONS} iterations at "
+                        f"t = {state.get('t', 0.0):g} s (residual {residual:.3g}); take a smaller step")
 
 
 class VariationalIntegrator:
@@ -149,9 +142,7 @@ class VariationalIntegrator:
             if np.max(np.abs(update)) <= STEP_TOLERANCE * (1.0 + np.max(np.abs(u_next))):
                 break
         else:
-            raise ArgumentError(f"dt: the variational integrator did not converge in {MAX_ITERATIONS} iterations at "
-                                f"t = {state.get('t', 0.0):g} s (residual {np.max(np.abs(e)):.3g}); "
-                                "take a smaller step")
+            not_converged(state, float(np.max(np.abs(e))))
         self.iterations.append(iteration)
         _, q_next = self._split(u_next)
         poses = self._poses(q_next, state["T0"].compose(dT[0]))

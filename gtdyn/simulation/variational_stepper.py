@@ -12,6 +12,7 @@ from gtdyn.model.base_frame import pose_to_com, pose_to_link, twist_to_com, twis
 from gtdyn.model.robot import Robot
 from gtdyn.simulation.steppers import Samples, TorqueSource
 from gtdyn.simulation.variational import VariationalIntegrator
+from gtdyn.simulation.variational_compiled import CompiledVariationalIntegrator
 
 
 class VariationalStepper:
@@ -21,7 +22,8 @@ class VariationalStepper:
     def __init__(self, robot: Robot, q, v, torque: TorqueSource, dt: float, times: np.ndarray, gravity, forward,
                  base_pose: gtsam.Pose3 | None = None, base_twist=None):
         self.robot, self.torque, self.times, self.forward = robot, torque, times, forward
-        self.integrator = VariationalIntegrator(robot, gravity, _mass_inverse(robot))
+        integrator = VariationalIntegrator if robot.floating_base else CompiledVariationalIntegrator
+        self.integrator = integrator(robot, gravity, _mass_inverse(robot))
         T0 = V0 = None
         if robot.floating_base:
             T0, V0 = pose_to_com(robot, base_pose), twist_to_com(robot) @ base_twist

@@ -1,0 +1,216 @@
+"""Paper 004's discrete Euler–Lagrange residual (DRNEA, its Algorithm 2) and the discrete Legendre transform as
+compiled code, for the variational integrator of ``gtdyn.simulation.variational`` on a tree with a fixed base.
+
+The same equations as ``VariationalIntegrator.residual`` and ``step``, written once on traced values:
+
+    ΔT_i = T_{λ(i),i}(q_k)⁻¹ ΔT_{λ(i)} T_{λ(i),i}(q_{k+1}),   ξ_i = log ΔT_i                 (forward pass)
+    μ_i  = dlog_{ξ_i}ᵀ G_i ξ_i / Δt                                                       (discrete momentum)
+    e    = Sᵀ(backward pass of μ − Π − W) − impulse                                         (residual)
+    Π_i' = [Ad_{ΔT_i}]ᵀ μ_i + W_i(q_{k+1}),   p' = Sᵀ(backward pass of Π') + (Δt/2) τ_k        (Legendre transform)
+
+with W_i the link's weight as a wrench times Δt/2. The logarithm takes the angle by atan2 (accurate to
+round-off at any angle below π, where acos loses digits at the small angles of a time step) and, below 1e-2
+rad, the series of its two ratios instead of their 0/0 forms (``trace.select``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+
+from gtdyn.compiled import entry, native, trace
+from gtdyn.compiled.cache import robot_fingerprint
+from gtdyn.compiled.certificate import finite
+from gtdyn.compiled.kinematics import TracedPose, parent_T_child, traced_kinematics
+from gtdyn.model.robot import Robot
+from gtdyn.spatial import DLOG_SERIES, ad, skew
+
+SMALL_ANGLE = 1e-2  # rad: below it, the series of θ/sin θ and of (1 − (θ/2) cot(θ/2)) / θ² (errors < 1e-17)
+_PREFIXES = itertools.count()
+
+
+def _dot(a, b):
+    return sum((x * y for x, y in zip(a, b)), 0.0)
+
+
+def log_pose(T: TracedPose) -> np.ndarray:
+    """ξ = [ω; v] = log T for a traced rigid transform of angle below π (gtsam's ``Pose3.Logmap`` convention)."""
+    R, p = T.R, T.p
+    half_skew = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]], dtype=object) * 0.5  # sin θ·axis
+    s = trace.sqrt(_dot(half_skew, half_skew))
+    c = (R[0, 0] + R[1, 1] + R[2, 2] - 1.0) * 0.5
+    theta = trace.atan2(s, c)
+    small = trace.le(theta, SMALL_ANGLE)
+    theta2 = theta * theta
+    # θ / sin θ and (1 − (θ/2) cot(θ/2)) / θ², cot(θ/2) = (1 + cos θ) / sin θ; their series below SMALL_ANGLE
+    ratio = trace.select(small, 1.0 + theta2 * (1.0 / 6.0 + theta2 * (7.0 / 360.0)), trace.div(theta, s))
+    beta = trace.select(small, 1.0 / 12.0 + theta2 * (1.0 / 720.0 + theta2 * (1.0 / 30240.0)),
+                        trace.div(1.0 - trace.div(theta * (1.0 + c), 2.0 * s), theta2))
+    omega = half_skew * ratio
+    Omega = skew(omega)
+    Op = Omega @ p
+    v = p - 0.5 * Op + beta * (Omega @ Op)
+    return np.concatenate([omega, v])
+
+
+def dlog_transpose_times(xi: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[dlog_ξ]ᵀ y = Σ c_j ([ad_ξ]ᵀ)^j y, by repeated products with [ad_ξ]ᵀ (no matrix powers)."""
+    At = ad(xi).T
+    out, power = np.array(y, dtype=object), np.array(y, dtype=object)
+    for coefficient in DLOG_SERIES[1:]:
+        power = At @ power
+        if coefficient:
+            out = out + coefficient * power
+    return out
+
+
+class _Layout:
+    """Where the inputs and outputs live in the workspace: n joints, L links (6 numbers each per wrench)."""
+
+    def __init__(self, n: int, links: int):
+        sizes = {"q": n, "u": n, "dt": 1, "momentum": 6 * links, "weight": 6 * links, "impulse": n, "tau": n,
+                 "step": n, "e": n, "largest": 3, "transported": 6 * links, "momentum_next": 6 * links,
+                 "weight_next": 6 * links, "p": n}  # largest: max |e|, max |Δu|, max |u| (inf if not finite)
+        self.start, self.size = {}, 0
+        for name, size in sizes.items():
+            self.start[name] = self.size
+            self.size += size
+        self.sizes = sizes
+
+    def view(self, ws: np.ndarray, name: str) -> np.ndarray:
+        return ws[self.start[name]:self.start[name] + self.sizes[name]]
+
+
+def _largest_magnitude(values: list):
+    """max |v| over ``values``, or inf if any is not finite (a NaN must not pass a convergence test)."""
+    largest = 0.0
+    for value in values:
+        magnitude = trace.fabs(value)
+        largest = trace.select(trace.le(largest, magnitude), magnitude, largest)
+    return trace.select(finite(values), largest, float("inf"))
+
+
+def _backward(robot: Robot, wrench_of: dict, pTc: dict) -> list:
+    """Σ over each joint's subtree of the bodies' wrenches, moved across the joints, projected on Sⱼ."""
+    total = dict(wrench_of)
+    out = [0.0] * robot.num_dofs
+    for joint in reversed(robot.tree_joints):
+        j, p = joint.index, robot.link(joint.parent).index
+        out[j - 1] = _dot(joint.screw_axis, total[j])
+        if p:
+            total[p] = total[p] + pTc[j].inverse().AdjointMap().T @ total[j]
+    return out
+
+
+def _functions(robot: Robot, gravity, layout: _Layout) -> dict[str, trace.Function]:
+    n, links = robot.num_dofs, robot.links
+
+    def loads(fn, name):
+        return [fn.load(layout.start[name] + k) for k in range(layout.sizes[name])]
+
+    def wrenches(values):
+        return {link.index: np.array(values[6 * k:6 * k + 6], dtype=object) for k, link in enumerate(links)}
+
+    def store(fn, name, values):
+        for k, value in enumerate(values):
+            fn.store(layout.start[name] + k, value)
+
+    residual = trace.Function("residual")
+    q, u, (dt,) = loads(residual, "q"), loads(residual, "u"), loads(residual, "dt")
+    momentum, weight = wrenches(loads(residual, "momentum")), wrenches(loads(residual, "weight"))
+    impulse = loads(residual, "impulse")
+    pTc = {j.index: parent_T_child(j, q[j.index - 1]) for j in robot.joints}
+    pTc_next = {j.index: parent_T_child(j, u[j.index - 1]) for j in robot.joints}
+    dT = {0: TracedPose(np.eye(3), np.zeros(3))}
+    mu, transported = {}, []
+    inverse_dt = trace.div(1.0, dt)
+    for joint in robot.tree_joints:
+        j, p = joint.index, robot.link(joint.parent).index
+        dT[j] = pTc[j].inverse().compose(dT[p]).compose(pTc_next[j])
+        xi = log_pose(dT[j])
+        mu[j] = dlog_transpose_times(xi, robot.link(joint.child).G @ xi * inverse_dt)
+    e = [a - b for a, b in zip(_backward(robot, {i: mu[i] - momentum[i] - weight[i] for i in mu}, pTc), impulse)]
+    store(residual, "e", e)
+    residual.store(layout.start["largest"], _largest_magnitude(e))
+    for link in links:
+        transported += list(dT[link.index].AdjointMap().T @ mu[link.index])
+    store(residual, "transported", transported)
+
+    update = trace.Function("update")  # RIQN's step: u ← u − Δt M⁻¹(q_k) e, M⁻¹e given in "step"
+    u, (dt,), step = loads(update, "u"), loads(update, "dt"), loads(update, "step")
+    change = [dt * d for d in step]
+    u = [a - b for a, b in zip(u, change)]
+    store(update, "u", u)
+    update.store(layout.start["largest"] + 1, _largest_magnitude(change))
+    update.store(layout.start["largest"] + 2, _largest_magnitude(u))
+
+    finish = trace.Function("finish")
+    u, (dt,), tau = loads(finish, "u"), loads(finish, "dt"), loads(finish, "tau")
+    carried = wrenches(loads(finish, "transported"))
+    kin, _ = traced_kinematics(robot, u, [0.0] * n)
+    half_dt = 0.5 * dt
+    weight_next = {link.index: np.concatenate([np.zeros(3), (link.mass * half_dt) * kin.wT[link.index].rotation()
+                                               .unrotate(np.asarray(gravity, float))]) for link in links}
+    momentum_next = {i: carried[i] + weight_next[i] for i in carried}
+    pTc_next = {j.index: parent_T_child(j, u[j.index - 1]) for j in robot.joints}
+    p_next = _backward(robot, momentum_next, pTc_next)
+    store(finish, "momentum_next", [x for link in links for x in momentum_next[link.index]])
+    store(finish, "weight_next", [x for link in links for x in weight_next[link.index]])
+    store(finish, "p", [a + half_dt * t for a, t in zip(p_next, tau)])
+    return {"residual": residual, "update": update, "finish": finish}
+
+
+_MODULES: dict = {}
+_MODULES_LOCK = threading.Lock()
+
+
+def _module(robot: Robot, gravity: np.ndarray) -> tuple[native.Loaded, _Layout]:
+    """The loaded code for this robot's numbers and gravity, compiled once per process."""
+    key = (robot_fingerprint(robot), tuple(gravity))
+    with _MODULES_LOCK:
+        if key not in _MODULES:
+            layout = _Layout(robot.num_dofs, len(robot.links))
+            functions = _functions(robot, gravity, layout)
+            prefix = f"del{next(_PREFIXES)}_"
+            obj = native.compile_object(native.module_ir(functions, prefix, entries=()))
+            _MODULES[key] = native.Loaded(obj, prefix, entries=(), extra=list(functions)), layout
+        return _MODULES[key]
+
+
+class CompiledDEL:
+    """The compiled residual, RIQN step and Legendre transform of one robot under one gravity (fixed base, a tree
+    without transmissions: what ``VariationalIntegrator`` covers there). Flat wrench arrays: link by link, 6
+    each. The workspace's views (``q``, ``u``, ``momentum``, …) are the inputs and outputs."""
+
+    def __init__(self, robot: Robot, gravity):
+        self.robot = robot
+        self._loaded, self.layout = _module(robot, np.asarray(gravity, float))
+        layout = self.layout
+        self.ws = np.zeros(layout.size)  # each integrator its own: runs in several threads do not share one
+        self._address = self.ws.ctypes.data
+        self._residual, self._finish = (self._loaded.function(name) for name in ("residual", "finish"))
+        # the step M⁻¹e arrives as an array each iteration: one native entry writes it and runs the update
+        self._update = entry.bind(self.ws, self._loaded.extra["update"], None,
+                                  [entry.Argument(entry.IN, layout.start["step"], (robot.num_dofs,))]).call
+        for name in ("q", "u", "dt", "momentum", "weight", "impulse", "tau", "e", "momentum_next", "weight_next",
+                     "p"):
+            setattr(self, name, layout.view(self.ws, name))
+        self._largest = layout.start["largest"]
+
+    def residual(self) -> float:
+        """e at the u in the workspace (``self.e``); returns max |e| (inf if e is not finite)."""
+        self._residual(self._address)
+        return self.ws[self._largest]
+
+    def update(self, step: np.ndarray) -> tuple[float, float]:
+        """u ← u − Δt · ``step`` (M⁻¹e); returns (max |Δt · step|, max |u|), inf where not finite."""
+        if not self._update(step):
+            self.ws[self.layout.start["step"]:][:self.robot.num_dofs] = step
+            self._loaded.function("update")(self._address)
+        return self.ws[self._largest + 1], self.ws[self._largest + 2]
+
+    def finish(self) -> None:
+        """After the iteration, u = q_{k+1} and τ_k in ``tau``: the next momentum, weight and p (views)."""
+        self._finish(self._address)
