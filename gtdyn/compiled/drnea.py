@@ -9,8 +9,9 @@ The same equations as ``VariationalIntegrator.residual`` and ``step``, written o
     Π_i' = [Ad_{ΔT_i}]ᵀ μ_i + W_i(q_{k+1}),   p' = Sᵀ(backward pass of Π') + (Δt/2) τ_k        (Legendre transform)
 
 with W_i the link's weight as a wrench times Δt/2. The logarithm takes the angle by atan2 (accurate to
-round-off at any angle below π, where acos loses digits at the small angles of a time step) and, below 1e-2
-rad, the series of its two ratios instead of their 0/0 forms (``trace.select``).
+round-off at any angle below π, where acos loses digits at the small angles of a time step) and, for sin θ
+below 1e-3, the series of its two ratios instead of their 0/0 forms (``trace.select``). On duals the same
+residual gives its exact Jacobian-vector products (``CompiledDEL.jacobian``: Newton's method).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import threading
 
 import numpy as np
 
-from gtdyn.compiled import entry, native, trace
+from gtdyn.compiled import dual, entry, native, trace
 from gtdyn.compiled.cache import robot_fingerprint
 from gtdyn.compiled.certificate import finite
 from gtdyn.compiled.kinematics import TracedPose, parent_T_child, traced_kinematics
 from gtdyn.model.robot import Robot
 from gtdyn.spatial import DLOG_SERIES, ad, skew
 
-SMALL_ANGLE = 1e-2  # rad: below it, the series of θ/sin θ and of (1 − (θ/2) cot(θ/2)) / θ² (errors < 1e-17)
+SMALL_SINE = 1e-3  # below it (and cos θ > 0), the series in sin²θ of θ / sin θ and of (1 − (θ/2) cot(θ/2)) / θ²
 _PREFIXES = itertools.count()
 
 
@@ -36,18 +37,20 @@ def _dot(a, b):
 
 
 def log_pose(T: TracedPose) -> np.ndarray:
-    """ξ = [ω; v] = log T for a traced rigid transform of angle below π (gtsam's ``Pose3.Logmap`` convention)."""
+    """ξ = [ω; v] = log T for a traced rigid transform of angle below π (gtsam's ``Pose3.Logmap`` convention), on
+    traced values or on duals (``gtdyn.compiled.dual``: its exact tangents too). Near the identity the series
+    use sin²θ alone, so the tangents stay finite at θ = 0."""
     R, p = T.R, T.p
     half_skew = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]], dtype=object) * 0.5  # sin θ·axis
-    s = trace.sqrt(_dot(half_skew, half_skew))
+    s2 = _dot(half_skew, half_skew)
     c = (R[0, 0] + R[1, 1] + R[2, 2] - 1.0) * 0.5
-    theta = trace.atan2(s, c)
-    small = trace.le(theta, SMALL_ANGLE)
-    theta2 = theta * theta
-    # θ / sin θ and (1 − (θ/2) cot(θ/2)) / θ², cot(θ/2) = (1 + cos θ) / sin θ; their series below SMALL_ANGLE
-    ratio = trace.select(small, 1.0 + theta2 * (1.0 / 6.0 + theta2 * (7.0 / 360.0)), trace.div(theta, s))
-    beta = trace.select(small, 1.0 / 12.0 + theta2 * (1.0 / 720.0 + theta2 * (1.0 / 30240.0)),
-                        trace.div(1.0 - trace.div(theta * (1.0 + c), 2.0 * s), theta2))
+    small = dual.le(s2, SMALL_SINE ** 2) * dual.le(0.0, c)
+    s = dual.sqrt(s2)
+    theta = dual.atan2(s, c)
+    # θ / sin θ = 1 + s²/6 + 3s⁴/40 + …, and with θ² = s² + s⁴/3 + …, (1 − (θ/2) cot(θ/2)) / θ² = 1/12 + θ²/720 + …
+    ratio = dual.select(small, 1.0 + s2 * (1.0 / 6.0 + s2 * (3.0 / 40.0)), theta / s)
+    beta = dual.select(small, 1.0 / 12.0 + s2 * (1.0 / 720.0 + s2 * (1.0 / 2160.0 + 1.0 / 30240.0)),
+                       (1.0 - theta * (1.0 + c) / (2.0 * s)) / (theta * theta))
     omega = half_skew * ratio
     Omega = skew(omega)
     Op = Omega @ p
@@ -71,8 +74,9 @@ class _Layout:
 
     def __init__(self, n: int, links: int):
         sizes = {"q": n, "u": n, "dt": 1, "momentum": 6 * links, "weight": 6 * links, "impulse": n, "tau": n,
-                 "step": n, "e": n, "largest": 3, "transported": 6 * links, "momentum_next": 6 * links,
-                 "weight_next": 6 * links, "p": n}  # largest: max |e|, max |Δu|, max |u| (inf if not finite)
+                 "step": n, "direction": n, "e": n, "jvp": n, "largest": 3, "transported": 6 * links,
+                 "momentum_next": 6 * links, "weight_next": 6 * links, "p": n}
+        # largest: max |e|, max |Δu|, max |u| (inf if not finite)
         self.start, self.size = {}, 0
         for name, size in sizes.items():
             self.start[name] = self.size
@@ -117,26 +121,35 @@ def _functions(robot: Robot, gravity, layout: _Layout) -> dict[str, trace.Functi
         for k, value in enumerate(values):
             fn.store(layout.start[name] + k, value)
 
+    def residual_of(fn, u):
+        """e(u) and the momenta carried to the next step, [Ad_ΔT]ᵀ μ per link, written into ``fn``."""
+        q, (dt,) = loads(fn, "q"), loads(fn, "dt")
+        momentum, weight = wrenches(loads(fn, "momentum")), wrenches(loads(fn, "weight"))
+        impulse = loads(fn, "impulse")
+        pTc = {j.index: parent_T_child(j, q[j.index - 1]) for j in robot.joints}
+        pTc_next = {j.index: parent_T_child(j, u[j.index - 1]) for j in robot.joints}
+        dT = {0: TracedPose(np.eye(3), np.zeros(3))}
+        mu = {}
+        inverse_dt = trace.div(1.0, dt)
+        for joint in robot.tree_joints:
+            j, p = joint.index, robot.link(joint.parent).index
+            dT[j] = pTc[j].inverse().compose(dT[p]).compose(pTc_next[j])
+            xi = log_pose(dT[j])
+            mu[j] = dlog_transpose_times(xi, robot.link(joint.child).G @ xi * inverse_dt)
+        body = {i: mu[i] - momentum[i] - weight[i] for i in mu}
+        e = [a - b for a, b in zip(_backward(robot, body, pTc), impulse)]
+        return e, [x for link in links for x in dT[link.index].AdjointMap().T @ mu[link.index]]
+
     residual = trace.Function("residual")
-    q, u, (dt,) = loads(residual, "q"), loads(residual, "u"), loads(residual, "dt")
-    momentum, weight = wrenches(loads(residual, "momentum")), wrenches(loads(residual, "weight"))
-    impulse = loads(residual, "impulse")
-    pTc = {j.index: parent_T_child(j, q[j.index - 1]) for j in robot.joints}
-    pTc_next = {j.index: parent_T_child(j, u[j.index - 1]) for j in robot.joints}
-    dT = {0: TracedPose(np.eye(3), np.zeros(3))}
-    mu, transported = {}, []
-    inverse_dt = trace.div(1.0, dt)
-    for joint in robot.tree_joints:
-        j, p = joint.index, robot.link(joint.parent).index
-        dT[j] = pTc[j].inverse().compose(dT[p]).compose(pTc_next[j])
-        xi = log_pose(dT[j])
-        mu[j] = dlog_transpose_times(xi, robot.link(joint.child).G @ xi * inverse_dt)
-    e = [a - b for a, b in zip(_backward(robot, {i: mu[i] - momentum[i] - weight[i] for i in mu}, pTc), impulse)]
+    e, transported = residual_of(residual, loads(residual, "u"))
     store(residual, "e", e)
     residual.store(layout.start["largest"], _largest_magnitude(e))
-    for link in links:
-        transported += list(dT[link.index].AdjointMap().T @ mu[link.index])
     store(residual, "transported", transported)
+
+    jvp = trace.Function("jvp")  # J(u) · direction, exactly: the residual on duals seeded by the direction
+    directions = loads(jvp, "direction")
+    e, _ = residual_of(jvp, [dual.Dual(u, {"d": d}) for u, d in zip(loads(jvp, "u"), directions)])
+    store(jvp, "jvp", [dual.tangents(x).get("d", 0.0) for x in e])
 
     update = trace.Function("update")  # RIQN's step: u ← u − Δt M⁻¹(q_k) e, M⁻¹e given in "step"
     u, (dt,), step = loads(update, "u"), loads(update, "dt"), loads(update, "step")
@@ -159,7 +172,7 @@ def _functions(robot: Robot, gravity, layout: _Layout) -> dict[str, trace.Functi
     store(finish, "momentum_next", [x for link in links for x in momentum_next[link.index]])
     store(finish, "weight_next", [x for link in links for x in weight_next[link.index]])
     store(finish, "p", [a + half_dt * t for a, t in zip(p_next, tau)])
-    return {"residual": residual, "update": update, "finish": finish}
+    return {"residual": residual, "jvp": jvp, "update": update, "finish": finish}
 
 
 _MODULES: dict = {}
@@ -190,7 +203,8 @@ class CompiledDEL:
         layout = self.layout
         self.ws = np.zeros(layout.size)  # each integrator its own: runs in several threads do not share one
         self._address = self.ws.ctypes.data
-        self._residual, self._finish = (self._loaded.function(name) for name in ("residual", "finish"))
+        self._residual, self._jvp, self._finish = (self._loaded.function(name)
+                                                   for name in ("residual", "jvp", "finish"))
         # the step M⁻¹e arrives as an array each iteration: one native entry writes it and runs the update
         self._update = entry.bind(self.ws, self._loaded.extra["update"], None,
                                   [entry.Argument(entry.IN, layout.start["step"], (robot.num_dofs,))]).call
@@ -210,6 +224,19 @@ class CompiledDEL:
             self.ws[self.layout.start["step"]:][:self.robot.num_dofs] = step
             self._loaded.function("update")(self._address)
         return self.ws[self._largest + 1], self.ws[self._largest + 2]
+
+    def jacobian(self) -> np.ndarray:
+        """∂e/∂u at the u in the workspace, exactly (forward-mode derivatives of the same residual), column by
+        column: n products J e_k, each about twice a residual."""
+        n = self.robot.num_dofs
+        direction, jvp = self.layout.view(self.ws, "direction"), self.layout.view(self.ws, "jvp")
+        J = np.empty((n, n))
+        for k in range(n):
+            direction[:] = 0.0
+            direction[k] = 1.0
+            self._jvp(self._address)
+            J[:, k] = jvp
+        return J
 
     def finish(self) -> None:
         """After the iteration, u = q_{k+1} and τ_k in ``tau``: the next momentum, weight and p (views)."""

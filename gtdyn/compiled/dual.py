@@ -125,3 +125,36 @@ def _combine(a: dict, b: dict, sign: float) -> dict:
     for d, x in b.items():
         out[d] = trace.add(out.get(d, 0.0), x) if sign > 0 else trace.sub(out.get(d, 0.0), x)
     return _nonzero(out)
+
+
+def sqrt(x):
+    """√x, with its tangent t / (2√x) on a dual."""
+    if not isinstance(x, Dual):
+        return trace.sqrt(x)
+    root = trace.sqrt(x.v)
+    return Dual(root, {d: trace.div(t, trace.mul(2.0, root)) for d, t in x.t.items()})
+
+
+def atan2(y, x):
+    """atan2(y, x), with its tangent (x y' − y x') / (x² + y²) on duals."""
+    if not isinstance(y, Dual) and not isinstance(x, Dual):
+        return trace.atan2(y, x)
+    y, x = _lift(y), _lift(x)
+    radius2 = trace.add(trace.mul(x.v, x.v), trace.mul(y.v, y.v))
+    t = _combine(_scaled(y.t, x.v), _scaled(x.t, y.v), -1.0)
+    return Dual(trace.atan2(y.v, x.v), _nonzero({d: trace.div(v, radius2) for d, v in t.items()}))
+
+
+def le(a, b):
+    """1.0 where value(a) ≤ value(b): a comparison has no tangent."""
+    return trace.le(value(a), value(b))
+
+
+def select(condition, a, b):
+    """``trace.select`` on duals: the chosen operand's value and tangents (a NaN tangent of the other operand, its
+    0/0 where the condition excludes it, does not leak)."""
+    if not isinstance(a, Dual) and not isinstance(b, Dual):
+        return trace.select(condition, a, b)
+    a, b = _lift(a), _lift(b)
+    return Dual(trace.select(condition, a.v, b.v),
+                _nonzero({d: trace.select(condition, a.t.get(d, 0.0), b.t.get(d, 0.0)) for d in {*a.t, *b.t}}))
