@@ -143,3 +143,14 @@ def test_a_floating_base_keeps_the_python_integrator():
     quadruped = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
     with pytest.raises(ValueError, match="fixed bases"):
         CompiledVariationalIntegrator(quadruped, GRAVITY, lambda q, p: p)
+
+
+def test_newton_and_broyden_solve_the_same_equations_as_riqn():
+    """Paper 004's comparison (``benchmarks.paper004``): Newton on the exact Jacobian converges in fewer
+    iterations than RIQN, and all three reach the same trajectory."""
+    from benchmarks.paper004 import SOLVERS, run
+
+    runs_ = {name: run(5, solver, 20) for name, solver in SOLVERS.items()}
+    for name in ("Newton", "Broyden"):
+        assert np.max(np.abs(runs_[name]["q"] - runs_["RIQN"]["q"])) < 1e-10
+    assert runs_["Newton"]["iterations"] < runs_["RIQN"]["iterations"]

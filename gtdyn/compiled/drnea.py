@@ -108,7 +108,9 @@ def _backward(robot: Robot, wrench_of: dict, pTc: dict) -> list:
     return out
 
 
-def _functions(robot: Robot, gravity, layout: _Layout) -> dict[str, trace.Function]:
+def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -> dict[str, trace.Function]:
+    """The step's functions (residual, update, finish), or with ``jacobian`` the residual's product with a direction
+    alone (a module of its own, compiled only for Newton's method: twice the residual's code)."""
     n, links = robot.num_dofs, robot.links
 
     def loads(fn, name):
@@ -140,16 +142,18 @@ def _functions(robot: Robot, gravity, layout: _Layout) -> dict[str, trace.Functi
         e = [a - b for a, b in zip(_backward(robot, body, pTc), impulse)]
         return e, [x for link in links for x in dT[link.index].AdjointMap().T @ mu[link.index]]
 
+    if jacobian:
+        jvp = trace.Function("jvp")  # J(u) · direction, exactly: the residual on duals seeded by the direction
+        directions = loads(jvp, "direction")
+        e, _ = residual_of(jvp, [dual.Dual(u, {"d": d}) for u, d in zip(loads(jvp, "u"), directions)])
+        store(jvp, "jvp", [dual.tangents(x).get("d", 0.0) for x in e])
+        return {"jvp": jvp}
+
     residual = trace.Function("residual")
     e, transported = residual_of(residual, loads(residual, "u"))
     store(residual, "e", e)
     residual.store(layout.start["largest"], _largest_magnitude(e))
     store(residual, "transported", transported)
-
-    jvp = trace.Function("jvp")  # J(u) · direction, exactly: the residual on duals seeded by the direction
-    directions = loads(jvp, "direction")
-    e, _ = residual_of(jvp, [dual.Dual(u, {"d": d}) for u, d in zip(loads(jvp, "u"), directions)])
-    store(jvp, "jvp", [dual.tangents(x).get("d", 0.0) for x in e])
 
     update = trace.Function("update")  # RIQN's step: u ← u − Δt M⁻¹(q_k) e, M⁻¹e given in "step"
     u, (dt,), step = loads(update, "u"), loads(update, "dt"), loads(update, "step")
@@ -172,20 +176,21 @@ def _functions(robot: Robot, gravity, layout: _Layout) -> dict[str, trace.Functi
     store(finish, "momentum_next", [x for link in links for x in momentum_next[link.index]])
     store(finish, "weight_next", [x for link in links for x in weight_next[link.index]])
     store(finish, "p", [a + half_dt * t for a, t in zip(p_next, tau)])
-    return {"residual": residual, "jvp": jvp, "update": update, "finish": finish}
+    return {"residual": residual, "update": update, "finish": finish}
 
 
 _MODULES: dict = {}
 _MODULES_LOCK = threading.Lock()
 
 
-def _module(robot: Robot, gravity: np.ndarray) -> tuple[native.Loaded, _Layout]:
-    """The loaded code for this robot's numbers and gravity, compiled once per process."""
-    key = (robot_fingerprint(robot), tuple(gravity))
+def _module(robot: Robot, gravity: np.ndarray, jacobian: bool = False) -> tuple[native.Loaded, _Layout]:
+    """The loaded code for this robot's numbers and gravity (the step's, or the Jacobian's), compiled once per
+    process."""
+    key = (robot_fingerprint(robot), tuple(gravity), jacobian)
     with _MODULES_LOCK:
         if key not in _MODULES:
             layout = _Layout(robot.num_dofs, len(robot.links))
-            functions = _functions(robot, gravity, layout)
+            functions = _functions(robot, gravity, layout, jacobian)
             prefix = f"del{next(_PREFIXES)}_"
             obj = native.compile_object(native.module_ir(functions, prefix, entries=()))
             _MODULES[key] = native.Loaded(obj, prefix, entries=(), extra=list(functions)), layout
@@ -199,12 +204,13 @@ class CompiledDEL:
 
     def __init__(self, robot: Robot, gravity):
         self.robot = robot
-        self._loaded, self.layout = _module(robot, np.asarray(gravity, float))
+        self.gravity = np.asarray(gravity, float)
+        self._loaded, self.layout = _module(robot, self.gravity)
+        self._jvp = None
         layout = self.layout
         self.ws = np.zeros(layout.size)  # each integrator its own: runs in several threads do not share one
         self._address = self.ws.ctypes.data
-        self._residual, self._jvp, self._finish = (self._loaded.function(name)
-                                                   for name in ("residual", "jvp", "finish"))
+        self._residual, self._finish = (self._loaded.function(name) for name in ("residual", "finish"))
         # the step M⁻¹e arrives as an array each iteration: one native entry writes it and runs the update
         self._update = entry.bind(self.ws, self._loaded.extra["update"], None,
                                   [entry.Argument(entry.IN, layout.start["step"], (robot.num_dofs,))]).call
@@ -227,7 +233,10 @@ class CompiledDEL:
 
     def jacobian(self) -> np.ndarray:
         """∂e/∂u at the u in the workspace, exactly (forward-mode derivatives of the same residual), column by
-        column: n products J e_k, each about twice a residual."""
+        column: n products J e_k, each about twice a residual (their code is compiled on the first call)."""
+        if self._jvp is None:
+            self._jacobian_code = _module(self.robot, self.gravity, jacobian=True)[0]
+            self._jvp = self._jacobian_code.function("jvp")
         n = self.robot.num_dofs
         direction, jvp = self.layout.view(self.ws, "direction"), self.layout.view(self.ws, "jvp")
         J = np.empty((n, n))

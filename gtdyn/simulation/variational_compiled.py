@@ -11,9 +11,9 @@ from gtdyn.model.robot import Robot
 from gtdyn.simulation.variational import (
     MAX_ITERATIONS,
     STEP_TOLERANCE,
-    TOLERANCE,
     VariationalIntegrator,
     not_converged,
+    settled,
 )
 
 
@@ -42,16 +42,9 @@ class CompiledVariationalIntegrator(VariationalIntegrator):
         c.q[:] = q
         c.u[:] = q + dt * state["v"]
         scale = max(1.0, float(np.abs(c.impulse).max(initial=0.0)), float(np.abs(c.momentum).max()))
-        mass_inverse, e = self.mass_inverse, c.e
-        for iteration in range(1, MAX_ITERATIONS + 1):  # noqa: B007 (the count is reported after the loop)
-            largest_e = c.residual()
-            if largest_e <= TOLERANCE * scale:
-                break
-            largest_step, largest_u = c.update(mass_inverse(q, e))
-            if largest_step <= STEP_TOLERANCE * (1.0 + largest_u):
-                break
-        else:
-            not_converged(state, largest_e)
+        iteration = self.iterate(q, dt, scale)
+        if iteration is None:
+            not_converged(state, float(np.abs(c.e).max()))
         self.iterations.append(iteration)
         u = c.u.copy()  # q_{k+1}; the momenta carried are the last residual's, as in the Python step
         c.tau[:] = state["tau"]
@@ -62,3 +55,19 @@ class CompiledVariationalIntegrator(VariationalIntegrator):
         c.weight[:] = c.weight_next
         c.impulse[:] = dt / 2 * state["tau"] + dt / 2 * tau_next
         return {"q": u, "v": v_next, "tau": tau_next, "dt": dt}, iteration
+
+    def iterate(self, q, dt: float, scale: float) -> int | None:
+        """RIQN (paper 004's Algorithm 3) on the u in the workspace: u ← u − Δt M⁻¹(q_k) e until the residual has
+        ``settled`` (``scale``: the momentum scale) or the step stops moving u; the iterations taken, None if
+        ``MAX_ITERATIONS`` did not converge."""
+        c, mass_inverse = self.compiled, self.mass_inverse
+        previous = None
+        for iteration in range(1, MAX_ITERATIONS + 1):
+            largest = c.residual()
+            if settled(largest, previous, scale):
+                return iteration
+            previous = largest
+            largest_step, largest_u = c.update(mass_inverse(q, c.e))
+            if largest_step <= STEP_TOLERANCE * (1.0 + largest_u):
+                return iteration
+        return None
