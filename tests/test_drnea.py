@@ -139,6 +139,19 @@ def test_a_step_too_long_to_converge_is_the_same_error():
         integrator.step(state, lambda q, v: np.zeros(2))
 
 
+def test_a_step_settles_at_its_round_off_floor_and_not_before():
+    """``settled``: within TOLERANCE of the momentum scale; or, below STALL_TOLERANCE, once |e| stops shrinking
+    (a 100-link chain's floor is ~3e-10 of the scale); a residual still shrinking, or large, goes on."""
+    from gtdyn.simulation.variational import STALL_TOLERANCE, TOLERANCE, settled
+
+    scale = 10.0
+    assert settled(0.5 * TOLERANCE * scale, None, scale)
+    assert settled(3e-10 * scale, 2.9e-10 * scale, scale)  # stopped shrinking, near round-off
+    assert not settled(3e-10 * scale, 6e-10 * scale, scale)  # still shrinking
+    assert not settled(2 * STALL_TOLERANCE * scale, STALL_TOLERANCE * scale, scale)  # growing, far from round-off
+    assert not settled(3e-10 * scale, None, scale)  # the first residual has nothing to compare with
+
+
 def test_a_floating_base_keeps_the_python_integrator():
     quadruped = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
     with pytest.raises(ValueError, match="fixed bases"):

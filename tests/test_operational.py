@@ -27,7 +27,8 @@ def pinocchio_inverse_inertia(ref, config, frames) -> np.ndarray:
 
 
 @pytest.mark.parametrize("method, ordering", [("elimination", ordering) for ordering in
-                                              (None, "aba", "crba", "lagrange", "colamd", "nd", "md", "natural")]
+                                              (None, "efpa", "aba", "crba", "lagrange", "projection", "colamd",
+                                               "nd", "md", "natural")]
                          + [("forward solves", None), ("forward solves", "aba")])
 def test_an_arm_matches_pinocchio_in_each_ordering(method, ordering):
     """The PUMA 560's flange and its third link together: their own blocks and the blocks between them."""
@@ -68,8 +69,9 @@ def test_bad_frames_are_named():
         gtdyn.operational_space_inverse_inertia(four_bar, np.zeros(4), "coupler")
 
 
-@pytest.mark.parametrize("method", ["elimination", "forward solves"])
-def test_a_transmission_gives_the_projected_inverse_inertia(tmp_path, method):
+@pytest.mark.parametrize("method, ordering", [("elimination", None), ("elimination", "cluster_efpa"),
+                                              ("elimination", "projection"), ("forward solves", None)])
+def test_a_transmission_gives_the_projected_inverse_inertia(tmp_path, method, ordering):
     """A geared rotor (rotor = 9 · j1): Λ⁻¹ of the coupled robot is J G (Gᵀ M G)⁻¹ Gᵀ Jᵀ of the unconstrained one,
     G = ∂q/∂(j1, j2) — the accelerations the coupling allows, as the forward solve has them."""
     from test_transmissions import GEARED
@@ -83,7 +85,7 @@ def test_a_transmission_gives_the_projected_inverse_inertia(tmp_path, method):
     M = gtdyn.mass_matrix(free, q)
     J = np.vstack([gtdyn.frame_jacobian(free, q, frame) for frame in ("l2", "rotor")])
     expected = J @ G @ np.linalg.solve(G.T @ M @ G, G.T @ J.T)
-    got = gtdyn.operational_space_inverse_inertia(coupled, q, ["l2", "rotor"], method=method)
+    got = gtdyn.operational_space_inverse_inertia(coupled, q, ["l2", "rotor"], method=method, ordering=ordering)
     assert rel_err(got, expected) < TOL
 
 

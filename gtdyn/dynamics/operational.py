@@ -23,6 +23,10 @@ from gtdyn.problem import Contact
 from gtdyn.spatial import Ad
 
 METHODS = ("elimination", "forward solves")
+# Paper 003's names for the eliminations that give Λ⁻¹: on this graph (forward dynamics at rest with the frames'
+# wrenches left) the extended-force-propagator algorithm is the articulated-body ordering, and C-EFPA its
+# cluster form (transmissions); "lagrange" and "projection" are the paper's baselines as for forward dynamics
+EFPA_ORDERINGS = {"efpa": "aba", "cluster_efpa": "cluster_aba"}
 
 
 def operational_space_inverse_inertia(robot: Robot, q, frames, *, base_pose=None, ordering=None,
@@ -35,12 +39,14 @@ def operational_space_inverse_inertia(robot: Robot, q, frames, *, base_pose=None
 
     ``method="elimination"`` (paper 003's C-EFPA, as a factor graph): forward dynamics at rest (τ = 0, no gravity)
     with a wrench variable at each frame and the frame's acceleration as a variable, eliminated in ``ordering``
-    (any that applies to forward dynamics: "aba" gives the tree algorithm) except those; the rows left relate
-    them, and Λ⁻¹ is read off them. ``method="forward solves"``: one forward solve per unit wrench, its
-    accelerations read through every frame's Jacobian — the way closed loops take (the elimination does not
-    cover them)."""
+    except those: paper 003's "efpa" (the tree algorithm: the articulated-body ordering, "aba") and
+    "cluster_efpa" (C-EFPA, clusters of coupled joints: "cluster_aba"), its baselines "lagrange" and "projection",
+    or any other that applies to forward dynamics; the rows left relate them, and Λ⁻¹ is read off them.
+    ``method="forward solves"``: one forward solve per unit wrench, its accelerations read through every frame's
+    Jacobian — the way closed loops take (the elimination does not cover them)."""
     robot = robot_argument(robot)
     frames = frame_list(robot, "frames", frames)
+    ordering = EFPA_ORDERINGS.get(ordering, ordering) if isinstance(ordering, str) else ordering
     if choice("method", method, METHODS) == "elimination":
         covered(robot, "operational_space_inverse_inertia(method=\"elimination\")", loops=False,
                 advice='method="forward solves" covers closed loops')
@@ -64,6 +70,7 @@ def operational_space_dag(robot: Robot, q, frames, *, base_pose=None, ordering=N
     from gtdyn.analysis.dag import elimination_dag  # networkx: only when a DAG is asked for
 
     robot = robot_argument(robot)
+    ordering = EFPA_ORDERINGS.get(ordering, ordering) if isinstance(ordering, str) else ordering
     graph, order, accelerations = _elimination_graph(robot, q, frame_list(robot, "frames", frames), base_pose,
                                                      ordering)
     return elimination_dag(graph, gtsam.Ordering(order + accelerations))
