@@ -100,6 +100,17 @@ def base_pose_samples(robot: Robot, base_pose, N: int) -> list[gtsam.Pose3]:
     return [pose_argument(f"base_pose[{k}]", T) for k, T in enumerate(base_pose)]
 
 
+class HeldTorques:
+    """``torque(k, t, q, v)`` for torques held over each step: ``rows`` has one row for every step, or one per step
+    (the last one again for the final sample); a native time loop reads the rows themselves."""
+
+    def __init__(self, rows: np.ndarray):
+        self.rows = rows
+
+    def __call__(self, k: int, t: float, q, v) -> np.ndarray:
+        return self.rows[min(k, len(self.rows) - 1)]
+
+
 def simulation_torques(robot: Robot, tau, steps: int) -> Callable[[int, float, np.ndarray, np.ndarray], np.ndarray]:
     """``torque(k, t, q, v)``: the torque during step k (at time t, state (q, v)), checked once up front (a
     controller's at every call). Passive joints' torques are checked here, where they are still called tau: the
@@ -107,8 +118,7 @@ def simulation_torques(robot: Robot, tau, steps: int) -> Callable[[int, float, n
     n = robot.num_dofs
     passive = any(not j.actuated for j in robot.joints)
     if tau is None:
-        zero = np.zeros(n)
-        return lambda k, t, q, v: zero
+        return HeldTorques(np.zeros((1, n)))
     if callable(tau):
         def controller(k, t, q, v):
             try:
@@ -124,13 +134,13 @@ def simulation_torques(robot: Robot, tau, steps: int) -> Callable[[int, float, n
     if array.shape == (n,):
         constant = joint_vector(robot, "tau", array)
         check_passive_torques(robot, "tau", constant)
-        return lambda k, t, q, v: constant
+        return HeldTorques(np.array(constant, float)[None])
     if array.shape != (steps, n):
         raise ArgumentError(f"tau: expected {expected}; got {type(tau).__name__} of shape {array.shape}")
     if not np.all(np.isfinite(array)):
         raise ArgumentError("tau: non-finite values")
     check_passive_torques(robot, "tau", np.max(np.abs(array), axis=0))  # nonzero where any step's torque is
-    return lambda k, t, q, v: array[min(k, steps - 1)]
+    return HeldTorques(np.ascontiguousarray(array, dtype=float))
 
 
 def step_torques(robot: Robot, tau) -> Callable[[int], np.ndarray]:

@@ -14,6 +14,7 @@ from gtdyn.equations import GRAVITY
 from gtdyn.errors import JointLimitWarning
 from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
+from gtdyn.simulation import native_loop
 from gtdyn.simulation.closed_loops import ClosedLoopStepper
 from gtdyn.simulation.environment import EnvironmentForward, RecordingForces
 from gtdyn.simulation.floating import FloatingStepper
@@ -74,7 +75,10 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
         stepper = RecordingForces(stepper, forward)
     with Progress("simulate", steps, enabled=progress, after=0.0 if progress else PROGRESS_AFTER_S, every=1.0,
                   unit="steps") as report:
-        _run(stepper, samples, report)
+        if native_loop.applies(robot, method, torque, forward):
+            native_loop.run_loop(stepper, samples, report, forward, method, dt, torque)
+        else:
+            _run(stepper, samples, report)
     _warn_past_limits(robot, samples.t, samples.q)
     return samples.trajectory(robot, method, gravity)
 

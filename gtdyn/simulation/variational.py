@@ -34,8 +34,8 @@ TOLERANCE = 1e-14  # |e| relative to the momentum scale at which a step has conv
 # where the update stops moving q and STEP_TOLERANCE ends the iteration)
 STEP_TOLERANCE = 1e-15  # or the update has stopped moving q, relative to |q|
 # or |e| has reached its round-off floor: below this (relative to the momentum scale) and no longer shrinking. On
-# long chains the floor is above TOLERANCE (a 100-link chain: ~3e-10 at Δt = 1 ms, where μ = G ξ / Δt amplifies
-# the rounding of ξ), and the update, still ~1e-12, never stops moving q
+# long chains the floor is above TOLERANCE (μ = G ξ / Δt amplifies the rounding of ξ; measured in
+# benchmarks/results/design_measurements.md), and the update never stops moving q
 STALL_TOLERANCE = 1e-9
 
 
