@@ -3,7 +3,10 @@ written as a Python loop over Pinocchio's ``pin.aba``, in one run, on the PUMA 5
 variational integrator's steps per second. Without gravity, from random joint velocities (a falling Talos
 swings its gripper links fast enough to make explicit integrators diverge within 2 s).
 
-    python -m benchmarks.simulation [STEPS]          # 2,000 steps of 1 ms by default
+    python -m benchmarks.simulation [STEPS [DT]]     # 2,000 steps of 1 ms by default
+
+A ``simulate`` call costs a few milliseconds besides its steps (checking the start, loading the compiled solver
+from the cache, allocating the run): long runs (20,000 steps of 0.1 ms) show the steps' own rate.
 
 Each figure is the best of 3 runs (the loops are long enough that the median of a few is the minimum up to
 noise). Pinocchio's loop does only what the integrator needs (no energies, no checks); gtdyn's is the whole
@@ -62,8 +65,7 @@ def best_of(fn, runs: int = 3) -> float:
     return min(times)
 
 
-def main(steps: int = 2000) -> None:
-    dt = 1e-3
+def main(steps: int = 2000, dt: float = 1e-3) -> None:
     rows = ["| robot | method | gtdyn.simulate steps/s | Python loop over pin.aba steps/s | gtdyn / Pinocchio |",
             "|---|---|---|---|---|"]
     robots = {"puma560": gtdyn.bundled_path("puma560"), "talos": erd("talos_data/robots/talos_reduced.urdf")}
@@ -97,8 +99,8 @@ def main(steps: int = 2000) -> None:
             rows.append(f"| {name} ({robot.num_dofs} joints) | variational (compiled DRNEA) | {steps / seconds:,.0f} "
                         "| — | — |")
     text = "\n".join(["# Simulation speed", "",
-                      f"`python -m benchmarks.simulation {steps}` ({steps:,} steps of {dt * 1e3:g} ms, no gravity or "
-                      "torque, from joints and velocities drawn in ±0.5) "
+                      f"`python -m benchmarks.simulation {steps} {dt:g}` ({steps:,} steps of {dt * 1e3:g} ms, no "
+                      "gravity or torque, from joints and velocities drawn in ±0.5) "
                       f"on {machine_description(3, steps, 1)}.", "", *rows, ""])
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
@@ -107,4 +109,5 @@ def main(steps: int = 2000) -> None:
 
 
 if __name__ == "__main__":
-    main(*map(int, sys.argv[1:]))
+    arguments = sys.argv[1:]
+    main(*([int(arguments[0])] if arguments else []), *([float(arguments[1])] if len(arguments) > 1 else []))
