@@ -19,6 +19,14 @@ def rng():
 
 
 @pytest.fixture(scope="module")
+def puma():
+    """The bundled PUMA 560 (a module's own copy)."""
+    import gtdyn
+
+    return gtdyn.load_robot("puma560")
+
+
+@pytest.fixture(scope="module")
 def private_cache(tmp_path_factory):
     """A compile cache of the module's own (``pytestmark = pytest.mark.usefixtures("private_cache")``): what it
     compiles is neither read from nor left in the user's cache."""

@@ -49,6 +49,11 @@ def load_quietly(path: str):
         return gtdyn.load_robot(path, transmissions="independent")
 
 
+def random_states(n, count, seed=0):
+    """(Q, V, X): ``count`` random states of n joints, entries in ±1."""
+    return np.random.default_rng(seed).uniform(-1, 1, (3, count, n))
+
+
 def random_base(rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A 4×4 base pose (random rotation and position), a base twist and a base acceleration."""
     quaternion = rng.normal(size=4)

@@ -7,6 +7,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
+from references import random_states
 
 import gtdyn
 from gtdyn.compiled import native
@@ -14,20 +15,11 @@ from gtdyn.compiled import native
 pytestmark = pytest.mark.usefixtures("private_cache")
 
 
-@pytest.fixture(scope="module")
-def puma():
-    return gtdyn.load_robot("puma560")
-
-
-def states(n, count, seed=0):
-    return np.random.default_rng(seed).uniform(-1, 1, (3, count, n))
-
-
 def test_a_pickled_solver_answers_bit_for_bit(puma):
     solver = gtdyn.compile(puma, "forward", derivatives=True)
     copy = pickle.loads(pickle.dumps(solver))
     assert copy is not solver and copy.cache_key == solver.cache_key and copy.ordering == solver.ordering
-    Q, V, X = states(6, 4)
+    Q, V, X = random_states(6, 4)
     assert np.array_equal(copy.batch(Q, V, X), solver.batch(Q, V, X))
     for a, b in zip(copy.derivatives(Q[0], V[0], X[0]), solver.derivatives(Q[0], V[0], X[0])):
         assert np.array_equal(a, b)
@@ -38,7 +30,7 @@ def test_hybrid_problems_and_their_joints_travel_too():
     robot = gtdyn.load_robot("rrr")
     solver = gtdyn.compile(robot, "hybrid", qdd_joints=["j2"])
     copy = pickle.loads(pickle.dumps(solver))
-    q, v, x = states(3, 1, seed=2)[:, 0]
+    q, v, x = random_states(3, 1, seed=2)[:, 0]
     for a, b in zip(copy(q, v, x), solver(q, v, x)):
         assert np.array_equal(a, b)
 
@@ -50,7 +42,7 @@ def _batch_in_a_worker(solver, Q, V, X):
 def test_a_process_pool_runs_a_solver_over_chunks(puma):
     """Fresh interpreters (spawn), as a cluster's workers are: each unpickles the solver and loads its code."""
     solver = gtdyn.compile(puma, "inverse")
-    Q, V, X = states(6, 40, seed=3)
+    Q, V, X = random_states(6, 40, seed=3)
     chunks = [slice(0, 20), slice(20, 40)]
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         parts = list(pool.map(_batch_in_a_worker, [solver] * 2, *([A[c] for c in chunks] for A in (Q, V, X))))
@@ -67,5 +59,5 @@ def test_a_solver_for_another_cpu_is_compiled_again_on_arrival(puma, monkeypatch
     monkeypatch.setattr(native, "target_id", lambda: real)
     arrived = pickle.loads(data)
     assert arrived.ordering == solver.ordering and arrived._record is not solver._record
-    q, v, tau = states(6, 1, seed=4)[:, 0]
+    q, v, tau = random_states(6, 1, seed=4)[:, 0]
     assert np.array_equal(arrived(q, v, tau), solver(q, v, tau))

@@ -19,11 +19,6 @@ TOL = 1e-11
 pytestmark = pytest.mark.usefixtures("private_cache")
 
 
-@pytest.fixture(scope="module")
-def puma():
-    return gtdyn.load_robot("puma560")
-
-
 @pytest.mark.parametrize("axes", ["local", "world_aligned"])
 @pytest.mark.parametrize("problem", ["forward", "inverse"])
 def test_compiled_wrenches_match_the_reference_path(puma, problem, axes):

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from references import closed_state
+from references import closed_state, random_base
 
 import gtdyn
 from gtdyn.errors import ArgumentError
@@ -17,29 +17,12 @@ NO_BASE = (None, None, None, None)
 
 
 @pytest.fixture(scope="module")
-def puma():
-    return gtdyn.load_robot("puma560")
-
-
-@pytest.fixture(scope="module")
 def quadruped():
     return gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
 
 
 def state(n, seed=0):
     return np.random.default_rng(seed).uniform(-0.5, 0.5, (3, n))
-
-
-def base(seed=1):
-    """A rigid base pose (a rotation about a tilted axis), a twist and a given six-vector."""
-    rng = np.random.default_rng(seed)
-    axis = rng.normal(size=3)
-    axis /= np.linalg.norm(axis)
-    K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-    pose = np.eye(4)
-    pose[:3, :3] = np.eye(3) + np.sin(0.7) * K + (1 - np.cos(0.7)) * K @ K
-    pose[:3, 3] = rng.normal(size=3)
-    return pose, rng.normal(size=6), rng.normal(size=6)
 
 
 def as_lists(*arrays):
@@ -71,7 +54,7 @@ def test_a_fixed_base_call_takes_the_entry_and_answers_as_the_python_path(puma, 
 def test_a_floating_base_call_takes_the_entry_with_its_base_inputs(quadruped, problem):
     solver = gtdyn.compile(quadruped, problem)
     q, v, x = state(12)
-    pose, twist, given = base()
+    pose, twist, given = random_base(np.random.default_rng(1))
     arguments = (pose, twist, given, None) if problem == "inverse" else (pose, twist, None, given)
     names = ("base_pose", "base_twist", "base_accel", "base_wrench")
     out = np.empty(solver._outputs)
@@ -124,7 +107,7 @@ def test_the_entry_hands_back_what_it_cannot_check(puma, quadruped):
 
     floating = gtdyn.compile(quadruped, "inverse")
     q, v, x = state(12)
-    pose, twist, given = base()
+    pose, twist, given = random_base(np.random.default_rng(1))
     out = np.empty(floating._outputs)
     for what, arguments in {
         "no base pose": (q, v, x, None, twist, given, None, out),

@@ -256,11 +256,6 @@ def test_bias_is_the_time_derivative_of_the_jacobian(case, rf):
 
 # -- arguments --------------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def puma():
-    return gtdyn.load_robot("puma560")
-
-
 @pytest.mark.parametrize("call, message", [
     (lambda r, z: frame_placement(r, z, "hand"), "frame: 'hand' is not one of base_link, link1"),
     (lambda r, z: frame_placement(r, z, ["flange"]), "frame: \\['flange'\\] is not one of"),

@@ -3,22 +3,13 @@ code, the same verdicts, any count of states and threads; the lane code travels 
 
 import numpy as np
 import pytest
-from references import closed_state
+from references import closed_state, random_states
 
 import gtdyn
 from gtdyn.compiled import lanes, parallel
 from gtdyn.errors import ArgumentError
 
 pytestmark = pytest.mark.usefixtures("private_cache")
-
-
-@pytest.fixture(scope="module")
-def puma():
-    return gtdyn.load_robot("puma560")
-
-
-def states(n, count, seed=0):
-    return np.random.default_rng(seed).uniform(-1, 1, (3, count, n))
 
 
 def one_by_one(solver, Q, V, X, **base):
@@ -39,7 +30,7 @@ def test_a_batch_in_lanes_is_bit_for_bit_the_single_calls(puma, problem, checks)
     solver = gtdyn.compile(puma, problem, checks=checks, qdd_joints=["joint2"] if problem == "hybrid" else None,
                            lanes=True)
     assert solver.lanes == lanes.WIDTH
-    Q, V, X = states(6, 203)  # 50 lane groups and 3 states for the scalar code
+    Q, V, X = random_states(6, 203)  # 50 lane groups and 3 states for the scalar code
     got = solver.batch(Q, V, X)
     assert_same(got, one_by_one(solver, Q, V, X))
     assert_same(solver.batch(Q, V, X, threads=2), got)
@@ -48,7 +39,7 @@ def test_a_batch_in_lanes_is_bit_for_bit_the_single_calls(puma, problem, checks)
 def test_a_floating_base_and_loops_batch_in_lanes():
     quadruped = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
     solver = gtdyn.compile(quadruped, "forward", lanes=True)
-    Q, V, X = states(12, 70, seed=1)
+    Q, V, X = random_states(12, 70, seed=1)
     rng = np.random.default_rng(2)
     base = {"base_pose": np.repeat(np.eye(4)[None], 70, axis=0), "base_twist": rng.normal(size=(70, 6))}
     assert_same(solver.batch(Q, V, X, **base), one_by_one(solver, Q, V, X, **base))
@@ -60,7 +51,7 @@ def test_a_floating_base_and_loops_batch_in_lanes():
 
 def test_a_lane_the_code_cannot_certify_gets_the_scalar_verdict(puma):
     solver = gtdyn.compile(puma, "forward", lanes=True)
-    Q, V, X = states(6, 100, seed=3)
+    Q, V, X = random_states(6, 100, seed=3)
     Q[37, 2] = 2e6  # beyond MAX_ANGLE: the lane's status is 0, the scalar code's too, the reference path raises
     with pytest.raises(ArgumentError) as in_batch:
         solver.batch(Q, V, X)
@@ -72,7 +63,7 @@ def test_a_lane_the_code_cannot_certify_gets_the_scalar_verdict(puma):
 def test_states_whose_lane_says_zero_are_solved_again_by_the_scalar_code(puma):
     solver = gtdyn.compile(puma, "inverse", lanes=True)
     batches = solver._batches
-    Q, V, X = states(6, 64, seed=4)
+    Q, V, X = random_states(6, 64, seed=4)
     Q[5, 0] = np.nan
     inputs = np.ascontiguousarray(np.hstack([Q, V, X]))
     calls = []
@@ -99,7 +90,7 @@ def test_lane_code_is_cached_and_pickled_with_the_solver(puma):
     assert again.from_cache and again.lanes == lanes.WIDTH
     assert gtdyn.compile(puma, "forward").lanes == 0  # without lanes: another solver, batches state by state
     copy = pickle.loads(pickle.dumps(solver))
-    Q, V, X = states(6, 8, seed=6)
+    Q, V, X = random_states(6, 8, seed=6)
     assert copy.lanes == lanes.WIDTH and np.array_equal(copy.batch(Q, V, X), solver.batch(Q, V, X))
 
 

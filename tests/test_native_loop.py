@@ -14,11 +14,6 @@ pytestmark = [pytest.mark.usefixtures("private_cache"),
               pytest.mark.filterwarnings("ignore::gtdyn.JointLimitWarning")]  # the runs leave PUMA's limits
 
 
-@pytest.fixture(scope="module")
-def puma():
-    return gtdyn.load_robot("puma560")
-
-
 def both(robot, **kw):
     """The run through the native loop, then the same run through the Python loop (and whether the native one
     ran)."""
