@@ -238,7 +238,7 @@ done:
 }}"""
 
 
-def compile_object(ir: str) -> bytes:
+def compile_object(ir: str, quick: bool = False) -> bytes:
     """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``; IEEE
     arithmetic).
 
@@ -247,6 +247,10 @@ def compile_object(ir: str) -> bytes:
     and a whole robot is one block. Blocks cost a few per cent of the code's speed (the trade-off measured in
     benchmarks/results/design_measurements.md).
 
+    ``quick``: no optimization pipeline and LLVM's -O0 code generator (fast instruction selection and register
+    allocation): several times faster to compile, the same IEEE operations so the same bits, slower code
+    (benchmarks/results/quick_compile.md).
+
     Each call parses into an LLVM context of its own, which goes with it: a process that compiles many solvers
     does not keep every module's types and constants. (Threads would not compile side by side: llvmlite
     serialises its calls into LLVM with a lock of its own; measured.)"""
@@ -254,6 +258,8 @@ def compile_object(ir: str) -> bytes:
     context = binding.create_context()
     module = binding.parse_assembly(ir, context=context)
     module.verify()
+    if quick:
+        return target_machine(codegen_level=0).emit_object(module)
     machine = target_machine()
     builder = binding.create_pass_builder(machine,
                                           binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL))
@@ -305,11 +311,11 @@ def split_blocks(ir: str, every: int) -> str:
     return "\n".join(out)
 
 
-def target_machine():
+def target_machine(codegen_level: int = 2):
     binding = llvm()
     target = binding.Target.from_triple(binding.get_process_triple())
     return target.create_target_machine(cpu=binding.get_host_cpu_name(),
-                                        features=binding.get_host_cpu_features().flatten(), opt=2)
+                                        features=binding.get_host_cpu_features().flatten(), opt=codegen_level)
 
 
 class Loaded:

@@ -83,6 +83,7 @@ class CompiledSolver:
         self.compile_seconds = float("nan")
         self.from_cache = False
         self._record = record
+        self.quick = bool(record.get("quick"))  # compile(..., quick=True): -O0, slower code, the same bits
         self._native = native.Loaded(record["object"], record["prefix"], record.get("entries", native.ENTRIES))
         self._batches = lanes.Batches(record, self._native, record["size"], record["outputs"])
         self._size, self._n = record["size"], robot.num_dofs
@@ -395,5 +396,5 @@ def _unpickled(template: Query, qdd_joints, order, record: dict, name: str, chec
                    gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
                    wrench_frames=list(wrench_frames) or None, wrench_axes=wrench_axes,
                    derivatives=bool(record.get("derivative_columns")), independent_joints=independent_joints,
-                   checks=checks, lanes="lanes_object" in record)
+                   checks=checks, lanes="lanes_object" in record, quick=bool(record.get("quick")))
 

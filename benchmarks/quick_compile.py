@@ -1,0 +1,90 @@
+"""Cold compile time and call time, optimized (the default) against ``compile(..., quick=True)`` (LLVM's -O0 code
+generator, no optimization pipeline), with Pinocchio's call beside them (issue 24, item 3): Talos's forward and
+inverse dynamics and serial chains of 24, 48 and 96 joints (ABA), each compiled without the cache.
+
+    python -m benchmarks.quick_compile [--quick]      # --quick: Talos and the 24-joint chain
+
+Call times: ``solver(q, v, x)`` from Python at one random state, checked and unchecked, medians of 15 samples of
+200 calls, Pinocchio's ``aba`` / ``rnea`` interleaved. Writes benchmarks/results/quick_compile.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+
+import gtdyn
+from benchmarks.derivatives import load  # robots by name, and their URDF paths
+from gtdyn.bench.compiled import PinocchioBaseline, chain_with_urdf
+from gtdyn.bench.report import machine_description
+from gtdyn.bench.timing import measure_interleaved, paired_ratio
+from gtdyn.progress import Progress
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+REPEAT, INNER, WARMUP = 15, 200, 20
+
+
+def row(robot, path: str, kind: str) -> dict:
+    pin = PinocchioBaseline(path, robot, kind)
+    q, v, x = np.random.default_rng(0).uniform(-0.5, 0.5, (3, robot.num_dofs))
+    out = {}
+    for quick in (False, True):
+        started = time.perf_counter()
+        checked = gtdyn.compile(robot, kind, use_cache=False, quick=quick)
+        out[quick, "compile"] = time.perf_counter() - started
+        unchecked = gtdyn.compile(robot, kind, use_cache=False, quick=quick, checks=False)
+        timed = measure_interleaved({"checked": lambda: checked(q, v, x), "unchecked": lambda: unchecked(q, v, x),
+                                     "pin": pin.single(*pin.vectors(q, v, x))}, REPEAT, INNER, WARMUP)
+        for key in ("checked", "unchecked"):
+            out[quick, key] = timed[key].median_us
+            out[quick, key + "_x"] = paired_ratio(timed[key], timed["pin"])
+        out["pin"] = timed["pin"].median_us
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="Talos and the 24-joint chain only")
+    args = parser.parse_args()
+    folder = tempfile.mkdtemp()
+    cases = [("talos", "inverse"), ("talos", "forward"), ("chain 24", "forward")]
+    if not args.quick:
+        cases += [("chain 48", "forward"), ("chain 96", "forward")]
+    results = {}
+    with Progress("quick_compile", len(cases), enabled=True) as progress:
+        for name, kind in cases:
+            if name.startswith("chain"):
+                robot, path = chain_with_urdf(int(name.split()[1]), folder)[:2]
+            else:
+                robot, path = load(name)
+            results[name, kind] = r = row(robot, str(path), kind)
+            progress.step(f"{name} {kind}")
+            print(f"{name} {kind}: compile {r[False, 'compile']:.2f} -> {r[True, 'compile']:.2f} s; checked "
+                  f"{r[False, 'checked_x']:.2f}x -> {r[True, 'checked_x']:.2f}x Pinocchio", flush=True)
+    lines = ["# Quick compiles (issue 24, item 3)", "",
+             f"`python -m benchmarks.quick_compile{' --quick' if args.quick else ''}`; "
+             + machine_description(REPEAT, INNER, WARMUP), "",
+             "Cold compile (no cache) of the checked solver, default ordering; calls from Python at one random "
+             "state, × Pinocchio as paired ratios. *Quick*: `gtdyn.compile(..., quick=True)` — LLVM's -O0 code "
+             "generator and no optimization pipeline; the same operations, so the same answers bit for bit "
+             "(`tests/test_compiled.py`). Goals: cold compile ≤ 3 s for Talos, ≤ 15 s for a 96-joint chain; per "
+             "call on the 96-joint chain ≤ 1.5× Pinocchio.", "",
+             "| robot | problem | compile s: default / quick | checked µs: default / quick (× Pinocchio) | "
+             "unchecked µs: default / quick (× Pinocchio) | Pinocchio µs |", "|---|---|---|---|---|---|"]
+    for (name, kind), r in results.items():
+        lines.append(f"| {name} | {kind} | {r[False, 'compile']:.2f} / {r[True, 'compile']:.2f} | "
+                     f"{r[False, 'checked']:.2f} / {r[True, 'checked']:.2f} ({r[False, 'checked_x']:.2f}× / "
+                     f"{r[True, 'checked_x']:.2f}×) | {r[False, 'unchecked']:.2f} / {r[True, 'unchecked']:.2f} "
+                     f"({r[False, 'unchecked_x']:.2f}× / {r[True, 'unchecked_x']:.2f}×) | {r['pin']:.2f} |")
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "quick_compile.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {os.path.join(RESULTS, 'quick_compile.md')}")
+
+
+if __name__ == "__main__":
+    main()
