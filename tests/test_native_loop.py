@@ -91,3 +91,21 @@ def test_controllers_loops_and_other_threads_keep_the_python_loop(puma):
     thread.start()
     thread.join()
     assert seen == [False]  # another thread: not the solver's workspace
+
+
+def test_runs_remember_their_solver_per_thread_and_setting(puma):
+    """A short run does not reload its solver from the cache: the plain forward solver is remembered, per thread
+    (its workspace is that thread's) and per gravity and checks."""
+    from gtdyn.simulation.solvers import forward_solver
+
+    gravity = np.array([0.0, 0.0, -9.81])
+    first = forward_solver(puma, gravity)
+    assert forward_solver(puma, gravity) is first
+    assert forward_solver(puma, gravity, checks=False) is not first
+    assert forward_solver(puma, np.zeros(3)) is not first
+    other = []
+    thread = threading.Thread(target=lambda: other.append(forward_solver(puma, gravity)))
+    thread.start()
+    thread.join()
+    assert other[0] is not first and np.array_equal(other[0](np.zeros(6), np.zeros(6), np.zeros(6)),
+                                                    first(np.zeros(6), np.zeros(6), np.zeros(6)))

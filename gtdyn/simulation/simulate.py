@@ -9,7 +9,6 @@ import numpy as np
 from gtdyn.arguments import choice, robot_argument
 from gtdyn.arguments.query import ask
 from gtdyn.arguments.series import check_trajectory_memory, simulation_covers, simulation_torques, time_grid
-from gtdyn.compiled import compile as compile_solver
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import JointLimitWarning
 from gtdyn.model.robot import Robot
@@ -18,6 +17,7 @@ from gtdyn.simulation import native_loop
 from gtdyn.simulation.closed_loops import ClosedLoopStepper
 from gtdyn.simulation.environment import EnvironmentForward, RecordingForces
 from gtdyn.simulation.floating import FloatingStepper
+from gtdyn.simulation.solvers import forward_solver
 from gtdyn.simulation.steppers import JointStepper, Samples, Stepper
 from gtdyn.simulation.trajectory import Trajectory
 from gtdyn.simulation.variational_stepper import VariationalStepper
@@ -64,8 +64,7 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     q, v, gravity = start.q, start.v, start.gravity
     torque = simulation_torques(robot, tau, steps)
     simulation_covers(robot, method, bool(placed))
-    solver = compile_solver(robot, "forward", ordering="aba", gravity=gravity, contacts=contacts, checks=checks,
-                            wrench_frames=list(external_wrenches or ()), wrench_axes=wrench_axes)
+    solver = forward_solver(robot, gravity, checks, contacts, external_wrenches, wrench_axes)
     forward = EnvironmentForward(solver, external_wrenches, bool(placed)) if placed or external_wrenches else solver
     base_pose, base_twist = (None, None) if start.base is None else (start.base.pose, start.base.twist)
     samples = Samples.allocate(robot, steps, dt, sum(c.dim for c in placed))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import gtsam
 import numpy as np
 
-from gtdyn.compiled import compile as compile_solver
 from gtdyn.model.base_frame import pose_to_com, pose_to_link, twist_to_com, twist_to_link, wrench_to_link
 from gtdyn.model.robot import Robot
+from gtdyn.simulation.solvers import forward_solver
 from gtdyn.simulation.steppers import Samples, TorqueSource
 from gtdyn.simulation.variational import VariationalIntegrator
 from gtdyn.simulation.variational_compiled import CompiledVariationalIntegrator
@@ -51,7 +51,7 @@ class VariationalStepper:
 def _mass_inverse(robot: Robot):
     """``mass_inverse(q, p) -> M(q)⁻¹ p``; on a floating base p and the answer start with the base's 6 in its CoM
     frame, its impulse given to the solver as a wrench on the free base in its root link frame."""
-    rest = compile_solver(robot.with_actuated(robot.joint_names), "forward", ordering="aba", gravity=np.zeros(3))
+    rest = forward_solver(robot.with_actuated(robot.joint_names), np.zeros(3))
     zeros = np.zeros(robot.num_dofs)
     if not robot.floating_base:
         return lambda q, p: rest(q, zeros, p)
