@@ -79,3 +79,15 @@ def dlog(V: np.ndarray) -> np.ndarray:
         if coefficient:
             out = out + coefficient * power
     return out
+
+
+def dlog_transpose_times(xi: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[dlog_ξ]ᵀ y = Σ c_j ([ad_ξ]ᵀ)^j y, by repeated products with [ad_ξ]ᵀ (no matrix powers: what traced code
+    wants, ``gtdyn.compiled.drnea``); numbers or object arrays."""
+    At = ad(xi).T
+    out = power = np.asarray(y)
+    for coefficient in DLOG_SERIES[1:]:
+        power = At @ power
+        if coefficient:
+            out = out + coefficient * power
+    return out

@@ -69,16 +69,16 @@ def test_states_whose_lane_says_zero_are_solved_again_by_the_scalar_code(puma):
     calls = []
     scalar = parallel.run_states
 
-    def counted(batch, size, rows, *rest):
-        calls.append(rows.shape[0])
-        return scalar(batch, size, rows, *rest)
+    def counted(batch, size, rows, n_out, out_start, threads=1, lanes_per_pass=1):
+        calls.append((rows.shape[0], lanes_per_pass))
+        return scalar(batch, size, rows, n_out, out_start, threads, lanes_per_pass)
 
     try:
         parallel.run_states = counted
         results = batches.run("main", inputs, solver._outputs + 3, solver._out, 1)
     finally:
         parallel.run_states = scalar
-    assert calls == [1]  # the NaN state, again, alone
+    assert calls == [(64, lanes.WIDTH), (1, 1)]  # all in lanes, then the NaN state again, alone, in scalar code
     assert results[5, 6] == 0.0 and np.all(np.delete(results[:, 6], 5) == 1.0)
 
 

@@ -23,7 +23,7 @@ CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
 CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
 # The bound of ``main`` is used where it would certify the build's random sample states with room to spare (a
-# hundredth of CONDITION_LIMIT); where it is far looser than the estimate (long chains: |R| products grow with
+# tenth of CONDITION_LIMIT); where it is far looser than the estimate (long chains: |R| products grow with
 # depth), it would only add a pass before ``exact``.
 USEFUL_BOUND = CONDITION_LIMIT / 10
 

@@ -8,7 +8,7 @@
 * ``solve_abs``: the solve's steps on magnitudes from a right-hand side of ones, Ŝ1 ≥ |A⁻¹| 1 entry by entry;
 * ``fast``: ``factor`` and ``solve`` only, for ``checks=False``;
 * ``main``: x = A⁻¹ b, the backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) and the bound u = ‖D Ŝ1‖₂ ≥
-  1/σ_min(A D⁻¹) ≥ the reference path's estimate κ (``gtdyn.compiled.certificate.main``), the loop-closure gaps
+  1/σ_min(A D⁻¹) ≥ the reference path's estimate κ (``gtdyn.compiled.certificate.checked_call``), the loop-closure gaps
   — and a status: 1 when the answer is certified (u ≤ ``CONDITION_LIMIT``, u · backward error ≤
   ``ERROR_BOUND``, every loop closed, every input finite); where the bound cannot certify, ``exact``:
 * ``exact``: one step of iterative refinement, and κ by the reference path's inverse iteration (same start

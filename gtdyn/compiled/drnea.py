@@ -25,8 +25,10 @@ from gtdyn.compiled import dual, entry, native, trace
 from gtdyn.compiled.cache import robot_fingerprint
 from gtdyn.compiled.certificate import finite
 from gtdyn.compiled.kinematics import TracedPose, parent_T_child, traced_kinematics
+from gtdyn.equations import gravity_wrench
+from gtdyn.kinematics.forward import subtree_projections
 from gtdyn.model.robot import Robot
-from gtdyn.spatial import DLOG_SERIES, ad, skew
+from gtdyn.spatial import dlog_transpose_times, skew
 
 SMALL_SINE = 1e-3  # below it (and cos θ > 0), the series in sin²θ of θ / sin θ and of (1 − (θ/2) cot(θ/2)) / θ²
 _PREFIXES = itertools.count()
@@ -58,17 +60,6 @@ def log_pose(T: TracedPose) -> np.ndarray:
     return np.concatenate([omega, v])
 
 
-def dlog_transpose_times(xi: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """[dlog_ξ]ᵀ y = Σ c_j ([ad_ξ]ᵀ)^j y, by repeated products with [ad_ξ]ᵀ (no matrix powers)."""
-    At = ad(xi).T
-    out, power = np.array(y, dtype=object), np.array(y, dtype=object)
-    for coefficient in DLOG_SERIES[1:]:
-        power = At @ power
-        if coefficient:
-            out = out + coefficient * power
-    return out
-
-
 class _Layout:
     """Where the inputs and outputs live in the workspace: n joints, L links (6 numbers each per wrench)."""
 
@@ -94,18 +85,6 @@ def _largest_magnitude(values: list):
         magnitude = trace.fabs(value)
         largest = trace.select(trace.le(largest, magnitude), magnitude, largest)
     return trace.select(finite(values), largest, float("inf"))
-
-
-def _backward(robot: Robot, wrench_of: dict, pTc: dict) -> list:
-    """Σ over each joint's subtree of the bodies' wrenches, moved across the joints, projected on Sⱼ."""
-    total = dict(wrench_of)
-    out = [0.0] * robot.num_dofs
-    for joint in reversed(robot.tree_joints):
-        j, p = joint.index, robot.link(joint.parent).index
-        out[j - 1] = _dot(joint.screw_axis, total[j])
-        if p:
-            total[p] = total[p] + pTc[j].inverse().AdjointMap().T @ total[j]
-    return out
 
 
 def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -> dict[str, trace.Function]:
@@ -139,7 +118,7 @@ def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -
             xi = log_pose(dT[j])
             mu[j] = dlog_transpose_times(xi, robot.link(joint.child).G @ xi * inverse_dt)
         body = {i: mu[i] - momentum[i] - weight[i] for i in mu}
-        e = [a - b for a, b in zip(_backward(robot, body, pTc), impulse)]
+        e = [a - b for a, b in zip(subtree_projections(robot, body, pTc), impulse)]
         return e, [x for link in links for x in dT[link.index].AdjointMap().T @ mu[link.index]]
 
     if jacobian:
@@ -168,11 +147,10 @@ def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -
     carried = wrenches(loads(finish, "transported"))
     kin, _ = traced_kinematics(robot, u, [0.0] * n)
     half_dt = 0.5 * dt
-    weight_next = {link.index: np.concatenate([np.zeros(3), (link.mass * half_dt) * kin.wT[link.index].rotation()
-                                               .unrotate(np.asarray(gravity, float))]) for link in links}
+    weight_next = {link.index: half_dt * gravity_wrench(link.mass, kin.wT[link.index], gravity) for link in links}
     momentum_next = {i: carried[i] + weight_next[i] for i in carried}
     pTc_next = {j.index: parent_T_child(j, u[j.index - 1]) for j in robot.joints}
-    p_next = _backward(robot, momentum_next, pTc_next)
+    p_next = subtree_projections(robot, momentum_next, pTc_next)
     store(finish, "momentum_next", [x for link in links for x in momentum_next[link.index]])
     store(finish, "weight_next", [x for link in links for x in weight_next[link.index]])
     store(finish, "p", [a + half_dt * t for a, t in zip(p_next, tau)])

@@ -137,14 +137,14 @@ loop:
   %more = icmp slt i64 %i, %count
   br i1 %more, label %body, label %all
 body:
-  %at = mul i64 %i, 5
-  %start = add i64 %at, 6
+  %at = mul i64 %i, $PER_ARGUMENT
+  %start = add i64 %at, $HEAD
   %plan = getelementptr i64, ptr %head, i64 %start
   %this_kind = load i64, ptr %plan
   %arg_at = getelementptr ptr, ptr %args, i64 %i
   %argument = load ptr, ptr %arg_at
   %next = add i64 %i, 1
-  %is_none_kind = icmp eq i64 %this_kind, 0
+  %is_none_kind = icmp eq i64 %this_kind, $NONE
   br i1 %is_none_kind, label %expect_none, label %array
 expect_none:
   %is_none = icmp eq ptr %argument, %none
@@ -183,11 +183,11 @@ entry:
   %right_count = icmp eq i64 %nargs, %count
   br i1 %right_count, label %inputs, label %quit
 inputs:
-  %read = call i1 @move_all(ptr %args, ptr %head, ptr %ws, i64 %count, ptr %none, i64 1, i32 60, i1 false)
+  %read = call i1 @move_all(ptr %args, ptr %head, ptr %ws, i64 %count, ptr %none, i64 $IN, i32 $BUFFER_IN, i1 false)
   br i1 %read, label %passive_start, label %quit
 passive_start:
-  %list_at = mul i64 %count, 5
-  %list = add i64 %list_at, 6
+  %list_at = mul i64 %count, $PER_ARGUMENT
+  %list = add i64 %list_at, $HEAD
   br label %passive
 passive:
   %j = phi i64 [ 0, %passive_start ], [ %j_next, %passive_zero ]
@@ -214,7 +214,7 @@ certified:
   %one = fcmp oeq double %word, 1.0
   br i1 %one, label %outputs, label %quit
 outputs:
-  %written = call i1 @move_all(ptr %args, ptr %head, ptr %ws, i64 %count, ptr %none, i64 2, i32 61, i1 true)
+  %written = call i1 @move_all(ptr %args, ptr %head, ptr %ws, i64 %count, ptr %none, i64 $OUT, i32 $BUFFER_OUT, i1 true)
   br i1 %written, label %done, label %quit
 done:
   %yes = call ptr @PyLong_FromSsize_t(i64 1)
@@ -224,6 +224,15 @@ quit:
   ret ptr %no
 }
 """
+
+
+def _ir() -> str:
+    """``_IR`` with the plan's layout and the buffer flags written in."""
+    text = _IR
+    for name, value in (("$PER_ARGUMENT", _PER_ARGUMENT), ("$HEAD", _HEAD), ("$BUFFER_IN", _BUFFER_IN),
+                        ("$BUFFER_OUT", _BUFFER_OUT), ("$NONE", NONE), ("$IN", IN), ("$OUT", OUT)):
+        text = text.replace(name, str(value))
+    return text
 
 
 class _MethodDef(ctypes.Structure):
@@ -242,7 +251,7 @@ def _method() -> _MethodDef:
             binding = native.llvm()
             for name in _API:
                 binding.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
-            module = binding.parse_assembly(_IR)
+            module = binding.parse_assembly(_ir())
             module.verify()
             engine = binding.create_mcjit_compiler(module, native.target_machine())
             engine.finalize_object()

@@ -17,8 +17,6 @@ in the solver's record and the cache; its batches then run whole lane groups in 
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 from gtdyn.compiled import native, parallel, trace
@@ -90,116 +88,12 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH) -> str:
     return "\n".join(body)
 
 
-def _batch_ir(prefix: str, entry: str, width: int) -> str:
-    """``batch_{entry}_x{width}(ws, inputs, outputs, groups, n_in, n_out, out_start)``: ``groups`` × ``width``
-    states, the rows of ``inputs``, through the lanes of one workspace; the outputs, rows of ``outputs``."""
-    return f"""
-define void @{prefix}batch_{entry}_x{width}(ptr noalias %ws, ptr noalias %inputs, ptr noalias %outputs, i64 %groups,
-                                            i64 %n_in, i64 %n_out, i64 %out_start) nounwind {{
-entry:
-  br label %group
-group:
-  %g = phi i64 [ 0, %entry ], [ %g_next, %written ]
-  %more = icmp slt i64 %g, %groups
-  br i1 %more, label %read, label %done
-read:
-  %first = mul i64 %g, {width}
-  br label %lane_in
-lane_in:
-  %w = phi i64 [ 0, %read ], [ %w_next, %lane_in_done ]
-  %state = add i64 %first, %w
-  %row = mul i64 %state, %n_in
-  br label %copy_in
-copy_in:
-  %k = phi i64 [ 0, %lane_in ], [ %k_next, %copy_in_body ]
-  %more_in = icmp slt i64 %k, %n_in
-  br i1 %more_in, label %copy_in_body, label %lane_in_done
-copy_in_body:
-  %src_i = add i64 %row, %k
-  %src = getelementptr inbounds double, ptr %inputs, i64 %src_i
-  %value_in = load double, ptr %src, align 8
-  %slot_in = mul i64 %k, {width}
-  %dst_i = add i64 %slot_in, %w
-  %dst = getelementptr inbounds double, ptr %ws, i64 %dst_i
-  store double %value_in, ptr %dst, align 8
-  %k_next = add i64 %k, 1
-  br label %copy_in
-lane_in_done:
-  %w_next = add i64 %w, 1
-  %lanes_left = icmp slt i64 %w_next, {width}
-  br i1 %lanes_left, label %lane_in, label %run
-run:
-  call void @{prefix}{entry}_x{width}(ptr %ws)
-  br label %lane_out
-lane_out:
-  %v = phi i64 [ 0, %run ], [ %v_next, %lane_out_done ]
-  %state_out = add i64 %first, %v
-  %row_out = mul i64 %state_out, %n_out
-  br label %copy_out
-copy_out:
-  %m = phi i64 [ 0, %lane_out ], [ %m_next, %copy_out_body ]
-  %more_out = icmp slt i64 %m, %n_out
-  br i1 %more_out, label %copy_out_body, label %lane_out_done
-copy_out_body:
-  %index = add i64 %out_start, %m
-  %slot_out = mul i64 %index, {width}
-  %from_i = add i64 %slot_out, %v
-  %from = getelementptr inbounds double, ptr %ws, i64 %from_i
-  %value_out = load double, ptr %from, align 8
-  %to_i = add i64 %row_out, %m
-  %to = getelementptr inbounds double, ptr %outputs, i64 %to_i
-  store double %value_out, ptr %to, align 8
-  %m_next = add i64 %m, 1
-  br label %copy_out
-lane_out_done:
-  %v_next = add i64 %v, 1
-  %lanes_out_left = icmp slt i64 %v_next, {width}
-  br i1 %lanes_out_left, label %lane_out, label %written
-written:
-  %g_next = add i64 %g, 1
-  br label %group
-done:
-  ret void
-}}"""
-
-
 def module_ir(functions: dict, prefix: str, width: int = WIDTH) -> str:
     """The lane module of a program's functions: each function the entries reach, and a batch loop per entry."""
     vt = _vector(width)
     head = [f"declare {vt} @llvm.{name}.v{width}f64({vt})" for name in _INTRINSIC.values()]
     bodies = [function_ir(functions[name], prefix, width) for name in reachable(functions)]
-    return "\n".join(head + bodies + [_batch_ir(prefix, entry, width) for entry in ENTRIES])
-
-
-class LoadedLanes:
-    """The lane module compiled and loaded: ``batch[entry](ws, inputs, outputs, groups, n_in, n_out, out_start)``
-    as ctypes functions (which release the GIL while they run)."""
-
-    def __init__(self, obj: bytes, prefix: str, width: int = WIDTH):
-        self.width = width
-        self._loaded = native.Loaded(obj, prefix, entries=(), extra=[f"batch_{e}_x{width}" for e in ENTRIES])
-        batch_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 4)
-        self.batch = {e: batch_type(self._loaded.extra[f"batch_{e}_x{width}"]) for e in ENTRIES}
-
-
-def run_states(lanes: LoadedLanes, entry: str, workspace_size: int, inputs: np.ndarray, n_out: int, out_start: int,
-               threads: int = 1) -> np.ndarray:
-    """``parallel.run_states`` for a count of states that fills whole lane groups: (count, n_out) results."""
-    count, width = inputs.shape[0], lanes.width
-    if count % width:
-        raise ValueError(f"lanes: {count} states do not fill groups of {width}")
-    results = np.empty((count, n_out))
-    groups = count // width
-    threads = max(1, min(int(threads), groups))
-    bounds = np.linspace(0, groups, threads + 1).astype(int) * width
-
-    def run(a: int, b: int) -> None:
-        ws = np.zeros(workspace_size * width)
-        lanes.batch[entry](ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a) // width,
-                           inputs.shape[1], n_out, out_start)
-
-    parallel.in_threads(run, bounds)
-    return results
+    return "\n".join(head + bodies + [native.batch_ir(prefix, entry, width) for entry in ENTRIES])
 
 
 class Batches:
@@ -208,17 +102,19 @@ class Batches:
 
     def __init__(self, record: dict, scalar: native.Loaded, size: int, status_column: int):
         self.scalar, self.size, self.status_column = scalar, size, status_column
-        self.lanes = LoadedLanes(record["lanes_object"], record["prefix"]) if "lanes_object" in record else None
+        self.lanes = (native.Loaded(record["lanes_object"], record["prefix"], ENTRIES, suffix=f"_x{WIDTH}")
+                      if "lanes_object" in record else None)
 
     def run(self, entry: str, inputs: np.ndarray, n_out: int, out_start: int, threads: int) -> np.ndarray:
         """(count, n_out) results of ``entry`` on the rows of ``inputs``: whole lane groups in lanes, the rest and
         every state whose lane the bound did not certify (``main``: its exact branch) by the scalar code."""
         scalar, lanes, count = self.scalar.batch[entry], self.lanes, inputs.shape[0]
-        if lanes is None or count < lanes.width:
+        if lanes is None or count < WIDTH:
             return parallel.run_states(scalar, self.size, inputs, n_out, out_start, threads)
-        whole = count - count % lanes.width
+        whole = count - count % WIDTH
         results = np.empty((count, n_out))
-        results[:whole] = run_states(lanes, entry, self.size, inputs[:whole], n_out, out_start, threads)
+        results[:whole] = parallel.run_states(lanes.batch[entry], self.size, inputs[:whole], n_out, out_start,
+                                              threads, WIDTH)
         if whole < count:
             results[whole:] = parallel.run_states(scalar, self.size, inputs[whole:], n_out, out_start)
         again = np.flatnonzero(results[:whole, self.status_column] != 1.0)

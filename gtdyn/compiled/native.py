@@ -168,7 +168,7 @@ def module_ir(functions: dict, prefix: str, entries: tuple[str, ...] | None = No
     (``entries``; None: those of ``entries_of``) state by state."""
     head = [f"declare double @{name}(double)" for name in _INTRINSIC.values()]
     head.append("declare double @atan2(double, double)")
-    loops = [_batch_ir(prefix, entry) for entry in (entries_of(functions) if entries is None else entries)]
+    loops = [batch_ir(prefix, entry) for entry in (entries_of(functions) if entries is None else entries)]
     bodies = [lanes_ir(fn, prefix) if isinstance(fn, trace.Lanes) else function_ir(fn, prefix)
               for fn in functions.values()]
     return "\n".join(head + bodies + loops)
@@ -185,54 +185,80 @@ def entries_of(functions) -> tuple[str, ...]:
     return ENTRIES + (DERIVATIVE_ENTRIES if "dmain" in functions else ())
 
 
-def _batch_ir(prefix: str, entry: str) -> str:
+def batch_ir(prefix: str, entry: str, width: int = 1) -> str:
     """``batch_<entry>(ws, inputs, outputs, count, n_in, n_out, out_start)``: for each state, copy its ``n_in``
     inputs into the one workspace ``ws``, run the entry, copy ``n_out`` values from ``ws[out_start:]`` out. One
-    workspace per thread stays in cache; a workspace per state would not (Talos: 50 MB per 1,000 states)."""
+    workspace per thread stays in cache; a workspace per state would not (Talos: 50 MB per 1,000 states).
+
+    With ``width`` > 1 (``gtdyn.compiled.lanes``), ``batch_<entry>_x<width>`` over ``count`` groups of ``width``
+    states through the interleaved lanes of one workspace (value i of lane w at i · width + w), running
+    ``<entry>_x<width>``."""
+    suffix = f"_x{width}" if width > 1 else ""
     return f"""
-define void @{prefix}batch_{entry}(double* noalias %ws, double* noalias %inputs, double* noalias %outputs, i64 %count,
-                                   i64 %n_in, i64 %n_out, i64 %out_start) nounwind {{
+define void @{prefix}batch_{entry}{suffix}(ptr noalias %ws, ptr noalias %inputs, ptr noalias %outputs, i64 %groups,
+                                            i64 %n_in, i64 %n_out, i64 %out_start) nounwind {{
 entry:
-  br label %state
-state:
-  %i = phi i64 [ 0, %entry ], [ %i_next, %copied_out ]
-  %more_states = icmp slt i64 %i, %count
-  br i1 %more_states, label %in_start, label %done
-in_start:
-  %in_base = mul i64 %i, %n_in
+  br label %group
+group:
+  %g = phi i64 [ 0, %entry ], [ %g_next, %written ]
+  %more = icmp slt i64 %g, %groups
+  br i1 %more, label %read, label %done
+read:
+  %first = mul i64 %g, {width}
+  br label %lane_in
+lane_in:
+  %w = phi i64 [ 0, %read ], [ %w_next, %lane_in_done ]
+  %state = add i64 %first, %w
+  %row = mul i64 %state, %n_in
   br label %copy_in
 copy_in:
-  %k = phi i64 [ 0, %in_start ], [ %k_next, %copy_in_body ]
+  %k = phi i64 [ 0, %lane_in ], [ %k_next, %copy_in_body ]
   %more_in = icmp slt i64 %k, %n_in
-  br i1 %more_in, label %copy_in_body, label %run
+  br i1 %more_in, label %copy_in_body, label %lane_in_done
 copy_in_body:
-  %src_index = add i64 %in_base, %k
-  %src = getelementptr inbounds double, double* %inputs, i64 %src_index
-  %value_in = load double, double* %src, align 8
-  %dst = getelementptr inbounds double, double* %ws, i64 %k
-  store double %value_in, double* %dst, align 8
+  %src_i = add i64 %row, %k
+  %src = getelementptr inbounds double, ptr %inputs, i64 %src_i
+  %value_in = load double, ptr %src, align 8
+  %slot_in = mul i64 %k, {width}
+  %dst_i = add i64 %slot_in, %w
+  %dst = getelementptr inbounds double, ptr %ws, i64 %dst_i
+  store double %value_in, ptr %dst, align 8
   %k_next = add i64 %k, 1
   br label %copy_in
+lane_in_done:
+  %w_next = add i64 %w, 1
+  %lanes_left = icmp slt i64 %w_next, {width}
+  br i1 %lanes_left, label %lane_in, label %run
 run:
-  call void @{prefix}{entry}(double* %ws)
-  %out_base = mul i64 %i, %n_out
+  call void @{prefix}{entry}{suffix}(ptr %ws)
+  br label %lane_out
+lane_out:
+  %v = phi i64 [ 0, %run ], [ %v_next, %lane_out_done ]
+  %state_out = add i64 %first, %v
+  %row_out = mul i64 %state_out, %n_out
   br label %copy_out
 copy_out:
-  %m = phi i64 [ 0, %run ], [ %m_next, %copy_out_body ]
+  %m = phi i64 [ 0, %lane_out ], [ %m_next, %copy_out_body ]
   %more_out = icmp slt i64 %m, %n_out
-  br i1 %more_out, label %copy_out_body, label %copied_out
+  br i1 %more_out, label %copy_out_body, label %lane_out_done
 copy_out_body:
-  %ws_index = add i64 %out_start, %m
-  %from = getelementptr inbounds double, double* %ws, i64 %ws_index
-  %value_out = load double, double* %from, align 8
-  %to_index = add i64 %out_base, %m
-  %to = getelementptr inbounds double, double* %outputs, i64 %to_index
-  store double %value_out, double* %to, align 8
+  %index = add i64 %out_start, %m
+  %slot_out = mul i64 %index, {width}
+  %from_i = add i64 %slot_out, %v
+  %from = getelementptr inbounds double, ptr %ws, i64 %from_i
+  %value_out = load double, ptr %from, align 8
+  %to_i = add i64 %row_out, %m
+  %to = getelementptr inbounds double, ptr %outputs, i64 %to_i
+  store double %value_out, ptr %to, align 8
   %m_next = add i64 %m, 1
   br label %copy_out
-copied_out:
-  %i_next = add i64 %i, 1
-  br label %state
+lane_out_done:
+  %v_next = add i64 %v, 1
+  %lanes_out_left = icmp slt i64 %v_next, {width}
+  br i1 %lanes_out_left, label %lane_out, label %written
+written:
+  %g_next = add i64 %g, 1
+  br label %group
 done:
   ret void
 }}"""
@@ -320,18 +346,18 @@ def target_machine(codegen_level: int = 2):
 
 class Loaded:
     """Object code loaded into this process: ``entry[name](ws)`` and ``batch[name](ws, inputs, outputs, count,
-    n_in, n_out, out_start)`` for each of ``ENTRIES``, as ctypes functions (which release the GIL while they
-    run); arguments are addresses of float64 arrays and integers."""
+    n_in, n_out, out_start)`` for each of ``entries``, as ctypes functions (which release the GIL while they
+    run); arguments are addresses of float64 arrays and integers. ``suffix``: the entries' names end with it (a
+    lane module's ``main_x4``, ``batch_main_x4``); ``extra``: more functions whose addresses ``extra`` holds."""
 
-    def __init__(self, obj: bytes | list[bytes], prefix: str, entries: tuple[str, ...] = ENTRIES,
-                 extra: list[str] = ()):
+    def __init__(self, obj: bytes, prefix: str, entries: tuple[str, ...] = ENTRIES, extra: list[str] = (),
+                 suffix: str = ""):
         binding = llvm()
         with _lock:
             self._engine = binding.create_mcjit_compiler(binding.parse_assembly(""), target_machine())
-            for part in [obj] if isinstance(obj, bytes) else obj:
-                self._engine.add_object_file(binding.ObjectFileRef.from_data(part))
+            self._engine.add_object_file(binding.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
-            addresses = {name: self._engine.get_function_address(prefix + name)
+            addresses = {name: self._engine.get_function_address(prefix + name + suffix)
                          for entry in entries for name in (entry, f"batch_{entry}")}
             self.extra = {name: self._engine.get_function_address(prefix + name) for name in extra}
         if not all(addresses.values()) or not all(self.extra.values()):
@@ -341,7 +367,6 @@ class Loaded:
         self.entry = {e: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addresses[e]) for e in entries}
         batch_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int64] * 4)
         self.batch = {e: batch_type(addresses[f"batch_{e}"]) for e in entries}
-
 
     def function(self, name: str):
         """Any generated function ``name(ws)`` of the object code, as a ctypes function."""

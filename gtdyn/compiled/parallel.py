@@ -10,19 +10,24 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 
-def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_start: int, threads: int = 1
-               ) -> np.ndarray:
+def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_start: int, threads: int = 1,
+               lanes: int = 1) -> np.ndarray:
     """Run a ``batch_<entry>`` function over the rows of ``inputs`` (C-contiguous, one state per row) and return
-    (count, n_out) results; ``threads`` > 1 splits the states among native threads, one workspace each."""
+    (count, n_out) results; ``threads`` > 1 splits the states among native threads, one workspace each. ``lanes``:
+    the function's states per pass (``gtdyn.compiled.lanes``; it is then given groups, and the count must fill
+    them)."""
     count = inputs.shape[0]
+    if count % lanes:
+        raise ValueError(f"parallel: {count} states do not fill groups of {lanes}")
     results = np.empty((count, n_out))
-    threads = max(1, min(int(threads), count))
-    bounds = np.linspace(0, count, threads + 1).astype(int)
+    groups = count // lanes
+    threads = max(1, min(int(threads), groups))
+    bounds = np.linspace(0, groups, threads + 1).astype(int) * lanes
 
     def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
-        ws = np.zeros(workspace_size)
-        batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a), inputs.shape[1], n_out,
-              out_start)
+        ws = np.zeros(workspace_size * lanes)
+        batch(ws.ctypes.data, inputs[a:].ctypes.data, results[a:].ctypes.data, int(b - a) // lanes, inputs.shape[1],
+              n_out, out_start)
 
     in_threads(run, bounds)
     return results

@@ -86,6 +86,8 @@ class CompiledSolver:
         self.quick = bool(record.get("quick"))  # compile(..., quick=True): -O0, slower code, the same bits
         self._native = native.Loaded(record["object"], record["prefix"], record.get("entries", native.ENTRIES))
         self._batches = lanes.Batches(record, self._native, record["size"], record["outputs"])
+        # states per SIMD lane group of ``batch`` (``compile(..., lanes=True)``); 0: batches run state by state
+        self.lanes = 0 if self._batches.lanes is None else lanes.WIDTH
         self._size, self._n = record["size"], robot.num_dofs
         self._out, self._status = record["start"]["out"], record["status"]
         self._bounded = record["start"]["bounded"]  # 1: the certificate's bound settled the call
@@ -108,10 +110,13 @@ class CompiledSolver:
         self._single = len(self._parts) == 1
         self._empty = np.empty
         self._quick = self._quick_entry(self._entry, [(self._out, (self._outputs,))])
+        blocks = [(start, (self._outputs, robot.nv)) for start in self._block_starts()]
         self._quick_derivatives = None if self._derivative_entry is None else self._quick_entry(
-            self._derivative_entry, [(self._out, (self._outputs,))] + [
-                (self._out + self._outputs + 3 + k * self._outputs * robot.nv, (self._outputs, robot.nv))
-                for k in range(3)])
+            self._derivative_entry, [(self._out, (self._outputs,))] + blocks)
+
+    def _block_starts(self) -> list[int]:
+        """Where a derivative call's dq, dv and dx blocks (outputs × nv each) start in the workspace."""
+        return [self._record["start"]["jac"] + k * self._outputs * self.robot.nv for k in range(3)]
 
     def _quick_entry(self, name: str, outputs: list):
         """The call's one native entry for generated function ``name`` (``gtdyn.compiled.entry.call_plan``); None
@@ -133,9 +138,9 @@ class CompiledSolver:
             base = (ws[first:first + TWIST].reshape(4, 4), ws[first + TWIST:first + GIVEN],
                     ws[first + GIVEN:first + BASE_INPUTS])
         parts = tuple(ws[self._out + a:self._out + b] for a, b in self._parts)
-        outputs, nv, jac = self._outputs, self.robot.nv, self._out + self._outputs + 3
-        blocks = tuple(ws[jac + k * outputs * nv:jac + (k + 1) * outputs * nv].reshape(outputs, nv)
-                       for k in range(3)) if self._columns else ()
+        outputs, nv = self._outputs, self.robot.nv
+        blocks = tuple(ws[start:start + outputs * nv].reshape(outputs, nv)
+                       for start in self._block_starts()) if self._columns else ()
         return ws[:n], ws[n:2 * n], ws[2 * n:first], base, parts, ws[self._wrench_inputs], \
             (ws[self._out:self._out + outputs], *blocks)
 
@@ -309,11 +314,6 @@ class CompiledSolver:
         return _unpickled, (self.template, self.qdd_joints, self.order, self._record, self.cache_key, self.checks,
                             self.wrench_frames, self.wrench_axes, native.target_id(), self.compile_seconds,
                             self.independent_joints)
-
-    @property
-    def lanes(self) -> int:
-        """States per SIMD lane group of ``batch`` (``compile(..., lanes=True)``); 0: batches run state by state."""
-        return 0 if self._batches.lanes is None else self._batches.lanes.width
 
     @property
     def has_derivatives(self) -> bool:

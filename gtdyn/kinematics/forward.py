@@ -113,3 +113,18 @@ def forward_kinematics(robot: Robot, q: np.ndarray, v: np.ndarray, base_pose: gt
     q, v = np.asarray(q, float), np.asarray(v, float)
     kin, _ = kinematic_pass(robot, NUMERIC, q, v, *base_in_com(robot, NUMERIC, base_pose, base_twist))
     return kin
+
+
+def subtree_projections(robot: Robot, wrench_of: dict, pTc: dict) -> list:
+    """The backward pass of paper 004's DRNEA (and of RNEA): Σ over each joint's subtree of the bodies' wrenches,
+    moved across the joints leaf → root, projected on Sⱼ; on a floating base preceded by the whole sum on the base
+    (its six). On numbers (``gtsam.Pose3``) or traced values (``gtdyn.compiled``): a list."""
+    total = dict(wrench_of)
+    out: list = [0.0] * robot.num_dofs
+    for joint in reversed(robot.tree_joints):
+        j, p = joint.index, robot.link(joint.parent).index
+        out[j - 1] = joint.screw_axis @ total[j]
+        if p or robot.floating_base:
+            total[p] = total[p] + pTc[j].inverse().AdjointMap().T @ total[j]
+    return [*total[0], *out] if robot.floating_base else out
+

@@ -54,7 +54,7 @@ def _loop_ir(n: int, method: str) -> str:
         emit(f"  %x{i} = phi double [ %x0_{i}, %entry ], [ %xn{i}, %tail ]")
         emit(f"  %y{i} = phi double [ %y0_{i}, %entry ], [ %yn{i}, %tail ]")
     emit("  %more = icmp slt i64 %k, %end_word")
-    emit("  br i1 %more, label %step, label %done")
+    emit("  br i1 %more, label %step, label %exit")
     emit("step:")
     emit(f"  %row = mul i64 %k, {n}")
     emit("  %past = icmp sgt i64 %k, %last_row")
@@ -73,7 +73,7 @@ def _loop_ir(n: int, method: str) -> str:
     count = [0]
 
     def accel(xs: list[str], ys: list[str]) -> list[str]:
-        """Store (x, y, τ) into the workspace, run the solver, leave for %fail unless its status is 1."""
+        """Store (x, y, τ) into the workspace, run the solver, leave for %exit unless its status is 1."""
         count[0] += 1
         c = count[0]
         for i in range(n):
@@ -84,7 +84,7 @@ def _loop_ir(n: int, method: str) -> str:
         emit(f"  %sp{c} = getelementptr double, ptr %ws, i64 %status_word")
         emit(f"  %s{c} = load double, ptr %sp{c}")
         emit(f"  %ok{c} = fcmp oeq double %s{c}, 1.0")
-        emit(f"  br i1 %ok{c}, label %passed{c}, label %fail")
+        emit(f"  br i1 %ok{c}, label %passed{c}, label %exit")
         emit(f"passed{c}:")
         out = []
         for i in range(n):
@@ -141,12 +141,11 @@ def _loop_ir(n: int, method: str) -> str:
     emit("tail:")
     emit("  %k_next = add i64 %k, 1")
     emit("  br label %head")
-    for label, result in (("fail", "%k"), ("done", "%k")):
-        emit(f"{label}:")
-        for i in range(n):
-            emit(f"  store double %x{i}, ptr %state_x{i}")
-            emit(f"  store double %y{i}, ptr %state_y{i}")
-        emit(f"  ret i64 {result}")
+    emit("exit:")  # the end, or a step that did not pass: its start state back, and k
+    for i in range(n):
+        emit(f"  store double %x{i}, ptr %state_x{i}")
+        emit(f"  store double %y{i}, ptr %state_y{i}")
+    emit("  ret i64 %k")
     emit("}")
     return "\n".join(body)
 

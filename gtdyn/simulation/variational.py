@@ -25,7 +25,7 @@ import numpy as np
 
 from gtdyn.equations import gravity_wrench
 from gtdyn.errors import ArgumentError
-from gtdyn.kinematics.forward import NUMERIC, forward_kinematics, kinematic_pass
+from gtdyn.kinematics.forward import NUMERIC, forward_kinematics, kinematic_pass, subtree_projections
 from gtdyn.model.base_frame import pose_to_link, twist_to_link
 from gtdyn.model.robot import Robot
 from gtdyn.spatial import Ad, dlog
@@ -80,16 +80,8 @@ class VariationalIntegrator:
         return {link.index: scale * gravity_wrench(link.mass, wT[link.index], self.gravity) for link in self.bodies}
 
     def _backward(self, wrench_of: dict[int, np.ndarray], pTc) -> np.ndarray:
-        """Σ over each joint's subtree of the bodies' wrenches (moved across the joints), projected on Sⱼ; on a
-        floating base preceded by the whole sum on the base."""
-        total = dict(wrench_of)
-        out = np.zeros(self.robot.num_dofs)
-        for joint in reversed(self.robot.tree_joints):
-            j, p = joint.index, self.robot.link(joint.parent).index
-            out[j - 1] = joint.screw_axis @ total[j]
-            if p or self.floating:
-                total[p] = total[p] + Ad(pTc[j].inverse()).T @ total[j]
-        return np.concatenate([total[0], out]) if self.floating else out
+        """``subtree_projections`` as an array."""
+        return np.array(subtree_projections(self.robot, wrench_of, pTc), float)
 
     def _split(self, u):
         """(ξ₀ or None, q) of the unknowns."""
