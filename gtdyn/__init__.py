@@ -20,6 +20,7 @@ from importlib import metadata as _metadata
 from gtdyn.compiled import CompiledSolver, compile
 from gtdyn.compiled.derivatives import Derivatives
 from gtdyn.compiled.frames import compile_frames
+from gtdyn.compiled.operational import compile_inverse_osim
 from gtdyn.compiled.quantities import compile_mass_matrix
 from gtdyn.dynamics.operational import operational_space_dag, operational_space_inverse_inertia
 from gtdyn.dynamics.quantities import (
@@ -78,7 +79,7 @@ __all__ = [
     "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix", "potential_energy",
     "compile_frames", "Derivatives", "PlannedTrajectory", "optimize_trajectory", "FrameGoal", "BudgetError",
     "memory_budget", "set_memory_budget", "operational_space_inverse_inertia",
-    "operational_space_dag",
+    "operational_space_dag", "compile_inverse_osim",
 ]
 try:  # the version lives in pyproject.toml alone
     __version__ = _metadata.version("gtdyn")

@@ -61,11 +61,12 @@ def _identifier(text: str, fallback: str) -> str:
 
 
 def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray],
-             wrench_frames=(), wrench_axes: str = "local", derivatives: bool = False) -> Program:
+             wrench_frames=(), wrench_axes: str = "local", derivatives: bool = False, more=None) -> Program:
     """The functions for ``problem`` (its known values being placeholders: which joints are known is what
     matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states (and the
     base's, and "wrench" when external wrenches on ``wrench_frames`` are inputs). ``derivatives``: also
-    ``tangents`` and the entries ``dmain``/``dfast`` (``gtdyn.compiled.derivatives``)."""
+    ``tangents`` and the entries ``dmain``/``dfast`` (``gtdyn.compiled.derivatives``). ``more(plan, column,
+    layout, slots, functions)``: more functions on the same factors (``gtdyn.compiled.operational``)."""
     n = robot.num_dofs
     factor = trace.Function("factor", samples["q"].shape[1])
     q = [factor.load(j, samples["q"][j], _identifier(keys.pretty(keys.joint_angle_key(j + 1)), f"q{j + 1}"))
@@ -131,6 +132,8 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
                                               transposed, wrench_frames, wrench_axes))
         for name, solve in (("dmain", "main"), ("dfast", "fast")):
             functions[name] = entry(name, functions[solve], functions["tangents"])
+    if more is not None:
+        functions.update(more(plan, column, layout, slots, functions))
     slots.write_back(functions)
     return Program(functions, layout, plan, outputs)
 
@@ -216,7 +219,7 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots, absolute: boo
             fn.comment(f"{keys.pretty(key)} ← {'; '.join(sources[key])}")
         row = plan.work[p]
         total = t[p]
-        for other, coefficient in _off_pivot(row, key, c):
+        for other, coefficient in off_pivot(row, key, c):
             total = minus(total, coefficient_of(coefficient) * x.get(other, _NO_PIVOT))
         value = trace.div(total, coefficient_of(row[key][c]))
         if trace.is_sym(value) and (value.id in fn.names or fn.ops[value.id][0] == "load"):
@@ -229,7 +232,7 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots, absolute: boo
     return fn
 
 
-def _off_pivot(row: dict, key: int, c: int):
+def off_pivot(row: dict, key: int, c: int):
     """((variable, component), coefficient) of a pivot row's entries other than its pivot, structural zeros left out."""
     for other, block in row.items():
         for k, coefficient in enumerate(block):
@@ -252,7 +255,7 @@ def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, nam
         for q, coefficient in earlier.get((key, c), []):
             total = total - slots.use(fn, coefficient) * w[q]
         w[p] = trace.div(total, slots.use(fn, plan.work[p][key][c]))
-        for other, coefficient in _off_pivot(plan.work[p], key, c):
+        for other, coefficient in off_pivot(plan.work[p], key, c):
             earlier.setdefault(other, []).append((p, coefficient))
     for i, p, multiplier in reversed(plan.tape):
         w[p] = w[p] - slots.use(fn, multiplier) * w[i]

@@ -47,11 +47,14 @@ def operational_space_inverse_inertia(robot: Robot, q, frames, *, base_pose=None
     robot = robot_argument(robot)
     frames = frame_list(robot, "frames", frames)
     ordering = EFPA_ORDERINGS.get(ordering, ordering) if isinstance(ordering, str) else ordering
+    zero = np.zeros(robot.num_dofs)
     if choice("method", method, METHODS) == "elimination":
         covered(robot, "operational_space_inverse_inertia(method=\"elimination\")", loops=False,
                 advice='method="forward solves" covers closed loops')
+        # the verdict of the dynamics themselves: M singular (a moving massless subtree) raises, ill-conditioned
+        # warns, as forward dynamics at this configuration do; the partial elimination below has no verdict of its own
+        forward_dynamics(robot, q, zero, zero, base_pose=base_pose, gravity=NO_GRAVITY, ordering=ordering)
         return _by_elimination(robot, q, frames, base_pose, ordering)
-    zero = np.zeros(robot.num_dofs)
     jacobians = [frame_jacobian(robot, q, frame, base_pose=base_pose) for frame in frames]
     columns = []
     for frame in frames:
