@@ -29,7 +29,7 @@ from gtdyn import keys
 from gtdyn.arguments import covered, flag, frame_list, joint_positions, robot_argument, state_batch, whole_number
 from gtdyn.arguments.query import POSE
 from gtdyn.arguments.wrenches import wrench_frame
-from gtdyn.compiled import base_inputs, cache, native, parallel, trace
+from gtdyn.compiled import base_inputs, cache, entry, native, parallel, trace
 from gtdyn.compiled.build import DEFAULT_ORDERINGS
 from gtdyn.compiled.certificate import finite
 from gtdyn.compiled.codegen import generate, off_pivot
@@ -201,9 +201,14 @@ class CompiledInverseOSIM:
         self._k = 6 * len(distinct)
         rows = [6 * distinct.index(name) + r for name in frames for r in range(6)]
         self._rows = None if rows == list(range(self._k)) else np.array(rows)  # a frame named twice: repeat it
-        self._lock = threading.Lock()
         self._method = "forward solves" if robot.loop_joints else "elimination"  # the reference's, for loops
         self._ws = self._workspace()
+        self._owner = threading.get_ident()
+        flag = self._start + self._k ** 2
+        self._bound = entry.bind(self._ws, self._native.address[self._entry], flag,  # keeps its plan alive
+                                 [entry.Argument(entry.IN, 0, (robot.num_dofs,)),
+                                  entry.Argument(entry.OUT, self._start, (self._k, self._k))])
+        self._quick = self._bound.call
 
     def _workspace(self) -> np.ndarray:
         ws = np.zeros(self._size)  # q̇, τ, the wrenches and a base's twist and given wrench stay zero
@@ -212,13 +217,16 @@ class CompiledInverseOSIM:
         return ws
 
     def __call__(self, q) -> np.ndarray:
+        if threading.get_ident() == self._owner:  # one native entry: float64 q of the right length, certified
+            out = np.empty((self._k, self._k))
+            if self._quick(q, out):
+                return self._repeated(out)
         q = joint_positions(self.robot, "q", q)
-        with self._lock:  # one workspace; calls from several threads take turns
-            ws = self._ws
-            ws[:self.robot.num_dofs] = q
-            self._native.entry[self._entry](ws.ctypes.data)
-            if ws[self._start + self._k ** 2] == 1.0:
-                return self._repeated(ws[self._start:self._start + self._k ** 2].reshape(self._k, self._k).copy())
+        ws = self._ws if threading.get_ident() == self._owner else self._workspace()  # a thread's own
+        ws[:self.robot.num_dofs] = q
+        self._native.entry[self._entry](ws.ctypes.data)
+        if ws[self._start + self._k ** 2] == 1.0:
+            return self._repeated(ws[self._start:self._start + self._k ** 2].reshape(self._k, self._k).copy())
         return self._reference(q)
 
     def batch(self, Q, threads: int = 1) -> np.ndarray:
