@@ -10,6 +10,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments import choice, covered, frame_list, robot_argument
 from gtdyn.arguments.query import ask
+from gtdyn.arguments.wrenches import wrench_frame
 from gtdyn.dynamics.graph import dynamics_equations
 from gtdyn.dynamics.quantities import NO_GRAVITY
 from gtdyn.dynamics.reference import kinematics_of
@@ -45,7 +46,7 @@ def operational_space_inverse_inertia(robot: Robot, q, frames, *, base_pose=None
     ``method="forward solves"``: one forward solve per unit wrench, its accelerations read through every frame's
     Jacobian — the way closed loops take (the elimination does not cover them)."""
     robot = robot_argument(robot)
-    frames = frame_list(robot, "frames", frames)
+    frames = _moving_frames(robot, frames)
     ordering = EFPA_ORDERINGS.get(ordering, ordering) if isinstance(ordering, str) else ordering
     zero = np.zeros(robot.num_dofs)
     if choice("method", method, METHODS) == "elimination":
@@ -74,9 +75,17 @@ def operational_space_dag(robot: Robot, q, frames, *, base_pose=None, ordering=N
 
     robot = robot_argument(robot)
     ordering = EFPA_ORDERINGS.get(ordering, ordering) if isinstance(ordering, str) else ordering
-    graph, order, accelerations = _elimination_graph(robot, q, frame_list(robot, "frames", frames), base_pose,
-                                                     ordering)
+    graph, order, accelerations = _elimination_graph(robot, q, _moving_frames(robot, frames), base_pose, ordering)
     return elimination_dag(graph, gtsam.Ordering(order + accelerations))
+
+
+def _moving_frames(robot: Robot, frames) -> list[str]:
+    """``frames`` checked: links or frames of ``robot``, none welded to the world (else the check of the contacts
+    or wrenches the methods build would name their own argument, not ``frames``)."""
+    frames = frame_list(robot, "frames", frames)
+    for frame in frames:
+        wrench_frame(robot, frame, "frames")
+    return frames
 
 
 def _by_elimination(robot: Robot, q, frames: list[str], base_pose, ordering) -> np.ndarray:
