@@ -162,19 +162,21 @@ def main(argv: list[str]) -> None:
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "transmissions.md"), "w") as f:
         f.write(text)
-    _plot(scaling, os.path.join(RESULTS, "transmissions_scaling.png"))
+    plot_scaling(scaling, os.path.join(RESULTS, "transmissions_scaling.png"))
 
 
-def _plot(scaling: dict, path: str) -> None:
+def plot_scaling(scaling: dict, path: str, orderings=ORDERINGS, ylabel: str = "µs per forward-dynamics call") -> None:
+    """Per chain family, µs against links for each ordering (log-log); ``scaling[kind]``: [(links, {ordering:
+    µs})]."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 4))
     for ax, (kind, points) in zip(fig.subplots(1, len(scaling)), scaling.items()):
         n = [p[0] for p in points]
-        for o in ORDERINGS:
-            ax.plot(n, [p[1][o] for p in points], "o-", label=o)
-        ax.set(xlabel="links", ylabel="µs per forward-dynamics call", title=f"{kind} chains", xscale="log",
-               yscale="log")
+        for o in orderings:
+            if all(o in p[1] for p in points):
+                ax.plot(n, [p[1][o] for p in points], "o-", label=o)
+        ax.set(xlabel="links", ylabel=ylabel, title=f"{kind} chains", xscale="log", yscale="log")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
