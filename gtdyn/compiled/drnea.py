@@ -78,7 +78,7 @@ class _Layout:
         return ws[self.start[name]:self.start[name] + self.sizes[name]]
 
 
-def _largest_magnitude(values: list):
+def largest_magnitude(values: list):
     """max |v| over ``values``, or inf if any is not finite (a NaN must not pass a convergence test)."""
     largest = 0.0
     for value in values:
@@ -131,7 +131,7 @@ def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -
     residual = trace.Function("residual")
     e, transported = residual_of(residual, loads(residual, "u"))
     store(residual, "e", e)
-    residual.store(layout.start["largest"], _largest_magnitude(e))
+    residual.store(layout.start["largest"], largest_magnitude(e))
     store(residual, "transported", transported)
 
     update = trace.Function("update")  # RIQN's step: u ← u − Δt M⁻¹(q_k) e, M⁻¹e given in "step"
@@ -139,8 +139,8 @@ def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -
     change = [dt * d for d in step]
     u = [a - b for a, b in zip(u, change)]
     store(update, "u", u)
-    update.store(layout.start["largest"] + 1, _largest_magnitude(change))
-    update.store(layout.start["largest"] + 2, _largest_magnitude(u))
+    update.store(layout.start["largest"] + 1, largest_magnitude(change))
+    update.store(layout.start["largest"] + 2, largest_magnitude(u))
 
     finish = trace.Function("finish")
     u, (dt,), tau = loads(finish, "u"), loads(finish, "dt"), loads(finish, "tau")
@@ -190,8 +190,9 @@ class CompiledDEL:
         self._address = self.ws.ctypes.data
         self._residual, self._finish = (self._loaded.function(name) for name in ("residual", "finish"))
         # the step M⁻¹e arrives as an array each iteration: one native entry writes it and runs the update
-        self._update = entry.bind(self.ws, self._loaded.extra["update"], None,
-                                  [entry.Argument(entry.IN, layout.start["step"], (robot.num_dofs,))]).call
+        self._bound = entry.bind(self.ws, self._loaded.extra["update"], None,  # keeps its plan alive
+                                 [entry.Argument(entry.IN, layout.start["step"], (robot.num_dofs,))])
+        self._update = self._bound.call
         for name in ("q", "u", "dt", "momentum", "weight", "impulse", "tau", "e", "momentum_next", "weight_next",
                      "p"):
             setattr(self, name, layout.view(self.ws, name))

@@ -86,7 +86,7 @@ def kinematic_pass(robot: Robot, algebra: PoseAlgebra, q, v, wT0, V0) -> tuple[K
         pTc[j] = algebra.joint_transform(joint, q[j - 1])
         cTp[j] = pTc[j].inverse()
         wT[j] = wT[p].compose(pTc[j])
-        V[j] = _child_twist(algebra, twist_equation(cTp[j], joint.screw_axis), V[p], v[j - 1])
+        V[j] = child_twist(algebra, twist_equation(cTp[j], joint.screw_axis), V[p], v[j - 1])
     pose_closure, twist_closure = {}, {}
     for joint in robot.loop_joints:
         j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
@@ -99,7 +99,7 @@ def kinematic_pass(robot: Robot, algebra: PoseAlgebra, q, v, wT0, V0) -> tuple[K
     return KinematicState(q, v, wT, cTp, V, pose_closure, twist_closure), pTc
 
 
-def _child_twist(algebra: PoseAlgebra, eq, V_p, v_j):
+def child_twist(algebra: PoseAlgebra, eq, V_p, v_j):
     """Eliminate V_c from eq. 4: V_c = rhs − coef_Vp V_p − coef_v q̇."""
     return eq.rhs - algebra.matvec(eq.coefficients["V_p"], V_p) - algebra.matvec(eq.coefficients["v"], np.array([v_j]))
 
