@@ -87,6 +87,20 @@ def largest_magnitude(values: list):
     return trace.select(finite(values), largest, float("inf"))
 
 
+def riqn_update(layout) -> trace.Function:
+    """RIQN's step, u ← u − Δt · step (step = M⁻¹(q_k) e, given), then max |Δt · step| and max |u| after max |e|
+    in "largest"; ``layout`` has ``start`` and ``sizes`` of "u", "dt", "step" and "largest"."""
+    fn = trace.Function("update")
+    u, dt = (fn.load(layout.start["u"] + k) for k in range(layout.sizes["u"])), fn.load(layout.start["dt"])
+    change = [dt * fn.load(layout.start["step"] + k) for k in range(layout.sizes["step"])]
+    u = [a - b for a, b in zip(u, change)]
+    for k, value in enumerate(u):
+        fn.store(layout.start["u"] + k, value)
+    fn.store(layout.start["largest"] + 1, largest_magnitude(change))
+    fn.store(layout.start["largest"] + 2, largest_magnitude(u))
+    return fn
+
+
 def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -> dict[str, trace.Function]:
     """The step's functions (residual, update, finish), or with ``jacobian`` the residual's product with a direction
     alone (a module of its own, compiled only for Newton's method: twice the residual's code)."""
@@ -134,13 +148,7 @@ def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -
     residual.store(layout.start["largest"], largest_magnitude(e))
     store(residual, "transported", transported)
 
-    update = trace.Function("update")  # RIQN's step: u ← u − Δt M⁻¹(q_k) e, M⁻¹e given in "step"
-    u, (dt,), step = loads(update, "u"), loads(update, "dt"), loads(update, "step")
-    change = [dt * d for d in step]
-    u = [a - b for a, b in zip(u, change)]
-    store(update, "u", u)
-    update.store(layout.start["largest"] + 1, largest_magnitude(change))
-    update.store(layout.start["largest"] + 2, largest_magnitude(u))
+    update = riqn_update(layout)
 
     finish = trace.Function("finish")
     u, (dt,), tau = loads(finish, "u"), loads(finish, "dt"), loads(finish, "tau")
@@ -175,26 +183,21 @@ def _module(robot: Robot, gravity: np.ndarray, jacobian: bool = False) -> tuple[
         return _MODULES[key]
 
 
-class CompiledDEL:
-    """The compiled residual, RIQN step and Legendre transform of one robot under one gravity (fixed base, a tree
-    without transmissions: what ``VariationalIntegrator`` covers there). Flat wrench arrays: link by link, 6
-    each. The workspace's views (``q``, ``u``, ``momentum``, …) are the inputs and outputs."""
+class StepCode:
+    """A compiled DEL residual and RIQN step (``residual`` and ``update`` of ``loaded``) on a workspace of its own
+    laid out by ``layout`` (with "u", "dt", "step", "largest"): each integrator its own, so runs in several
+    threads do not share one."""
 
-    def __init__(self, robot: Robot, gravity):
-        self.robot = robot
-        self.gravity = np.asarray(gravity, float)
-        self._loaded, self.layout = _module(robot, self.gravity)
-        self._jvp = None
-        layout = self.layout
-        self.ws = np.zeros(layout.size)  # each integrator its own: runs in several threads do not share one
+    def __init__(self, robot: Robot, loaded: native.Loaded, layout, views: tuple[str, ...]):
+        self.robot, self._loaded, self.layout = robot, loaded, layout
+        self.ws = np.zeros(layout.size)
         self._address = self.ws.ctypes.data
-        self._residual, self._finish = (self._loaded.function(name) for name in ("residual", "finish"))
+        self._residual = loaded.function("residual")
         # the step M⁻¹e arrives as an array each iteration: one native entry writes it and runs the update
-        self._bound = entry.bind(self.ws, self._loaded.extra["update"], None,  # keeps its plan alive
-                                 [entry.Argument(entry.IN, layout.start["step"], (robot.num_dofs,))])
+        self._bound = entry.bind(self.ws, loaded.extra["update"], None,  # keeps its plan alive
+                                 [entry.Argument(entry.IN, layout.start["step"], (layout.sizes["step"],))])
         self._update = self._bound.call
-        for name in ("q", "u", "dt", "momentum", "weight", "impulse", "tau", "e", "momentum_next", "weight_next",
-                     "p"):
+        for name in views:
             setattr(self, name, layout.view(self.ws, name))
         self._largest = layout.start["largest"]
 
@@ -206,9 +209,23 @@ class CompiledDEL:
     def update(self, step: np.ndarray) -> tuple[float, float]:
         """u ← u − Δt · ``step`` (M⁻¹e); returns (max |Δt · step|, max |u|), inf where not finite."""
         if not self._update(step):
-            self.ws[self.layout.start["step"]:][:self.robot.num_dofs] = step
+            self.ws[self.layout.start["step"]:][:self.layout.sizes["step"]] = step
             self._loaded.function("update")(self._address)
         return self.ws[self._largest + 1], self.ws[self._largest + 2]
+
+
+class CompiledDEL(StepCode):
+    """The compiled residual, RIQN step and Legendre transform of one robot under one gravity (fixed base, a tree
+    without transmissions: what ``VariationalIntegrator`` covers there). Flat wrench arrays: link by link, 6
+    each. The workspace's views (``q``, ``u``, ``momentum``, …) are the inputs and outputs."""
+
+    def __init__(self, robot: Robot, gravity):
+        self.gravity = np.asarray(gravity, float)
+        super().__init__(robot, *_module(robot, self.gravity),
+                         ("q", "u", "dt", "momentum", "weight", "impulse", "tau", "e", "momentum_next", "weight_next",
+                          "p"))
+        self._jvp = None
+        self._finish = self._loaded.function("finish")
 
     def jacobian(self) -> np.ndarray:
         """∂e/∂u at the u in the workspace, exactly (forward-mode derivatives of the same residual), column by
