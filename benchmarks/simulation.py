@@ -1,7 +1,8 @@
 """Simulation steps per second: ``gtdyn.simulate`` (a compiled ABA solver per step) against the same integrator
 written as a Python loop over Pinocchio's ``pin.aba``, in one run, on the PUMA 560 and Talos; plus the
-variational integrator's steps per second. Without gravity, from random joint velocities (a falling Talos
-swings its gripper links fast enough to make explicit integrators diverge within 2 s).
+variational integrator's steps per second (also on the quadruped's floating base). Without gravity, from random
+joint velocities (a falling Talos swings its gripper links fast enough to make explicit integrators diverge within
+2 s).
 
     python -m benchmarks.simulation [STEPS [DT]]     # 2,000 steps of 1 ms by default
 
@@ -98,6 +99,7 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
             seconds = best_of(variational)
             rows.append(f"| {name} ({robot.num_dofs} joints) | variational (compiled DRNEA) | {steps / seconds:,.0f} "
                         "| — | — |")
+    rows.append(floating_variational(steps, dt))
     text = "\n".join(["# Simulation speed", "",
                       f"`python -m benchmarks.simulation {steps} {dt:g}` ({steps:,} steps of {dt * 1e3:g} ms, no "
                       "gravity or torque, from joints and velocities drawn in ±0.5) "
@@ -106,6 +108,24 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     with open(RESULTS, "w") as f:
         f.write(text)
+
+
+def floating_variational(steps: int, dt: float) -> str:
+    """The variational integrator (compiled DRNEA) on the bundled quadruped's free base, from random joints,
+    velocities and base twist: its table row."""
+    robot = gtdyn.load_robot("quadruped", base="floating")
+    rng = np.random.default_rng(0)
+    q0, v0 = rng.uniform(-0.3, 0.3, (2, robot.num_dofs))
+    twist = 0.3 * rng.normal(size=6)
+
+    def run(count: int):
+        gtdyn.simulate(robot, q0, v0, base_twist=twist, dt=dt, steps=count, method="variational",
+                       gravity=np.zeros(3), progress=False)
+
+    run(10)  # compiles its DRNEA once per process, outside the timing
+    seconds = best_of(lambda: run(steps))
+    return (f"| quadruped, floating base ({robot.num_dofs} joints) | variational (compiled DRNEA) | "
+            f"{steps / seconds:,.0f} | — | — |")
 
 
 if __name__ == "__main__":
