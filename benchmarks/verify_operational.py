@@ -8,7 +8,9 @@ against independent references, in every ordering and both methods:
 * on transmissions and a loop, J G (Gᵀ M G)⁻¹ Gᵀ Jᵀ of the unconstrained model projected onto the coupling, with G
   written by hand and M, J from Pinocchio (tests/test_operational.py's ``transmission_case`` and
   ``geared_four_bar_case``): the geared rotor, a belt, a differential, a fully geared 3-link chain, and the geared
-  four-bar (forward solves only: the elimination refuses closed loops).
+  four-bar (forward solves and compiled: the reference path's elimination refuses closed loops).
+
+``gtdyn.compile_inverse_osim`` (checked) runs in the orderings ``COMPILED`` on all of them.
 
 Orderings: every one ``gtdyn.orderings.applicable("forward")`` lists, and paper 003's names "efpa" and
 "cluster_efpa". The error is max|Λ⁻¹ − reference| / max|reference|; tolerance 1e-9.
@@ -49,7 +51,8 @@ from test_operational import (  # noqa: E402
 )
 
 TOLERANCE = 1e-9
-METHODS = ("elimination", "forward solves")
+METHODS = ("elimination", "forward solves", "compiled")
+COMPILED = ("efpa", "cluster_efpa", "crba", "colamd")  # gtdyn.compile_inverse_osim: a few orderings (compiles take s)
 ORDERINGS = applicable("forward") + ["efpa", "cluster_efpa"]
 TALOS = ["gripper_left_base_link", "gripper_right_base_link", "left_sole_link", "right_sole_link"]
 # (label, example-robot-data name for benchmarks.derivatives.load, floating base, frames, Delassus contact kind)
@@ -66,15 +69,17 @@ def against_pinocchio(label, name, floating, frames, kind, count, seed, progress
     robot, path = load(name, floating)
     ref = (FreeFlyerPinocchio if floating else PinocchioModel)(path, robot)
     rng = np.random.default_rng(seed)
-    worst = {(ordering, method): 0.0 for ordering in ORDERINGS for method in METHODS}
+    worst = {(ordering, method): 0.0 for ordering in ORDERINGS for method in METHODS[:2]}
+    compiled = {ordering: gtdyn.compile_inverse_osim(robot, frames, ordering=ordering) for ordering in COMPILED}
+    worst.update({(ordering, "compiled"): 0.0 for ordering in COMPILED})
     delassus = 0.0
     for k, (q, _, _) in enumerate(states(robot, count, seed=seed)):
         pose = random_base(rng)[0] if floating else None
         config = ref.configuration(q, pose) if floating else ref.configuration(q)
         want = pinocchio_inverse_inertia(ref, config, frames)
         for ordering, method in worst:
-            got = gtdyn.operational_space_inverse_inertia(robot, q, frames, base_pose=pose, ordering=ordering,
-                                                          method=method)
+            got = compiled[ordering](q) if method == "compiled" else gtdyn.operational_space_inverse_inertia(
+                robot, q, frames, base_pose=pose, ordering=ordering, method=method)
             worst[ordering, method] = max(worst[ordering, method], rel_err(got, want))
             if ordering == ORDERINGS[0] and method == "elimination":
                 D, rows = pinocchio_delassus(ref, config, frames, kind)
@@ -89,7 +94,7 @@ def projected(count, progress) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         for case in TRANSMISSIONS + ["geared four-bar"]:
-            methods = ("forward solves",) if case == "geared four-bar" else METHODS
+            methods = ("forward solves", "compiled") if case == "geared four-bar" else METHODS
             for k in range(count):
                 if case == "geared four-bar":
                     crank = np.random.default_rng(k).uniform(-1.2, 1.2)
@@ -98,8 +103,11 @@ def projected(count, progress) -> dict:
                     robot, q, frames, want = transmission_case(folder, case, seed=k)
                 for ordering in ORDERINGS:
                     for method in methods:
-                        got = gtdyn.operational_space_inverse_inertia(robot, q, frames, ordering=ordering,
-                                                                      method=method)
+                        if method == "compiled" and ordering not in COMPILED:
+                            continue
+                        got = gtdyn.compile_inverse_osim(robot, frames, ordering=ordering)(q) \
+                            if method == "compiled" else gtdyn.operational_space_inverse_inertia(
+                                robot, q, frames, ordering=ordering, method=method)
                         key = (case, ordering, method)
                         worst[key] = max(worst.get(key, 0.0), rel_err(got, want))
             progress.step(case)
@@ -113,29 +121,31 @@ def write(rows, transmission_rows, count, seconds) -> None:
              + machine_description(1, 1, 0).split("; medians")[0] + f"; {seconds:.0f} s", "",
              f"Relative error max|Λ⁻¹ − ref| / max|ref|, worst over {count} random states per robot (joints within "
              "their limits, a random base pose), tolerance 1e-9. Orderings: " + ", ".join(ORDERINGS)
-             + " — each by elimination and by forward solves. Pinocchio: J M⁻¹ Jᵀ from LOCAL `getFrameJacobian` "
+             + " — each by elimination and by forward solves; compiled (`gtdyn.compile_inverse_osim`, checked) in "
+             + ", ".join(COMPILED) + ". Pinocchio: J M⁻¹ Jᵀ from LOCAL `getFrameJacobian` "
              "and `computeMinverse`; Delassus: `computeDelassusMatrix` (μ = 0) for contacts at the frames, 6D "
              "(3D at Solo-12's feet: the linear blocks), against the elimination in the first ordering.", "",
              "## Worst per robot", "",
-             "| robot | nv | frames | elimination | forward solves | Delassus | |", "|---|---|---|---|---|---|---|"]
+             "| robot | nv | frames | elimination | forward solves | compiled | Delassus | |",
+             "|---|---|---|---|---|---|---|---|"]
     for label, n, frames, worst, delassus in rows:
         by_method = {m: max(e for (_, method), e in worst.items() if method == m) for m in METHODS}
         lines.append(f"| {label} | {n} | {', '.join(frames)} | {by_method['elimination']:.1e} | "
-                     f"{by_method['forward solves']:.1e} | {delassus:.1e} | "
+                     f"{by_method['forward solves']:.1e} | {by_method['compiled']:.1e} | {delassus:.1e} | "
                      f"{mark(max(*by_method.values(), delassus))} |")
-    lines += ["", "## Per ordering (elimination / forward solves)", "",
+    lines += ["", "## Per ordering (elimination / forward solves / compiled)", "",
               "| ordering | " + " | ".join(label for label, *_ in rows) + " |", "|---|" + "---|" * len(rows)]
     for ordering in ORDERINGS:
         lines.append(f"| {ordering} | " + " | ".join(
-            f"{worst[ordering, 'elimination']:.1e} / {worst[ordering, 'forward solves']:.1e}"
+            " / ".join(f"{worst[ordering, m]:.1e}" if (ordering, m) in worst else "—" for m in METHODS)
             for *_, worst, _ in rows) + " |")
     cases = list(dict.fromkeys(case for case, _, _ in transmission_rows))
     lines += ["", "## Transmissions and a loop: against J G (Gᵀ M G)⁻¹ Gᵀ Jᵀ", "",
               "M and the LOCAL frame Jacobians J of the unconstrained model from Pinocchio, G = ∂q/∂q_ind by hand "
               "(tests/test_operational.py: `transmission_case`, `geared_four_bar_case`; the four-bar's G from the "
               "parallelogram's geometry, checked against Pinocchio's loop-closure Jacobian). The geared four-bar "
-              "by forward solves only (the elimination refuses closed loops).", "",
-              "| case | frames | elimination | forward solves | |", "|---|---|---|---|---|"]
+              "by forward solves and compiled (the reference path's elimination refuses closed loops).", "",
+              "| case | frames | elimination | forward solves | compiled | |", "|---|---|---|---|---|---|"]
     frames_of = {"geared": "l2, rotor", "belt": "tip, rotor1", "differential": "tip, rotor1, rotor2",
                  "geared chain": "l3, r3, r2", "geared four-bar": "coupler, rocker, rotor"}
     for case in cases:
@@ -143,7 +153,7 @@ def write(rows, transmission_rows, count, seconds) -> None:
                   for m in METHODS}
         cells = [f"{max(errors[m]):.1e}" if errors[m] else "—" for m in METHODS]
         worst = max(max(v) for v in errors.values() if v)
-        lines.append(f"| {case} | {frames_of[case]} | {cells[0]} | {cells[1]} | {mark(worst)} |")
+        lines.append(f"| {case} | {frames_of[case]} | {' | '.join(cells)} | {mark(worst)} |")
     with open(os.path.join(RESULTS, "verify_operational.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
