@@ -1,9 +1,10 @@
 """The variational integrator with its residual and Legendre transform compiled (``gtdyn.compiled.drnea``): the
-same RIQN iteration, tolerances and state as ``VariationalIntegrator``, for trees on a fixed base. The DRNEA
-passes, which cost a millisecond a step in Python, run in native code; the loop around them stays here."""
+same RIQN iteration, tolerances and state as ``VariationalIntegrator``, for trees on a fixed or floating base. The
+DRNEA passes, which cost a millisecond a step in Python, run in native code; the loop around them stays here."""
 
 from __future__ import annotations
 
+import gtsam
 import numpy as np
 
 from gtdyn.compiled.drnea import CompiledDEL
@@ -18,43 +19,50 @@ from gtdyn.simulation.variational import (
 
 
 class CompiledVariationalIntegrator(VariationalIntegrator):
-    """``VariationalIntegrator`` on a fixed base, stepping with compiled DRNEA. Its state keeps q, q̇, τ, Δt (and
-    ``t``); the momenta, weights and impulse live in the compiled code's workspace."""
+    """``VariationalIntegrator`` stepping with compiled DRNEA. Its state keeps q, v, τ, Δt (and ``t``), and on a
+    floating base T0 (its CoM frame's world pose) with v = [V0; q̇] as the Python integrator's; the momenta, weights
+    and impulse live in the compiled code's workspace (T0 too, the state's ``gtsam.Pose3`` a copy)."""
 
     def __init__(self, robot: Robot, gravity, mass_inverse):
         super().__init__(robot, gravity, mass_inverse)
-        if robot.floating_base:  # the stepper keeps the Python integrator there
-            raise ValueError("CompiledVariationalIntegrator: the compiled variational integrator covers fixed bases")
         self.compiled = CompiledDEL(robot, self.gravity)
 
     def start(self, q0, v0, tau0, dt: float, T0=None, V0=None) -> dict:
-        state = super().start(q0, v0, tau0, dt)
-        c, links = self.compiled, self.robot.links
+        state = super().start(q0, v0, tau0, dt, T0, V0)
+        c = self.compiled
         c.dt[0] = dt
-        c.momentum[:] = np.concatenate([state["momentum"][link.index] for link in links])
-        c.weight[:] = np.concatenate([state["weight"][link.index] for link in links])
+        c.momentum[:] = np.concatenate([state["momentum"][body.index] for body in self.bodies])
+        c.weight[:] = np.concatenate([state["weight"][body.index] for body in self.bodies])
         c.impulse[:] = state["impulse"]
-        return {"q": state["q"], "v": state["v"], "tau": state["tau"], "dt": dt}
+        out = {"q": state["q"], "v": state["v"], "tau": state["tau"], "dt": dt}
+        if self.floating:
+            c.T0[:] = [*state["T0"].rotation().matrix().ravel(), *state["T0"].translation()]
+            out["T0"] = state["T0"]
+        return out
 
     def step(self, state: dict, tau_next_of) -> tuple[dict, int]:
-        """As ``VariationalIntegrator.step``: u_{k+1} by RIQN from q_k + Δt q̇_k, then the Legendre transform."""
-        c, dt, q = self.compiled, state["dt"], state["q"]
+        """As ``VariationalIntegrator.step``: u_{k+1} by RIQN from u_k + Δt u̇_k, then the Legendre transform."""
+        c, dt, q, v = self.compiled, state["dt"], state["q"], state["v"]
         c.q[:] = q
-        c.u[:] = q + dt * state["v"]
+        c.u[:] = np.concatenate([dt * v[:6], q + dt * v[6:]]) if self.floating else q + dt * v
         scale = max(1.0, float(np.abs(c.impulse).max(initial=0.0)), float(np.abs(c.momentum).max()))
         iteration = self.iterate(q, dt, scale)
         if iteration is None:
             not_converged(state, float(np.abs(c.e).max()))
         self.iterations.append(iteration)
-        u = c.u.copy()  # q_{k+1}; the momenta carried are the last residual's, as in the Python step
+        _, q_next = self._split(c.u.copy())  # the momenta carried (and ΔT₀) are the last residual's, as in Python
         c.tau[:] = state["tau"]
         c.finish()
-        v_next = self.mass_inverse(u, c.p)
-        tau_next = np.asarray(tau_next_of(u, v_next), float)
+        v_next = self.mass_inverse(q_next, c.p)
+        tau_next = np.asarray(tau_next_of(q_next, v_next[6:] if self.floating else v_next), float)
         c.momentum[:] = c.momentum_next
         c.weight[:] = c.weight_next
-        c.impulse[:] = dt / 2 * state["tau"] + dt / 2 * tau_next
-        return {"q": u, "v": v_next, "tau": tau_next, "dt": dt}, iteration
+        c.impulse[:] = self._impulse(dt / 2 * state["tau"]) + self._impulse(dt / 2 * tau_next)
+        out = {"q": q_next, "v": v_next, "tau": tau_next, "dt": dt}
+        if self.floating:
+            c.T0[:] = c.T0_next
+            out["T0"] = gtsam.Pose3(gtsam.Rot3(c.T0[:9].reshape(3, 3)), c.T0[9:].copy())
+        return out, iteration
 
     def iterate(self, q, dt: float, scale: float) -> int | None:
         """RIQN (paper 004's Algorithm 3) on the u in the workspace: u ← u − Δt M⁻¹(q_k) e until the residual has

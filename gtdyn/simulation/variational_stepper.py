@@ -1,6 +1,7 @@
-"""Paper 004's variational integrator (``variational.VariationalIntegrator``) as a stepper: torques held over
-each step, M⁻¹ from a compiled forward solver at rest without gravity, every joint actuated. The integrator
-works in the floating base's CoM frame, the samples in its root link frame: ``model.base_frame`` moves them."""
+"""Paper 004's variational integrator (``variational.VariationalIntegrator``, its DRNEA compiled:
+``variational_compiled``) as a stepper: torques held over each step, M⁻¹ from a compiled forward solver at rest
+without gravity, every joint actuated. The integrator works in the floating base's CoM frame, the samples in its
+root link frame: ``model.base_frame`` moves them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from gtdyn.model.base_frame import pose_to_com, pose_to_link, twist_to_com, twis
 from gtdyn.model.robot import Robot
 from gtdyn.simulation.solvers import forward_solver
 from gtdyn.simulation.steppers import Samples, TorqueSource
-from gtdyn.simulation.variational import VariationalIntegrator
 from gtdyn.simulation.variational_compiled import CompiledVariationalIntegrator
 
 
@@ -22,8 +22,7 @@ class VariationalStepper:
     def __init__(self, robot: Robot, q, v, torque: TorqueSource, dt: float, times: np.ndarray, gravity, forward,
                  base_pose: gtsam.Pose3 | None = None, base_twist=None):
         self.robot, self.torque, self.times, self.forward = robot, torque, times, forward
-        integrator = VariationalIntegrator if robot.floating_base else CompiledVariationalIntegrator
-        self.integrator = integrator(robot, gravity, _mass_inverse(robot))
+        self.integrator = CompiledVariationalIntegrator(robot, gravity, _mass_inverse(robot))
         T0 = V0 = None
         if robot.floating_base:
             T0, V0 = pose_to_com(robot, base_pose), twist_to_com(robot) @ base_twist
