@@ -107,6 +107,41 @@ def test_a_thrown_quadruped_follows_the_ballistic_parabola(quadruped):
     assert np.max(np.abs(plan.tau)) < 1e-6
 
 
+def test_a_floating_warm_start_and_a_replan_from_the_state_one_step_on(quadruped):
+    """The rise, warm-started from its own converged plan (base poses, twists, accelerations, torques, contact
+    forces and multipliers), converges again in fewer iterations to the same cost; then replanned by a
+    ``Replanner`` from the state one step on (the velocities measured 1 % off), warm-started from the plan moved one
+    knot on: it starts at the measured state, every knot passes the Pinocchio checks, and it reaches the cost a
+    cold start from that state reaches."""
+    from gtdyn.planning import Replanner
+
+    robot, ref = quadruped
+    q0, T0 = standing(robot)
+    goal = T0.copy()
+    goal[2, 3] += 0.03
+    stances = {foot: [(0, 9)] for foot in FEET}
+    options = dict(goal_v=np.zeros(12), goal_base_pose=goal, goal_base_twist=np.zeros(6), contacts=stances,
+                   friction=FRICTION)
+    replanner = Replanner(robot, steps=8, dt=0.05, **options)
+    cold = replanner.plan(q0, base_pose=T0)
+    warm = gtdyn.optimize_trajectory(robot, q0=q0, base_pose=T0, steps=8, dt=0.05, initial=cold, **options)
+    assert cold.converged and warm.converged and warm.iterations < cold.iterations
+    # both stop when a step lowers the merit by less than 1e-12 of itself; their costs agree to ~1e-8 (seen 1.4e-8)
+    assert abs(warm.cost - cold.cost) < 1e-6 * cold.cost
+    check_plan(warm, ref, stances)
+    q, v, T, V = cold.q[1], 0.99 * cold.v[1], cold.base_pose[1], 0.99 * cold.base_twist[1]
+    again = replanner.replan(q, v, base_pose=T, base_twist=V)
+    assert again.converged and replanner.last is again
+    assert np.max(np.abs(again.base_pose[0] - T)) < 1e-12 and np.max(np.abs(again.q[0] - q)) < 1e-12
+    assert np.max(np.abs(again.base_twist[0] - V)) < 1e-12 and np.max(np.abs(again.v[0] - v)) < 1e-12
+    assert np.allclose(again.base_pose[-1], goal, atol=1e-8)
+    check_plan(again, ref, stances)
+    fresh = gtdyn.optimize_trajectory(robot, q0=q, v0=v, base_pose=T, base_twist=V, steps=8, dt=0.05, **options)
+    # the same optimum from either start, to the stopping rule's reach: the last steps creep along a shallow valley
+    # (each lowering the merit by more than 1e-12 of itself), and where they stop differs (seen 5e-7 of the cost)
+    assert fresh.converged and abs(again.cost - fresh.cost) < 1e-5 * fresh.cost
+
+
 def pinocchio_placement(ref, plan, k: int, frame: str) -> np.ndarray:
     ref.pin.framesForwardKinematics(ref.model, ref.data, ref.configuration(plan.q[k], plan.base_pose[k]))
     return ref.data.oMf[ref.model.getFrameId(frame)].homogeneous.copy()
@@ -162,8 +197,74 @@ def test_what_a_floating_plan_refuses(quadruped):
         gtdyn.optimize_trajectory(robot, base_pose=T0, contacts={"FL_foot": [(3, 5), (0, 2)]}, **common)
     with pytest.raises(gtdyn.ArgumentError, match="^friction: "):
         gtdyn.optimize_trajectory(robot, base_pose=T0, contacts={"FL_foot": [(0, 5)]}, friction=-1, **common)
-    with pytest.raises(gtdyn.ArgumentError, match="^initial: not built yet for a floating robot"):
+    with pytest.raises(gtdyn.ArgumentError, match="^initial: expected a PlannedTrajectory of 5 knots of "
+                                                  "'quadruped' on a floating base"):
         gtdyn.optimize_trajectory(robot, base_pose=T0, initial=object(), **common)
     arm = gtdyn.load_robot("rr")
     with pytest.raises(gtdyn.ArgumentError, match="^base_pose: 'rr' has a fixed base"):
         gtdyn.optimize_trajectory(arm, q0=[0, 0], steps=4, dt=0.05, base_pose=np.eye(4))
+
+
+def test_the_plan_command_plans_a_floating_robot(quadruped, tmp_path, capsys):
+    """``gtdyn plan --base floating``: the torso rises 3 cm on its four feet; the CSV holds what the library plans
+    (joints, then the base pose and twist, then each foot's ground force), and bad input names its option."""
+    from gtdyn.cli import main
+
+    robot, ref = quadruped
+    q0, T0 = standing(robot)
+    T0[2, 3] = 0.2787  # as given on the command line (0.4 cos 0.8 = 0.27868…: the feet start 16 µm below z = 0)
+    stand = ["--base", "floating", "--q0", ",".join(f"{x:g}" for x in q0), "--base-pose", "0,0,0.2787,0,0,0",
+             "--stance", ",".join(FEET), "--steps", "8", "--dt", "0.05"]
+    code = main(["plan", "quadruped", *stand, "--goal-base-pose", "0,0,0.3087,0,0,0", "--out", str(tmp_path / "q")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "converged after" in out and "base from (0, 0, 0.2787) to (0, 0, 0.3087) m" in out
+    assert (tmp_path / "q.png").is_file()
+    header = (tmp_path / "q.csv").read_text().splitlines()[0].split(",")
+    table = np.loadtxt(tmp_path / "q.csv", delimiter=",", skiprows=1)
+    goal = T0.copy()
+    goal[2, 3] = 0.3087
+    stances = {foot: [(0, 9)] for foot in FEET}
+    plan = gtdyn.optimize_trajectory(robot, q0=q0, goal_v=np.zeros(12), steps=8, dt=0.05, base_pose=T0,
+                                     goal_base_pose=goal, goal_base_twist=np.zeros(6), contacts=stances,
+                                     friction=FRICTION)
+    check_plan(plan, ref, {})  # the dynamics at every knot (the feet stand 16 µm below z = 0: no ground check)
+    column = {name: table[:, k] for k, name in enumerate(header)}
+    assert table.shape == (9, 1 + 4 * 12 + 13 + 3 * 4)
+    assert np.max(np.abs(table[:, 37:49] - plan.tau)) < 1e-12
+    assert np.max(np.abs(column["base_z"] - plan.base_pose[:, 2, 3])) < 1e-12
+    rotations = [gtsam.Rot3.Quaternion(*(column[f"base_q{c}"][k] for c in "wxyz")).matrix() for k in range(9)]
+    assert np.max(np.abs(np.array(rotations) - plan.base_pose[:, :3, :3])) < 1e-12
+    assert np.max(np.abs(column["base_vz"] - plan.base_twist[:, 5])) < 1e-12
+    assert np.max(np.abs(column["f_RL_foot_z"] - plan.contact_forces["RL_foot"][:, 2])) < 1e-12
+    bad = [(["--stance", "paw", "--goal-base-pose", "0,0,0.3,0,0,0"], "--stance: unknown link or frame 'paw'"),
+           (["--goal-base-pose", "1,2"], "--goal-base-pose: expected 7 values"),
+           (["--goal-base-pose", "0,0,0.3,0,0,0", "--friction", "-1"], "--friction: "),
+           ([], "--goal: the joint positions to reach, comma-separated (one per joint, or one for all); or "
+                "--goal-base-pose")]
+    for extra, message in bad:
+        code = main(["plan", "quadruped", *stand, *extra, "--out", str(tmp_path / "bad")])
+        assert code == 1 and f"gtdyn: error: {message}" in capsys.readouterr().err, message
+    for extra in (["--stance", "tip"], ["--friction", "0.5"]):
+        code = main(["plan", "rr", "--goal", "1,0", *extra, "--out", str(tmp_path / "rr")])
+        message = f"{extra[0]}: 'rr' has a fixed base (plan it with --base floating)"
+        assert code == 1 and message in capsys.readouterr().err, extra
+
+
+def test_contact_multipliers_move_between_layouts():
+    """A warm start carries the friction pyramids' and clearances' multipliers per knot and frame (knots, frames, 6):
+    on the jump's schedule (stances and flights) the layout gives back every row's multiplier, and one of another
+    shape is left alone."""
+    from gtdyn.planning.contacts import ContactInequalities, ContactSchedule
+
+    schedule = ContactSchedule(tuple(FEET), tuple(((0, 8), (13, 21)) for _ in FEET), FRICTION, 0.0, 21)
+    terms = ContactInequalities(schedule)
+    rows = np.random.default_rng(0).uniform(0.1, 1.0, terms.multipliers.shape)
+    terms.multipliers = rows.copy()
+    layout = terms.by_knot()
+    assert np.count_nonzero(layout) == len(rows) == 5 * 4 * 16 + 4 * 5  # 16 knots in stance, 5 in flight
+    terms.multipliers = np.zeros_like(rows)
+    terms.take(layout)
+    assert np.array_equal(terms.multipliers, rows)
+    terms.take(layout[:-1])
+    assert np.array_equal(terms.multipliers, rows)

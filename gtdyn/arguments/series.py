@@ -266,7 +266,7 @@ def contact_phases(robot: Robot, contacts, knots: int) -> list[tuple[str, tuple[
 
 
 def floating_plan(robot: Robot, knots: int, base_pose, base_twist, goal_base_pose, goal_base_twist, contacts,
-                  friction, ground, initial):
+                  friction, ground):
     """``optimize_trajectory``'s floating-base arguments checked: None on a fixed base (which must not be given
     them), else ((start pose 4×4, twist), (goal pose or None, twist or None), ``contact_phases`` or None,
     friction, ground)."""
@@ -277,8 +277,6 @@ def floating_plan(robot: Robot, knots: int, base_pose, base_twist, goal_base_pos
         if named:
             raise ArgumentError(f"{named[0]}: '{robot.name}' has a fixed base (load it with base=\"floating\")")
         return None
-    if initial is not None:
-        raise ArgumentError("initial: not built yet for a floating robot's trajectory")
     if base_pose is None:
         raise ArgumentError("base_pose: a floating robot's trajectory starts from a base pose (4×4)")
     start = (pose_argument("base_pose", base_pose).matrix(),

@@ -185,10 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "gtdyn.optimize_trajectory: the dynamics at every knot, the collocation rule\n"
                                    "between knots, the model's limits on q, q̇ and τ as constraints, least torque\n"
                                    "effort. Writes PREFIX.csv (t, q_*, v_*, qdd_*, tau_* per joint at each knot)\n"
-                                   "and a plot of q(t) and τ(t).",
+                                   "and a plot of q(t) and τ(t).\n"
+                                   "A floating robot (--base floating) moves from --base-pose to --goal-base-pose\n"
+                                   "(then --goal may be left out: its joints end where the plan puts them), pushed\n"
+                                   "by the ground through the --stance frames, which stand where they start at every\n"
+                                   "knot; the CSV adds base_x..base_qw (its pose), base_wx..base_vz (its twist,\n"
+                                   "own frame) and f_FRAME_x..z (each stance frame's ground force, world axes, N).",
                        formatter_class=formatter)
     robot_arg(p)
-    p.add_argument("--goal", metavar="Q1,Q2,..", help="joint positions to reach at rest (required)")
+    p.add_argument("--goal", metavar="Q1,Q2,..", help="joint positions to reach at rest (required on a fixed base)")
     p.add_argument("--q0", metavar="Q1,Q2,..", help="start at rest (default: the default state's q)")
     p.add_argument("--steps", type=int, default=PLAN_STEPS, metavar="N", help=f"knots − 1 (default {PLAN_STEPS})")
     p.add_argument("--dt", type=float, default=PLAN_DT, help=f"time between knots, s (default {PLAN_DT:g})")
@@ -196,6 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the rule between knots (default trapezoidal)")
     p.add_argument("--passive", metavar="JOINT,..", help="joints without an actuator (their torque is zero)")
     p.add_argument("--no-limits", action="store_true", help="ignore the model's limits on q, q̇ and τ")
+    p.add_argument("--base-pose", metavar="POSE", help="a floating base's start pose: x,y,z,qx,qy,qz,qw or "
+                   "x,y,z,roll,pitch,yaw (default the identity)")
+    p.add_argument("--goal-base-pose", metavar="POSE", help="a floating base's pose to reach at rest (as --base-pose)")
+    p.add_argument("--stance", metavar="FRAME,..", help="frames standing on the ground at every knot (a floating "
+                   "base's only support)")
+    p.add_argument("--friction", type=float, help="the stance frames' friction coefficient (default 0.7)")
     p.add_argument("--out", default="plan", metavar="PREFIX", help="output path prefix (default plan); a directory "
                    "gets ROBOT.csv and ROBOT.FORMAT inside it")
     p.add_argument("--format", choices=["png", "svg", "pdf"], default="png", help="plot format (default png)")

@@ -71,22 +71,22 @@ def base_vector(text: str | None, name: str, components: str) -> np.ndarray | No
     return values
 
 
-def base_pose(text: str | None) -> gtsam.Pose3 | None:
-    """--base-pose: x,y,z,qx,qy,qz,qw (a unit quaternion in Pinocchio's order) or x,y,z,roll,pitch,yaw (as a
-    URDF origin); None if not given."""
+def base_pose(text: str | None, name: str = "base-pose") -> gtsam.Pose3 | None:
+    """--base-pose (or the option ``name``): x,y,z,qx,qy,qz,qw (a unit quaternion in Pinocchio's order) or
+    x,y,z,roll,pitch,yaw (as a URDF origin); None if not given."""
     if text is None:
         return None
-    values = numbers(text, "base-pose")
+    values = numbers(text, name)
     if len(values) == 6:
         rotation = rpy_matrix(*values[3:])
     elif len(values) == 7:
         norm = np.linalg.norm(values[3:])
         if abs(norm - 1) > QUATERNION_NORM_TOLERANCE:
-            raise CLIError(f"--base-pose: the quaternion qx,qy,qz,qw must have unit norm, got norm {norm:.6g}")
+            raise CLIError(f"--{name}: the quaternion qx,qy,qz,qw must have unit norm, got norm {norm:.6g}")
         qx, qy, qz, qw = values[3:] / norm
         rotation = gtsam.Rot3.Quaternion(qw, qx, qy, qz).matrix()
     else:
-        raise CLIError(f"--base-pose: expected 7 values x,y,z,qx,qy,qz,qw (m; a unit quaternion) or 6 values "
+        raise CLIError(f"--{name}: expected 7 values x,y,z,qx,qy,qz,qw (m; a unit quaternion) or 6 values "
                        f"x,y,z,roll,pitch,yaw (m; rad), got {len(values)}")
     return gtsam.Pose3(gtsam.Rot3(rotation), values[:3])
 

@@ -97,3 +97,24 @@ class ContactInequalities(AugmentedLagrangian):
             if value > 0.0:
                 graph.add(gtsam.JacobianFactor(s_keys[k], -root * height_rows[k, contact][None, :],
                                                np.array([-root * value]), gtsam.noiseModel.Unit.Create(1)))
+
+    def by_knot(self) -> np.ndarray:
+        """The multipliers per knot and frame (knots, frames, 6): a stance's five pyramid rows, then a flight's
+        clearance row — a layout a warm start can move along the knots whatever the schedule."""
+        out = np.zeros((self.schedule.knots, len(self.schedule.frames), 6))
+        row = 0
+        for k, contacts in enumerate(self.schedule.active):
+            for c in contacts:
+                out[k, c, :5] = self.multipliers[row:row + 5]
+                row += 5
+        for (k, c), lam in zip(self.flight, self.multipliers[row:], strict=True):
+            out[k, c, 5] = lam
+        return out
+
+    def take(self, by_knot: np.ndarray) -> None:
+        """The multipliers from ``by_knot``'s layout (a warm start's; ignored unless its shape is this one's)."""
+        if by_knot.shape != (self.schedule.knots, len(self.schedule.frames), 6):
+            return
+        rows = [by_knot[k, c, :5] for k, contacts in enumerate(self.schedule.active) for c in contacts]
+        flight = np.array(self.flight, int).reshape(-1, 2)
+        self.multipliers = np.concatenate(rows + [by_knot[flight[:, 0], flight[:, 1], 5]])

@@ -234,6 +234,31 @@ class FloatingProblem(KnotProblem):
 
     # -- start ----------------------------------------------------------------------------------------------
 
+    def warm_start(self, initial, planned_type) -> np.ndarray:
+        """A floating plan of the same knots as the starting point: its joints (the start moved to q0, v0), base
+        poses (the anchors; the first moved to the start pose), twists (the first the start twist) and
+        accelerations, torques, contact forces (a frame it has no force for shares the weight) and the
+        multipliers of its limits and contacts."""
+        q, v = self.joints_from(initial, planned_type, floating=True)
+        self.anchors = np.array(initial.base_pose, float)
+        self.anchors[0], self._last = self.start_pose, None
+        twist = np.array(initial.base_twist, float)
+        twist[0] = self.start_twist
+        zero = np.zeros((self.N + 1, 6))
+        x = self.pack(np.hstack([zero, q]), np.hstack([twist, v]), np.hstack([initial.base_accel, initial.qdd]),
+                      np.hstack([zero, initial.tau]))
+        given, share = initial.contact_forces or {}, self._weight()
+        for k, index in self.f_index.items():
+            names = [self.schedule.frames[c] for c in self.active[k]]
+            x[index] = np.concatenate([given[name][k] if name in given else [0.0, 0.0, share / len(names)]
+                                       for name in names])
+        if self.contact_terms is not None and "contacts" in (initial.multipliers or {}):
+            self.contact_terms.take(initial.multipliers["contacts"])
+        return x
+
+    def _weight(self) -> float:
+        return -sum(body.mass for body in moving_bodies(self.robot)) * float(self.gravity @ UP)
+
     def initial_guess(self) -> np.ndarray:
         """The joints as on a fixed base (``smooth_path``), the base at its start pose at rest, the weight shared
         by the contacts of each knot, the generalized forces their inverse dynamics."""
@@ -241,7 +266,7 @@ class FloatingProblem(KnotProblem):
         K, zero = self.N + 1, np.zeros((self.N + 1, 6))
         x = self.pack(np.hstack([zero, q]), np.hstack([zero, v]), np.hstack([zero, a]), np.zeros((K, self.m)))
         x[self.s_index[0, self.m:self.m + 6]] = self.start_twist
-        weight = -sum(body.mass for body in moving_bodies(self.robot)) * float(self.gravity @ UP)
+        weight = self._weight()
         for k, index in self.f_index.items():
             x[index] = np.tile([0.0, 0.0, weight / len(self.active[k])], len(self.active[k]))
         value, _ = self.dynamics(x, False)

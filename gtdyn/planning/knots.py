@@ -74,15 +74,25 @@ class KnotProblem(TrajectoryProblem):
 
     def warm_start(self, initial, planned_type) -> np.ndarray:
         """A given trajectory's knots as the starting point (its start moved to this problem's q0, v0)."""
-        if not isinstance(initial, planned_type) or initial.q.shape != (self.N + 1, self.m):
-            raise ArgumentError(f"initial: expected a PlannedTrajectory of {self.N + 1} knots of '{self.robot.name}'")
+        q, v = self.joints_from(initial, planned_type, floating=False)
+        return self.pack(q, v, initial.qdd, initial.tau)
+
+    def joints_from(self, initial, planned_type, floating: bool) -> tuple[np.ndarray, np.ndarray]:
+        """A warm start's checks and its joints' q, q̇ with the start moved to q0, v0; the limits' multipliers
+        taken over."""
+        n, knots = self.robot.num_dofs, self.N + 1
+        if not isinstance(initial, planned_type) or initial.q.shape != (knots, n) or \
+                (initial.base_pose is None) == floating:
+            raise ArgumentError(f"initial: expected a PlannedTrajectory of {knots} knots of '{self.robot.name}' on "
+                                f"a {'floating' if floating else 'fixed'} base")
         q, v = initial.q.copy(), initial.v.copy()
         q[0], v[0] = self.q0, self.v0
-        if initial.multipliers is not None:  # the limits' multipliers too: they took rounds to find
-            self.bounds.multipliers = {name: m.copy() for name, m in initial.multipliers.items()}
-            # but not their weight: near the right multipliers a small μ suffices, and the μ a solve ends with
-            # (up to 1e9 and more) makes the next one's steps so stiff that they stall off the constraints
-        return self.pack(q, v, initial.qdd, initial.tau)
+        for name, m in (initial.multipliers or {}).items():  # the limits' multipliers too: they took rounds to find
+            if name in self.bounds.multipliers and m.shape == (knots, n):
+                self.bounds.multipliers[name] = m.copy()
+        # but not their weight: near the right multipliers a small μ suffices, and the μ a solve ends with (up to
+        # 1e9 and more) makes the next one's steps so stiff that they stall off the constraints
+        return q, v
 
     def initial_guess(self) -> np.ndarray:
         """q through its waypoints — q0, a configuration meeting each knot's frame goals (inverse kinematics),

@@ -111,7 +111,8 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     friction pyramid of coefficient ``friction`` — and off its runs it stays above the ground
     (``gtdyn.planning.floating``, ``gtdyn.planning.contacts``); ``force_smoothness`` weighs the forces' rate of
     change, Σ Δt ‖Δf/Δt‖², as ``smoothness`` the accelerations'. The result adds ``base_pose``, ``base_twist``,
-    ``base_accel`` and ``contact_forces``.
+    ``base_accel`` and ``contact_forces``; as ``initial`` it warm-starts all of them (a floating plan for a
+    floating robot).
 
     Trees (no loops or transmissions). A run that stops before meeting every constraint says so with a
     ``ConvergenceWarning`` (and ``converged`` False)."""
@@ -130,7 +131,7 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     max_iterations = whole_number("max_iterations", max_iterations, 1)
     gravity = gravity_vector(gravity)
     floating = floating_plan(robot, steps + 1, base_pose, base_twist, goal_base_pose, goal_base_twist, contacts,
-                             friction, ground, initial)
+                             friction, ground)
     if limits:
         within_limits(robot, {"q0": q0, "goal_q": goal_q}, {"v0": v0, "goal_v": goal_v})
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
@@ -161,7 +162,9 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
                       "more steps, a longer dt, wider limits or a reachable goal may help", ConvergenceWarning,
                       stacklevel=2)
     q, v, a, tau = (part[:, -n:].copy() for part in problem.unpack(x))
-    extra = {}
+    extra, multipliers = {}, {name: m.copy() for name, m in bounds.multipliers.items()}
+    if getattr(problem, "contact_terms", None) is not None:
+        multipliers["contacts"] = problem.contact_terms.by_knot()
     if floating is not None:
         _, base_v, base_a, _ = problem.unpack(x)
         extra = {"base_pose": problem.poses(x), "base_twist": base_v[:, :6].copy(),
@@ -169,4 +172,4 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
                      name: wrench[:, 3:] for name, wrench in problem.wrenches(x).items()}}
     return PlannedTrajectory(robot, collocation, dt * np.arange(steps + 1), q, v, a, tau, problem.cost(x),
                              violation, converged, iterations, time.perf_counter() - started,
-                             {name: m.copy() for name, m in bounds.multipliers.items()}, bounds.mu, **extra)
+                             multipliers, bounds.mu, **extra)
