@@ -1,5 +1,7 @@
 """Simulation steps per second: ``gtdyn.simulate`` (a compiled ABA solver per step) against the same integrator
-written as a Python loop over Pinocchio's ``pin.aba``, in one run, on the PUMA 560 and Talos; plus the
+written as a Python loop over Pinocchio's ``pin.aba``, in one run, on the PUMA 560 and Talos, without torque and
+with a PD controller tracking a reference (``gtdyn.PDController``, in gtdyn's native loop and as a Python
+callable; Pinocchio's loop computes the same PD in numpy); plus the
 variational integrator's steps per second (also on the quadruped's floating base). Without gravity, from random
 joint velocities (a falling Talos swings its gripper links fast enough to make explicit integrators diverge within
 2 s).
@@ -57,6 +59,67 @@ def pinocchio_loop(ref: PinocchioModel, q, v, steps: int, dt: float, method: str
     return qp
 
 
+def pd_tracking(robot, q0, steps: int, dt: float):
+    """A PD tracking a smooth reference sampled at the run's knots (q_ref, v_ref, a small feedforward), with gains
+    for 20 rad/s and damping 0.7 on each joint's own inertia at q0: the ``gtdyn.PDController``."""
+    n = robot.num_dofs
+    rng = np.random.default_rng(1)
+    t = dt * np.arange(steps + 1)
+    frequency, amplitude = rng.uniform(1, 4, n), rng.uniform(0.05, 0.2, n)
+    q_ref = q0 + amplitude * np.sin(np.outer(t, frequency))
+    v_ref = amplitude * frequency * np.cos(np.outer(t, frequency))
+    inertia = np.diag(gtdyn.mass_matrix(robot, q0))
+    return gtdyn.PDController(robot, 400 * inertia, 28 * inertia, q_ref, v_ref, 0.01 * rng.normal(size=(steps + 1, n)),
+                              dt=dt)
+
+
+def pinocchio_pd_loop(ref: PinocchioModel, controller, q, v, steps: int, dt: float):
+    """The same PD (row k at step k) around ``pin.aba`` with semi-implicit Euler, in Pinocchio's joint order, as a
+    Pinocchio user writes it (revolute joints: q_ref − q is the tangent error)."""
+    pin, model, data = ref.pin, ref.model, ref.data
+    order = ref.idx_v
+    kp, kd = ref.tangent(controller.kp), ref.tangent(controller.kd)
+    q_ref, v_ref, tau_ff = (np.zeros((len(r), model.nv)) for r in (controller.q_rows, controller.v_rows,
+                                                                   controller.ff_rows))
+    q_ref[:, order], v_ref[:, order], tau_ff[:, order] = controller.q_rows, controller.v_rows, controller.ff_rows
+    qp, vp = ref.configuration(q), ref.tangent(v)
+    for k in range(steps):
+        tau = tau_ff[k] + kp * (q_ref[k] - qp) + kd * (v_ref[k] - vp)
+        vp = vp + dt * pin.aba(model, data, qp, vp, tau)
+        qp = qp + dt * vp
+    return ref.joint_order(qp)
+
+
+def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float) -> list[str]:
+    """PD tracking with semi-implicit Euler: gtdyn's native loop (the PDController), the same controller as a
+    Python callable (gtdyn's Python stepper), and Pinocchio's Python loop; and how far apart their ends are."""
+    controller = pd_tracking(robot, q0, steps, dt)
+    if ref.model.nq != ref.model.nv:
+        raise SystemExit(f"{name}: the PD rows need revolute joints only (q_ref − q as the tangent error)")
+    ends = {}
+
+    def ours(tau, checks=True):
+        ends["gtdyn"] = gtdyn.simulate(robot, q0, v0, tau=tau, dt=dt, steps=steps, gravity=np.zeros(3),
+                                       checks=checks, progress=False).q[-1]
+
+    def theirs():
+        ends["pin"] = pinocchio_pd_loop(ref, controller, q0, v0, steps, dt)
+
+    ours(controller)  # compiles the loops once per process, outside the timing
+    ours(controller, checks=False)
+    rows = []
+    as_callable = lambda t, q, v: controller(t, q, v)  # noqa: E731 (only the Python stepper runs a lambda)
+    for label, tau, checks in (("PDController", controller, True), ("PDController, checks=False", controller, False),
+                               ("the PD as a Python callable", as_callable, True)):
+        gtdyn_s, pin_s = best_of(lambda: ours(tau, checks)), best_of(theirs)
+        apart = np.max(np.abs(ends["gtdyn"] - ends["pin"]))
+        rows.append(f"| {name} ({robot.num_dofs} joints) | semi_implicit_euler, PD tracking a reference ({label}; "
+                    f"ends {apart:.0e} apart) | {steps / gtdyn_s:,.0f} | {steps / pin_s:,.0f} | "
+                    f"{pin_s / gtdyn_s:.2f} |")
+        print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
 def best_of(fn, runs: int = 3) -> float:
     times = []
     for _ in range(runs):
@@ -86,6 +149,7 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
                 rows.append(f"| {name} ({robot.num_dofs} joints) | {method}{'' if checks else ', checks=False'} | "
                             f"{steps / ours:,.0f} | {steps / theirs:,.0f} | {(steps / ours) / (steps / theirs):.2f} |")
                 print(rows[-1], file=sys.stderr, flush=True)
+        rows += pd_rows(name, robot, ref, q0, v0, steps, dt)
         if name == "puma560":
             trajectory = None
 
@@ -102,7 +166,8 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
     rows.append(floating_variational(steps, dt))
     text = "\n".join(["# Simulation speed", "",
                       f"`python -m benchmarks.simulation {steps} {dt:g}` ({steps:,} steps of {dt * 1e3:g} ms, no "
-                      "gravity or torque, from joints and velocities drawn in ±0.5) "
+                      "gravity, no torque but in the PD rows (gains for 20 rad/s on each joint's inertia, a sinusoidal "
+                      "reference sampled at the knots), from joints and velocities drawn in ±0.5) "
                       f"on {machine_description(3, steps, 1)}.", "", *rows, ""])
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)

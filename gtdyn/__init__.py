@@ -9,6 +9,8 @@ Forward, and Hybrid Manipulator Dynamics using Factor Graphs").
     qdd = solver(q, v, tau)
     qdd, dq, dv, dtau = gtdyn.compile(robot, "forward", derivatives=True).derivatives(q, v, tau)
     trajectory = gtdyn.simulate(robot, q, v, tau=tau, dt=1e-3, steps=1000, method="rk4")
+    pd = gtdyn.PDController(robot, kp=100.0, kd=10.0, q_ref=q)            # a controller the native loop runs
+    runs = gtdyn.simulate_batch(robot, Q0, V0, tau=pd, dt=1e-3, steps=1000, threads=2)   # runs.q: (N, 1001, n)
 
 This module is the user API. The documented submodules are ``gtdyn.analysis`` (DAGs, metrics, steps),
 ``gtdyn.plot`` (pictures), ``gtdyn.keys`` (variable keys and labels), ``gtdyn.orderings`` (strategies),
@@ -65,16 +67,17 @@ from gtdyn.model.robot import Joint, Link, Robot
 from gtdyn.orderings import register_ordering
 from gtdyn.planning import FrameGoal, PlannedTrajectory, optimize_trajectory
 from gtdyn.problem import Contact
-from gtdyn.simulation import Trajectory, simulate
+from gtdyn.simulation import PDController, Trajectories, Trajectory, simulate, simulate_batch
 
 __all__ = [
     "ArgumentError", "CacheWarning", "CompiledSolver", "Contact", "ContactWrench", "ConvergenceWarning",
-    "DynamicsResult", "GRAVITY",
+    "DynamicsResult", "GRAVITY", "PDController",
     "IllConditionedWarning", "IndeterminateSystemError", "Joint", "JointLimitWarning", "Link",
     "LoopClosureError", "LoopState", "ModelError", "ModelWarning", "Robot", "ThreePassResult", "bundled_path",
     "close_loops", "compile", "draw_mechanism", "featherstone_hybrid_dynamics", "forward_dynamics", "hybrid_dynamics",
     "frame_acceleration", "frame_bias_acceleration", "frame_jacobian", "frame_placement", "frame_velocity",
-    "inverse_dynamics", "load_robot", "register_ordering", "simulate", "solve", "Trajectory", "FixedLagEstimator",
+    "inverse_dynamics", "load_robot", "register_ordering", "simulate", "simulate_batch", "solve", "Trajectory",
+    "Trajectories", "FixedLagEstimator",
     "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
     "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix", "potential_energy",
     "compile_frames", "Derivatives", "PlannedTrajectory", "optimize_trajectory", "FrameGoal", "BudgetError",

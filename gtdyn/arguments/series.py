@@ -18,6 +18,7 @@ from gtdyn.arguments import (
     pose_argument,
     positive_number,
     real_array,
+    state_batch,
     whole_number,
 )
 from gtdyn.arguments.asked import check_passive_torques
@@ -111,6 +112,23 @@ class HeldTorques:
         return self.rows[min(k, len(self.rows) - 1)]
 
 
+class ControllerTorques:
+    """``torque(k, t, q, v)`` from a controller ``law(t, q, v)``, its answer checked at every call; a native time
+    loop that knows the law (``gtdyn.PDController``) evaluates it itself."""
+
+    def __init__(self, robot: Robot, law, passive: bool):
+        self.robot, self.law, self.passive = robot, law, passive
+
+    def __call__(self, k: int, t: float, q, v) -> np.ndarray:
+        try:
+            torque = joint_vector(self.robot, "tau", self.law(t, q, v))
+            if self.passive:
+                check_passive_torques(self.robot, "tau", torque)
+            return torque
+        except ArgumentError as e:
+            raise ArgumentError(f"tau: the controller returned a bad torque at t = {t:g} s: {e}") from None
+
+
 def simulation_torques(robot: Robot, tau, steps: int) -> Callable[[int, float, np.ndarray, np.ndarray], np.ndarray]:
     """``torque(k, t, q, v)``: the torque during step k (at time t, state (q, v)), checked once up front (a
     controller's at every call). Passive joints' torques are checked here, where they are still called tau: the
@@ -120,15 +138,7 @@ def simulation_torques(robot: Robot, tau, steps: int) -> Callable[[int, float, n
     if tau is None:
         return HeldTorques(np.zeros((1, n)))
     if callable(tau):
-        def controller(k, t, q, v):
-            try:
-                torque = joint_vector(robot, "tau", tau(t, q, v))
-                if passive:
-                    check_passive_torques(robot, "tau", torque)
-                return torque
-            except ArgumentError as e:
-                raise ArgumentError(f"tau: the controller returned a bad torque at t = {t:g} s: {e}") from None
-        return controller
+        return ControllerTorques(robot, tau, passive)
     expected = f"None, a vector of {n}, an array of shape ({steps}, {n}) or a callable (t, q, v) -> tau"
     array = real_array("tau", tau, expected)
     if array.shape == (n,):
@@ -169,13 +179,14 @@ def step_torques(robot: Robot, tau) -> Callable[[int], np.ndarray]:
     return row
 
 
-def check_trajectory_memory(robot: Robot, steps: int) -> None:
-    """ArgumentError naming ``steps`` when the trajectory's arrays cannot be held: more bytes than the machine's
-    memory, or than numpy can allocate (it would fail with its own MemoryError, or the run would swap)."""
+def check_trajectory_memory(robot: Robot, steps: int, runs: int = 1) -> None:
+    """ArgumentError naming ``steps`` when the trajectory's arrays (of ``runs`` runs) cannot be held: more bytes
+    than the machine's memory, or than numpy can allocate (it would fail with its own MemoryError, or the run would
+    swap)."""
     n = robot.num_dofs
     # per sample: q, v, q̈, τ; t and the three energies; a floating base's pose, twist and acceleration; closure
     per_sample = 4 * n + 4 + (16 + 6 + 6 if robot.floating_base else 0) + (1 if robot.loop_joints else 0)
-    need = (steps + 1) * per_sample * 8
+    need = runs * (steps + 1) * per_sample * 8
     try:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, OSError, ValueError):  # not every system says
@@ -186,9 +197,19 @@ def check_trajectory_memory(robot: Robot, steps: int) -> None:
         np.empty(need, dtype=np.uint8)  # freed at once, its pages never touched: can numpy allocate this much?
     except (MemoryError, ValueError, OverflowError):
         size = f"{need / 2**30:.3g} GiB" if need < 2**1000 else "more bytes than exist"
-        raise ArgumentError(f"steps: {steps} steps of '{robot.name}' need {size} for the trajectory's arrays, more "
-                            "than this machine can allocate; simulate fewer steps (or several runs, each starting "
+        runs_of = f" from {runs} states" if runs > 1 else ""
+        raise ArgumentError(f"steps: {steps} steps of '{robot.name}'{runs_of} need {size} for the trajectory's arrays, "
+                            "more than this machine can allocate; simulate fewer steps (or several runs, each starting "
                             "where the last ended)") from None
+
+
+def batch_starts(robot: Robot, q0, v0) -> tuple[np.ndarray, np.ndarray]:
+    """The initial states of a batch of runs: ``q0`` and ``v0`` of shape (N, n), N ≥ 1 (each row is checked as
+    ``simulate`` checks its start)."""
+    q0, v0 = state_batch(robot.num_dofs, q0=q0, v0=v0)
+    if not len(q0):
+        raise ArgumentError(f"q0, v0: no states (shape {q0.shape}); give at least one row")
+    return q0, v0
 
 
 def simulation_covers(robot: Robot, method: str, contacts: bool) -> None:

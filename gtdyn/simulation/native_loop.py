@@ -1,34 +1,48 @@
 """Time loops in native code (issue 24, item 2): the explicit integrators of ``integrators.py`` — Euler,
-semi-implicit Euler, RK4 — on a fixed-base tree with torques held over each step (a vector or one row per step),
-written in LLVM IR around the compiled forward solver's own entry, sample by sample into the run's arrays.
+semi-implicit Euler, RK4 — on a fixed-base tree with torques held over each step (a vector or one row per step)
+or from a ``gtdyn.PDController`` (evaluated at every stage, as the Python stepper asks a controller), written in
+LLVM IR around the compiled forward solver's own entry, sample by sample into the run's arrays.
 
-The same IEEE operations in the same order as the numpy steps (``dt / 2 * r1``, ``((r1 + 2 r2) + 2 r3) + r4``),
-so the trajectories are bit for bit those of the Python loop. A loop is generated per (joints, method), compiled
-once per process. An evaluation whose certificate does not pass (status ≠ 1) stops the loop before that step:
-the caller takes the step through the Python stepper, which asks the reference path (answers, warns or raises as
-always), and resumes.
+The same IEEE operations in the same order as the numpy steps (``dt / 2 * r1``, ``((r1 + 2 r2) + 2 r3) + r4``)
+and as the controller's ``ff + kp (q_ref − q) + kd (v_ref − q̇)``, its rows picked as ``PDController.row`` picks
+them, so the trajectories are bit for bit those of the Python loop. A loop is generated per (joints, method,
+torque source), compiled once per process. An evaluation whose certificate does not pass (status ≠ 1), or a
+controller's torque that is not finite, stops the loop before that step: the caller takes the step through the
+Python stepper, which asks the reference path and the controller's checks (answers, warns or raises as always),
+and resumes.
 """
 
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 
 import numpy as np
 
 from gtdyn.compiled import native
+from gtdyn.simulation.controllers import ROW_OFFSET, PDController
 
 METHODS = ("euler", "semi_implicit_euler", "rk4")
 # the plan the loop reads (int64 words): workspace, solver entry, status index, answer index, first and end step,
-# Δt's bits, the Q, V, QDD, TAU rows, the torque rows and their count, the state (x then y, read and written back)
-_FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state")
+# Δt's bits, the Q, V, QDD, TAU rows, the torque rows and their count, the state (x then y, read and written back);
+# for a PD controller the samples' times, its gains, its reference rows (q, q̇, τ_ff) with their strides (0 when
+# held, n when sampled), its Δt's bits and its last row
+_FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state",
+           "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast")
 _lock = threading.Lock()
 _loops: dict = {}
 
 
-def _loop_ir(n: int, method: str) -> str:
-    """``rollout(plan) -> i64``: steps first … end−1; returns end, or the step whose evaluation did not pass."""
-    body: list[str] = []
+def _double(x: float) -> str:
+    """A double constant of LLVM IR, exactly."""
+    return f"0x{struct.unpack('<Q', struct.pack('<d', x))[0]:016X}"
+
+
+def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> str:
+    """``rollout(plan) -> i64``: steps first … end−1; returns end, or the step whose evaluation did not pass.
+    ``passive``: None for held torques, else the loop evaluates a PD controller (zero at the passive joints)."""
+    body: list[str] = ["declare double @llvm.floor.f64(double)", "declare double @llvm.fabs.f64(double)"]
     emit = body.append
     field = {name: i for i, name in enumerate(_FIELDS)}
     emit("define i64 @rollout(ptr %plan) {")
@@ -36,9 +50,16 @@ def _loop_ir(n: int, method: str) -> str:
     for name in _FIELDS:
         emit(f"  %{name}_at = getelementptr i64, ptr %plan, i64 {field[name]}")
         emit(f"  %{name}_word = load i64, ptr %{name}_at")
-    for name in ("ws", "run", "Q", "V", "QDD", "TAU", "torques", "state"):
+    for name in ("ws", "run", "Q", "V", "QDD", "TAU", "torques", "state", "times", "kp", "kd", "qr", "vr", "ff"):
         emit(f"  %{name} = inttoptr i64 %{name}_word to ptr")
     emit("  %dt = bitcast i64 %dt_word to double")
+    emit("  %cdt = bitcast i64 %cdt_word to double")
+    emit("  %clast = sitofp i64 %clast_word to double")
+    active = [i for i in range(n) if passive is not None and not passive[i]]
+    for i in active:
+        for gain in ("kp", "kd"):
+            emit(f"  %{gain}p{i} = getelementptr double, ptr %{gain}, i64 {i}")
+            emit(f"  %{gain}{i} = load double, ptr %{gain}p{i}")
     emit("  %half_dt = fmul double %dt, 0.5")  # dt / 2 and dt / 6 as Python computes them (x / 2 is exact)
     emit("  %sixth_dt = fdiv double %dt, 6.0")
     emit("  %last_row = sub i64 %rows_word, 1")
@@ -60,24 +81,80 @@ def _loop_ir(n: int, method: str) -> str:
     emit("  %past = icmp sgt i64 %k, %last_row")
     emit("  %torque_row = select i1 %past, i64 %last_row, i64 %k")
     emit(f"  %torque_first = mul i64 %torque_row, {n}")
+    emit("  %tkp = getelementptr double, ptr %times, i64 %k")
+    emit("  %tk = load double, ptr %tkp")  # the sample's time, as the Python loop reads it
+    emit("  %t_half = fadd double %tk, %half_dt")  # t + dt / 2 and t + dt, RK4's stage times
+    emit("  %t_full = fadd double %tk, %dt")
+    count = [0]
+
+    def pd(t: str, xs: list[str], ys: list[str]) -> list[str]:
+        """``PDController.__call__`` at (t, x, y): the row ⌊t/Δt + ¼⌋ clipped to [0, last], then per joint
+        ff + kp (q_ref − x) + kd (v_ref − y), zero at passive joints; leave for %exit unless every torque is
+        finite (the Python stepper then raises the boundary's error)."""
+        count[0] += 1
+        c = count[0]
+        emit(f"  %pds{c} = fdiv double {t}, %cdt")
+        emit(f"  %pdq{c} = fadd double %pds{c}, {_double(ROW_OFFSET)}")
+        emit(f"  %pdf{c} = call double @llvm.floor.f64(double %pdq{c})")
+        emit(f"  %pdn{c} = fcmp olt double %pdf{c}, 0.0")
+        emit(f"  %pdl{c} = select i1 %pdn{c}, double 0.0, double %pdf{c}")
+        emit(f"  %pdo{c} = fcmp ogt double %pdl{c}, %clast")
+        emit(f"  %pdh{c} = select i1 %pdo{c}, double %clast, double %pdl{c}")
+        emit(f"  %pdj{c} = fptosi double %pdh{c} to i64")
+        for ref in ("qr", "vr", "ff"):
+            emit(f"  %{ref}o{c} = mul i64 %pdj{c}, %{ref}_stride_word")
+        taus, finite = [], "true"
+        for i in range(n):
+            if i not in active:
+                taus.append(_double(0.0))
+                continue
+            for ref in ("qr", "vr", "ff"):
+                emit(f"  %{ref}i{c}_{i} = add i64 %{ref}o{c}, {i}")
+                emit(f"  %{ref}p{c}_{i} = getelementptr double, ptr %{ref}, i64 %{ref}i{c}_{i}")
+                emit(f"  %{ref}{c}_{i} = load double, ptr %{ref}p{c}_{i}")
+            emit(f"  %pe{c}_{i} = fsub double %qr{c}_{i}, {xs[i]}")
+            emit(f"  %pp{c}_{i} = fmul double %kp{i}, %pe{c}_{i}")
+            emit(f"  %ve{c}_{i} = fsub double %vr{c}_{i}, {ys[i]}")
+            emit(f"  %vp{c}_{i} = fmul double %kd{i}, %ve{c}_{i}")
+            emit(f"  %su{c}_{i} = fadd double %ff{c}_{i}, %pp{c}_{i}")
+            emit(f"  %tq{c}_{i} = fadd double %su{c}_{i}, %vp{c}_{i}")
+            emit(f"  %ab{c}_{i} = call double @llvm.fabs.f64(double %tq{c}_{i})")
+            emit(f"  %fi{c}_{i} = fcmp olt double %ab{c}_{i}, {_double(float('inf'))}")
+            emit(f"  %al{c}_{i} = and i1 {finite}, %fi{c}_{i}")
+            finite = f"%al{c}_{i}"
+            taus.append(f"%tq{c}_{i}")
+        emit(f"  br i1 {finite}, label %pdok{c}, label %exit")
+        emit(f"pdok{c}:")
+        return taus
+
+    def held() -> list[str]:
+        return [f"%tau{i}" for i in range(n)]
+
+    x, y = [f"%x{i}" for i in range(n)], [f"%y{i}" for i in range(n)]
+    if passive is None:
+        for i in range(n):
+            emit(f"  %ti{i} = add i64 %torque_first, {i}")
+            emit(f"  %tp{i} = getelementptr double, ptr %torques, i64 %ti{i}")
+            emit(f"  %tau{i} = load double, ptr %tp{i}")
+        tau1 = held()
+    else:
+        tau1 = pd("%tk", x, y)
     for i in range(n):
-        for array, value in (("Q", f"%x{i}"), ("V", f"%y{i}")):
+        for array, value in (("Q", f"%x{i}"), ("V", f"%y{i}"), ("TAU", tau1[i])):
             emit(f"  %{array}i{i} = add i64 %row, {i}")
             emit(f"  %{array}p{i} = getelementptr double, ptr %{array}, i64 %{array}i{i}")
             emit(f"  store double {value}, ptr %{array}p{i}")
-        emit(f"  %ti{i} = add i64 %torque_first, {i}")
-        emit(f"  %tp{i} = getelementptr double, ptr %torques, i64 %ti{i}")
-        emit(f"  %tau{i} = load double, ptr %tp{i}")
-        emit(f"  %TAUp{i} = getelementptr double, ptr %TAU, i64 %Qi{i}")
-        emit(f"  store double %tau{i}, ptr %TAUp{i}")
-    count = [0]
 
-    def accel(xs: list[str], ys: list[str]) -> list[str]:
+    def stage(t: str, xs: list[str], ys: list[str]) -> list[str]:
+        """The torque of a later RK4 stage: held, or the controller's at (t, x, y)."""
+        return held() if passive is None else pd(t, xs, ys)
+
+    def accel(xs: list[str], ys: list[str], taus: list[str]) -> list[str]:
         """Store (x, y, τ) into the workspace, run the solver, leave for %exit unless its status is 1."""
         count[0] += 1
         c = count[0]
         for i in range(n):
-            for offset, value in ((i, xs[i]), (n + i, ys[i]), (2 * n + i, f"%tau{i}")):
+            for offset, value in ((i, xs[i]), (n + i, ys[i]), (2 * n + i, taus[i])):
                 emit(f"  %w{c}_{offset} = getelementptr double, ptr %ws, i64 {offset}")
                 emit(f"  store double {value}, ptr %w{c}_{offset}")
         emit("  call void %run(ptr %ws)")
@@ -103,8 +180,7 @@ def _loop_ir(n: int, method: str) -> str:
             result.append(f"%{name}{i}")
         return result
 
-    x, y = [f"%x{i}" for i in range(n)], [f"%y{i}" for i in range(n)]
-    a1 = accel(x, y)
+    a1 = accel(x, y, tau1)
     for i in range(n):
         emit(f"  %QDDp{i} = getelementptr double, ptr %QDD, i64 %Qi{i}")
         emit(f"  store double {a1[i]}, ptr %QDDp{i}")
@@ -115,11 +191,11 @@ def _loop_ir(n: int, method: str) -> str:
         xn = combine("sx", x, "%dt", yn)
     else:  # rk4, ẋ = y
         x2, y2 = combine("x2_", x, "%half_dt", y), combine("y2_", y, "%half_dt", a1)
-        a2 = accel(x2, y2)
+        a2 = accel(x2, y2, stage("%t_half", x2, y2))
         x3, y3 = combine("x3_", x, "%half_dt", y2), combine("y3_", y, "%half_dt", a2)
-        a3 = accel(x3, y3)
+        a3 = accel(x3, y3, stage("%t_half", x3, y3))
         x4, y4 = combine("x4_", x, "%dt", y3), combine("y4_", y, "%dt", a3)
-        a4 = accel(x4, y4)
+        a4 = accel(x4, y4, stage("%t_full", x4, y4))
 
         def weighted(name, r1, r2, r3, r4):
             out = []
@@ -150,61 +226,91 @@ def _loop_ir(n: int, method: str) -> str:
     return "\n".join(body)
 
 
-def _rollout(n: int, method: str):
-    """The compiled loop for n joints and ``method`` (kept for the process's life, with its code)."""
+def _rollout(n: int, method: str, passive: tuple[bool, ...] | None):
+    """The compiled loop for n joints, ``method`` and held torques (``passive`` None) or a PD controller (kept for
+    the process's life, with its code)."""
+    key = (n, method, passive)
     with _lock:
-        if (n, method) not in _loops:
-            loaded = native.Loaded(native.compile_object(_loop_ir(n, method)), "", entries=(), extra=["rollout"])
+        if key not in _loops:
+            loaded = native.Loaded(native.compile_object(_loop_ir(n, method, passive)), "", entries=(),
+                                   extra=["rollout"])
             function = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(loaded.extra["rollout"])
-            _loops[n, method] = (loaded, function)
-        return _loops[n, method][1]
+            _loops[key] = (loaded, function)
+        return _loops[key][1]
 
 
-def run(solver, method: str, dt: float, torque_rows: np.ndarray, samples, state: np.ndarray, first: int,
-        end: int) -> int:
-    """Steps ``first`` … ``end``−1 in native code, from ``state`` (x then y, written back); returns ``end``, or the
-    step whose evaluation did not pass (its sample row holds its q and q̇; the state is its start)."""
+def _bits(x: float) -> int:
+    return int(np.float64(x).view(np.int64))
+
+
+def plan_of(solver, dt: float, torque, samples, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plan words of a run (``_FIELDS``; first and end are set per chunk). ``torque``: ``HeldTorques`` or a
+    controller of a ``PDController``. Returns the plan and the torque rows it points to (keep both alive while the
+    loop runs; the controller's arrays live with it)."""
     n = solver.robot.num_dofs
-    plan = np.array([solver._ws.ctypes.data, solver._native.address[solver._entry], solver._status, solver._out,
-                     first, end, np.float64(dt).view(np.int64), samples.q.ctypes.data, samples.v.ctypes.data,
-                     samples.qdd.ctypes.data, samples.tau.ctypes.data, torque_rows.ctypes.data, len(torque_rows),
-                     state.ctypes.data], dtype=np.int64)
-    return int(_rollout(n, method)(plan.ctypes.data))
+    law = getattr(torque, "law", None)
+    rows = np.ascontiguousarray(torque.rows, dtype=float) if law is None else np.zeros((1, n))
+    controller = [0] * 10
+    if law is not None:
+        stride = [0 if len(r) == 1 else n for r in (law.q_rows, law.v_rows, law.ff_rows)]
+        controller = [law.kp.ctypes.data, law.kd.ctypes.data, law.q_rows.ctypes.data, stride[0], law.v_rows.ctypes.data,
+                      stride[1], law.ff_rows.ctypes.data, stride[2], _bits(1.0 if law.dt is None else law.dt),
+                      law.last_row]
+    return np.array([solver._ws.ctypes.data, solver._native.address[solver._entry], solver._status, solver._out,
+                     0, 0, _bits(dt), samples.q.ctypes.data, samples.v.ctypes.data, samples.qdd.ctypes.data,
+                     samples.tau.ctypes.data, rows.ctypes.data, len(rows), state.ctypes.data, samples.t.ctypes.data,
+                     *controller], dtype=np.int64), rows
+
+
+def run(plan: np.ndarray, n: int, method: str, passive, first: int, end: int) -> int:
+    """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back); returns ``end``,
+    or the step whose evaluation did not pass (the state is its start)."""
+    plan[_FIELDS.index("first")], plan[_FIELDS.index("end")] = first, end
+    return int(_rollout(n, method, passive)(plan.ctypes.data))
 
 
 CHUNK = 4096  # steps between progress reports
 
 
+def law_of(torque) -> tuple[bool, ...] | None:
+    """The passive joints of the ``PDController`` behind a run's controller ``torque``, or None."""
+    law = getattr(torque, "law", None)
+    return tuple(bool(p) for p in law.passive) if isinstance(law, PDController) else None
+
+
 def applies(robot, method: str, torque, forward) -> bool:
-    """Whether a run can loop natively: a fixed-base tree, an explicit method of ``METHODS``, held torques (not a
-    controller), and the plain compiled solver (no wrenches or contacts around it) of this thread."""
+    """Whether a run can loop natively: a fixed-base tree, an explicit method of ``METHODS``, held torques or a
+    ``PDController`` (not another controller), and the plain compiled solver (no wrenches or contacts around it)
+    of this thread."""
     from threading import get_ident
 
     from gtdyn.compiled.solver import CompiledSolver
 
     return (not robot.floating_base and not robot.loop_joints and method in METHODS
-            and getattr(torque, "rows", None) is not None and type(forward) is CompiledSolver
-            and not forward.wrench_frames and forward._owner == get_ident())
+            and (getattr(torque, "rows", None) is not None or law_of(torque) is not None)
+            and type(forward) is CompiledSolver and not forward.wrench_frames and forward._owner == get_ident())
 
 
 def run_loop(stepper, samples, report, solver, method: str, dt: float, torque) -> None:
     """``simulate``'s time loop in native code, chunk by chunk; a step whose evaluation does not pass goes through
     ``stepper`` (the Python path: the reference path answers, warns or raises), and the loop resumes after it."""
     steps = len(samples.t) - 1
-    rows = np.ascontiguousarray(torque.rows, dtype=float)
-    state = np.concatenate([stepper.x, stepper.y]).astype(float)
     n = len(stepper.x)
+    state = np.concatenate([stepper.x, stepper.y]).astype(float)
+    plan, rows = plan_of(solver, dt, torque, samples, state)
+    passive = law_of(torque)
     k = 0
     while k < steps:
         end = min(k + CHUNK, steps)
-        k = run(solver, method, dt, rows, samples, state, k, end)
+        k = run(plan, n, method, passive, k, end)
         if k < end:  # the Python step, from the state the loop stopped at
             stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
             stepper.record(k, samples.t[k], samples)
             stepper.advance(k, samples.t[k])
-            state = np.concatenate([stepper.x, stepper.y]).astype(float)
+            state[:n], state[n:] = stepper.x, stepper.y  # in place: the plan points to it
             k += 1
         report.at(k)
+    del rows  # alive until here: the plan points to them
     stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
     stepper.record(steps, samples.t[steps], samples)
     report.at(steps)

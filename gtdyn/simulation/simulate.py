@@ -15,6 +15,7 @@ from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
 from gtdyn.simulation import native_loop
 from gtdyn.simulation.closed_loops import ClosedLoopStepper
+from gtdyn.simulation.controllers import PDController
 from gtdyn.simulation.environment import EnvironmentForward, RecordingForces
 from gtdyn.simulation.floating import FloatingStepper
 from gtdyn.simulation.solvers import forward_solver
@@ -32,7 +33,8 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     """Integrate forward dynamics from (q0, v0) for ``steps`` steps of ``dt`` seconds.
 
     ``tau``: None (no torque), a vector (constant), an array of shape (steps, n) (held over each step) or a
-    callable ``tau(t, q, v) -> vector`` (a controller). ``method``: "semi_implicit_euler", "euler", "rk4",
+    callable ``tau(t, q, v) -> vector`` (a controller, asked at every stage of a step; ``gtdyn.PDController`` is one
+    the native time loop evaluates itself). ``method``: "semi_implicit_euler", "euler", "rk4",
     "trapezoidal" or "variational" (paper 004's DEL integrator, with torques held over each step). Each step
     calls a compiled forward-dynamics solver (``gtdyn.compile``, ABA ordering; ``checks=False`` uses its
     unchecked calls: faster, without the condition verdict). ``progress``: None reports on stderr once a run
@@ -63,6 +65,8 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     placed = start.problem.contacts
     q, v, gravity = start.q, start.v, start.gravity
     torque = simulation_torques(robot, tau, steps)
+    if isinstance(tau, PDController):
+        tau.check_run(robot, dt, steps)
     simulation_covers(robot, method, bool(placed))
     solver = forward_solver(robot, gravity, checks, contacts, external_wrenches, wrench_axes)
     forward = EnvironmentForward(solver, external_wrenches, bool(placed)) if placed or external_wrenches else solver

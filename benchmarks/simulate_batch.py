@@ -1,0 +1,91 @@
+"""Many rollouts at once: ``gtdyn.simulate_batch`` on 1 and 2 threads against one run after another in a Python
+loop over Pinocchio's ``pin.aba``, in one process, on the PUMA 560 and Talos: semi-implicit Euler without
+gravity, a PD tracking a sampled reference (``gtdyn.PDController``, the rows of ``benchmarks.simulation``), from
+N random starts.
+
+    python -m benchmarks.simulate_batch [STATES [STEPS [DT]]]     # 16 states of 2,000 steps of 1 ms by default
+
+The threads run the native loop side by side (its ctypes call releases the GIL); the checks, allocation and
+stacking around each run hold it. Runs interleave (1 thread, 2 threads, Pinocchio, three times) and each figure
+is the best of the three, since other work on a shared machine only ever slows a run down; the load average
+before the run is printed with the table. Writes benchmarks/results/simulate_batch.md.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+import warnings
+from importlib.metadata import version
+
+import numpy as np
+
+import gtdyn
+from benchmarks.simulation import erd, pd_tracking, pinocchio_pd_loop
+from gtdyn.bench.pinocchio import PinocchioModel
+from gtdyn.bench.report import machine
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "simulate_batch.md")
+
+
+def versions() -> list[str]:
+    import pinocchio
+
+    return [f"gtsam {version('gtsam')}", f"gtdyn {version('gtdyn')}", f"pinocchio {pinocchio.__version__}"]
+
+
+def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
+    load = os.getloadavg()
+    rows = ["| robot | 1 thread: runs/s (steps/s) | 2 threads: runs/s (steps/s) | 2 threads / 1 | Python loop over "
+            "pin.aba, run after run: runs/s | simulate_batch (2 threads) / Pinocchio |", "|---|---|---|---|---|---|"]
+    robots = {"puma560": gtdyn.bundled_path("puma560"), "talos": erd("talos_data/robots/talos_reduced.urdf")}
+    for name, path in robots.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gtdyn.ModelWarning)
+            robot = gtdyn.load_robot(path, transmissions="independent")
+        ref = PinocchioModel(path, robot, gravity=np.zeros(3))
+        rng = np.random.default_rng(0)
+        center = rng.uniform(-0.5, 0.5, robot.num_dofs)
+        Q0 = center + rng.uniform(-0.05, 0.05, (states, robot.num_dofs))
+        V0 = rng.uniform(-0.1, 0.1, (states, robot.num_dofs))
+        controller = pd_tracking(robot, center, steps, dt)
+
+        def ours(threads: int):
+            return gtdyn.simulate_batch(robot, Q0, V0, tau=controller, dt=dt, steps=steps, threads=threads,
+                                        gravity=np.zeros(3))
+
+        def theirs():
+            return [pinocchio_pd_loop(ref, controller, q0, v0, steps, dt) for q0, v0 in zip(Q0, V0, strict=True)]
+
+        print(f"{name}: compiling and warming up …", file=sys.stderr, flush=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gtdyn.JointLimitWarning)
+            ours(2)  # every thread's solver and the loop compiled, outside the timing
+            best = {1: np.inf, 2: np.inf, "pin": np.inf}
+            for _ in range(3):
+                for key, run in ((1, lambda: ours(1)), (2, lambda: ours(2)), ("pin", theirs)):
+                    started = time.perf_counter()
+                    run()
+                    best[key] = min(best[key], time.perf_counter() - started)
+        rate = {key: states / seconds for key, seconds in best.items()}
+        rows.append(f"| {name} ({robot.num_dofs} joints) | {rate[1]:,.1f} ({rate[1] * steps:,.0f}) | "
+                    f"{rate[2]:,.1f} ({rate[2] * steps:,.0f}) | {rate[2] / rate[1]:.2f} | {rate['pin']:,.1f} | "
+                    f"{rate[2] / rate['pin']:.2f} |")
+        print(rows[-1], file=sys.stderr, flush=True)
+    text = "\n".join(["# Many rollouts: simulate_batch on threads", "",
+                      f"`python -m benchmarks.simulate_batch {states} {steps} {dt:g}` ({states} runs of {steps:,} "
+                      f"steps of {dt * 1e3:g} ms each, semi-implicit Euler, a PD tracking a sampled reference, no "
+                      f"gravity; load average {load[0]:.2f} before the run; best of 3 interleaved) on "
+                      f"{datetime.date.today().isoformat()}; {machine(versions())}.", "", *rows, ""])
+    print(text)
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    arguments = sys.argv[1:]
+    main(*([int(arguments[0])] if arguments else []), *([int(arguments[1])] if len(arguments) > 1 else []),
+         *([float(arguments[2])] if len(arguments) > 2 else []))

@@ -1,0 +1,129 @@
+"""Many rollouts at once (issue 24, item 2): ``gtdyn.simulate_batch`` runs ``simulate`` from each of N initial
+states on native threads. A run that loops natively releases the GIL for its steps (the loop is a ctypes call),
+so threads run side by side; each thread steps with a compiled solver of its own (``solvers.forward_solver``
+remembers one per thread). A run the native loop does not take (a Python controller, a floating base, closed
+loops, the variational integrator) or stops in (a step whose certificate does not pass) goes through the Python
+stepper as ``simulate`` does, holding the GIL while it does."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from gtdyn.arguments import choice, robot_argument, whole_number
+from gtdyn.arguments.series import batch_starts, check_trajectory_memory, time_grid
+from gtdyn.model.robot import Robot
+from gtdyn.progress import Progress
+from gtdyn.simulation.simulate import METHODS, PROGRESS_AFTER_S, simulate
+from gtdyn.simulation.trajectory import Trajectory
+
+# the Trajectory's per-sample arrays, stacked over the runs
+_STACKED = tuple(f.name for f in fields(Trajectory) if f.name not in ("robot", "method", "t", "gravity"))
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectories:
+    """N runs of the same length: ``t`` (steps + 1,) shared; ``q``, ``v``, ``qdd``, ``tau`` of shape (N, steps + 1,
+    n), run i's samples in row i; and, where the robot has them, ``closure`` (N, steps + 1), ``base_pose``
+    (N, steps + 1, 4, 4), ``base_twist`` and ``base_accel`` (N, steps + 1, 6) and ``contact_forces``.
+    ``trajectories[i]`` is run i as a ``Trajectory`` (views of these arrays, with its energies)."""
+
+    robot: Robot
+    method: str
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    gravity: np.ndarray
+    closure: np.ndarray | None = None
+    base_pose: np.ndarray | None = None
+    base_twist: np.ndarray | None = None
+    base_accel: np.ndarray | None = None
+    contact_forces: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+    def __getitem__(self, i: int) -> Trajectory:
+        arrays = {name: None if getattr(self, name) is None else getattr(self, name)[i] for name in _STACKED}
+        return Trajectory(self.robot, self.method, self.t, gravity=self.gravity, **arrays)
+
+    def __repr__(self) -> str:
+        return (f"Trajectories({len(self)} runs of {self.method} on '{self.robot.name}', {len(self.t) - 1} steps of "
+                f"{self.t[1] - self.t[0]:g} s)")
+
+
+def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
+                   threads: int = 1, progress: bool | None = None, **options) -> Trajectories:
+    """``gtdyn.simulate(robot, q0[i], v0[i], tau=tau, dt=dt, steps=steps, method=method, **options)`` for each row
+    i of ``q0`` and ``v0`` (arrays (N, n)), on ``threads`` native threads; the runs stacked as ``Trajectories``
+    (``q`` of shape (N, steps + 1, n), …), each bit for bit what ``simulate`` gives alone.
+
+    Every run shares ``tau`` (None, a vector, an array (steps, n), a callable or a ``gtdyn.PDController``) and
+    ``options`` (``gravity``, ``checks``, ``base_pose``, ``base_twist``, ``external_wrenches``, ``wrench_axes``,
+    ``contacts``). Runs that loop natively (fixed-base trees, Euler, semi-implicit Euler or RK4, held torques or a
+    ``PDController``) run side by side; the others take the Python stepper and share the GIL. A run that fails
+    raises its error, with a note naming its row (the lowest failing row, whatever the threads); the warnings of
+    each run are ``simulate``'s. ``progress``: as ``simulate``'s, counting runs."""
+    robot_argument(robot)
+    q0, v0 = batch_starts(robot, q0, v0)
+    choice("method", method, METHODS)
+    threads = whole_number("threads", threads, 1)
+    dt, steps = time_grid(dt, steps)
+    check_trajectory_memory(robot, steps, runs=len(q0))
+    options = {**options, "tau": tau, "dt": dt, "steps": steps, "method": method, "progress": False}
+    stacked: dict = {}  # the first run's t, robot, method and gravity, and the stacked arrays (shaped by it)
+    errors: dict[int, BaseException] = {}
+    done = [0]
+    claim, lock = iter(range(len(q0))), threading.Lock()
+
+    def work(report: Progress | None) -> None:
+        """Take the next row until none is left or a run has failed (rows are claimed in order, so every row
+        below a failed one has been claimed and finishes)."""
+        while True:
+            with lock:
+                i = None if errors else next(claim, None)
+            if i is None:
+                return
+            try:
+                run = simulate(robot, q0[i], v0[i], **options)
+            except Exception as e:  # every run's error is kept; the lowest row's is raised
+                with lock:
+                    errors[i] = e
+            else:
+                with lock:
+                    if not stacked:
+                        stacked.update(_allocate(run, len(q0)))
+                for name in _STACKED:  # row i is this run's alone: copied outside the lock
+                    if stacked[name] is not None:
+                        stacked[name][i] = getattr(run, name)
+            with lock:
+                done[0] += 1
+            if report is not None:
+                report.at(done[0])
+
+    with Progress("simulate_batch", len(q0), enabled=progress, after=0.0 if progress else PROGRESS_AFTER_S,
+                  every=1.0, unit="runs") as report:
+        helpers = [threading.Thread(target=work, args=(None,), daemon=True) for _ in range(min(threads, len(q0)) - 1)]
+        for helper in helpers:
+            helper.start()
+        work(report)  # this thread works too, and alone reports
+        for helper in helpers:
+            helper.join()
+    if errors:
+        first = min(errors)
+        errors[first].add_note(f"gtdyn.simulate_batch: the run from row {first} of q0 and v0")
+        raise errors[first]
+    return Trajectories(**stacked)
+
+
+def _allocate(run: Trajectory, count: int) -> dict:
+    """``Trajectories``' fields for ``count`` runs like ``run``: its robot, method, times and gravity, and an empty
+    array (count, …) for each of its per-sample arrays (None where it has none). Each run is copied in as it ends,
+    so a batch holds its stacked arrays and one run per thread, not every run twice."""
+    arrays = {name: None if getattr(run, name) is None else np.empty((count, *getattr(run, name).shape))
+              for name in _STACKED}
+    return {"robot": run.robot, "method": run.method, "t": run.t, "gravity": run.gravity, **arrays}

@@ -1,0 +1,86 @@
+"""``gtdyn.simulate_batch``: many rollouts on native threads, each bit for bit ``gtdyn.simulate`` from its own
+initial state, whichever loop (native or Python) takes it and however many threads share the rows."""
+
+import numpy as np
+import pytest
+
+import gtdyn
+
+pytestmark = [pytest.mark.usefixtures("private_cache"),
+              pytest.mark.filterwarnings("ignore::gtdyn.JointLimitWarning")]
+
+
+def alone(robot, Q0, V0, **kw):
+    return [gtdyn.simulate(robot, q0, v0, progress=False, **kw) for q0, v0 in zip(Q0, V0, strict=True)]
+
+
+def assert_stacked(batch, runs, fields=("q", "v", "qdd", "tau")):
+    assert len(batch) == len(runs)
+    assert np.array_equal(batch.t, runs[0].t)
+    for field in fields:
+        assert np.array_equal(getattr(batch, field), np.stack([getattr(r, field) for r in runs])), field
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_batch_is_simulate_per_state_bit_for_bit(puma, threads):
+    """PUMA runs from 5 states: a PD tracking a sampled reference (RK4, native loop) and torques held per step
+    (semi-implicit Euler): the stacked arrays, of shape (N, steps + 1, n), are each state's own run."""
+    rng = np.random.default_rng(2)
+    Q0, V0 = rng.uniform(-0.5, 0.5, (2, 5, 6))
+    steps, dt = 150, 1e-3
+    t = dt * np.arange(steps + 1)
+    inertia = np.diag(gtdyn.mass_matrix(puma, np.zeros(6)))
+    controller = gtdyn.PDController(puma, 400 * inertia, 28 * inertia, 0.3 * np.sin(np.outer(t, np.arange(1, 7))),
+                                    dt=dt)
+    for kw in (dict(tau=controller, method="rk4"), dict(tau=0.01 * rng.normal(size=(steps, 6)))):
+        batch = gtdyn.simulate_batch(puma, Q0, V0, dt=dt, steps=steps, threads=threads, **kw)
+        assert batch.q.shape == (5, steps + 1, 6) and batch.t.shape == (steps + 1,)
+        assert_stacked(batch, alone(puma, Q0, V0, dt=dt, steps=steps, **kw))
+    run = batch[3]  # a Trajectory of views, energies and all
+    assert isinstance(run, gtdyn.Trajectory) and np.shares_memory(run.q, batch.q)
+    assert np.array_equal(run.kinetic, alone(puma, Q0[3:4], V0[3:4], dt=dt, steps=steps, **kw)[0].kinetic)
+
+
+def test_runs_the_native_loop_does_not_take_go_through_python(puma):
+    """A Python controller on the PUMA, the closed four-bar and the floating quadruped (its base's pose, twist and
+    acceleration stacked too), on two threads: each run is ``simulate``'s."""
+    four_bar = gtdyn.load_robot("four_bar")
+    starts = [gtdyn.close_loops(four_bar, {"j1": a}) for a in (1.6, 1.7128, 1.8)]
+    quadruped = gtdyn.load_robot("quadruped", base="floating")
+    rng = np.random.default_rng(4)
+    cases = [(puma, rng.uniform(-0.3, 0.3, (3, 6)), np.zeros((3, 6)), dict(tau=lambda t, q, v: -0.01 * v)),
+             (four_bar, np.array([s.q for s in starts]), np.array([s.v for s in starts]), dict(method="rk4")),
+             (quadruped, rng.uniform(-0.3, 0.3, (3, 12)), np.zeros((3, 12)),
+              dict(base_twist=[0.1, 0, 0, 0, 0, 0.2], gravity=np.zeros(3)))]
+    for robot, Q0, V0, kw in cases:
+        batch = gtdyn.simulate_batch(robot, Q0, V0, dt=1e-3, steps=40, threads=2, **kw)
+        fields = ["q", "v", "qdd", "tau"] + [f for f in ("closure", "base_pose", "base_twist", "base_accel")
+                                             if getattr(batch, f) is not None]
+        assert_stacked(batch, alone(robot, Q0, V0, dt=1e-3, steps=40, **kw), fields)
+    assert batch.base_pose.shape == (3, 41, 4, 4) and batch.closure is None
+
+
+def test_bad_batches_are_named(puma):
+    zeros = np.zeros((4, 6))
+    for kwargs, message in [(dict(q0=np.zeros((4, 5))), r"^q0, v0: expected 2 arrays of shape \(N, 6\)"),
+                            (dict(v0=np.zeros(6)), r"^q0, v0: expected 2 arrays of shape \(N, 6\)"),
+                            (dict(q0=np.zeros((0, 6)), v0=np.zeros((0, 6))), r"^q0, v0: no states"),
+                            (dict(method="rk45"), r"^method: 'rk45' is not one of"),
+                            (dict(threads=0), r"^threads: expected a whole number ≥ 1"),
+                            (dict(threads=1.5), r"^threads: expected a whole number ≥ 1"),
+                            (dict(dt=-1e-3), r"^dt: expected a finite number > 0"),
+                            (dict(steps=10**12), r"^steps: 1000000000000 steps of 'puma560' from 4 states need")]:
+        arguments = {"q0": zeros, "v0": zeros, "dt": 1e-3, "steps": 10, **kwargs}
+        with pytest.raises(gtdyn.ArgumentError, match=message):
+            gtdyn.simulate_batch(puma, arguments.pop("q0"), arguments.pop("v0"), **arguments)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_failing_run_raises_the_lowest_rows_error(puma, threads):
+    """Rows 2 and 5 of 8 start at a non-finite angle: the batch raises row 2's error (``simulate``'s, with a note
+    naming the row), whatever the threads."""
+    Q0 = np.zeros((8, 6))
+    Q0[2, 1] = Q0[5, 0] = np.nan
+    with pytest.raises(gtdyn.ArgumentError, match=r"^q0: non-finite values") as error:
+        gtdyn.simulate_batch(puma, Q0, np.zeros((8, 6)), dt=1e-3, steps=20, threads=threads)
+    assert error.value.__notes__[-1] == "gtdyn.simulate_batch: the run from row 2 of q0 and v0"
