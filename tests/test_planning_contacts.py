@@ -237,6 +237,15 @@ def test_the_plan_command_plans_a_floating_robot(quadruped, tmp_path, capsys):
     assert np.max(np.abs(np.array(rotations) - plan.base_pose[:, :3, :3])) < 1e-12
     assert np.max(np.abs(column["base_vz"] - plan.base_twist[:, 5])) < 1e-12
     assert np.max(np.abs(column["f_RL_foot_z"] - plan.contact_forces["RL_foot"][:, 2])) < 1e-12
+    from gtdyn.plot.plan import draw_plan
+
+    figure = draw_plan(plan)  # the picture the command saved: q, the base's position and orientation, feet, τ
+    position, _, feet = figure.axes[1:4]
+    assert len(figure.axes) == 5
+    np.testing.assert_array_equal(position.lines[2].get_ydata(), plan.base_pose[:, 2, 3])  # z
+    drawn = {line.get_label(): line.get_ydata() for line in feet.lines}
+    np.testing.assert_array_equal(drawn["RL_foot: normal"], plan.contact_forces["RL_foot"][:, 2])
+    np.testing.assert_array_equal(drawn["FL_foot: tangential"], np.hypot(*plan.contact_forces["FL_foot"][:, :2].T))
     bad = [(["--stance", "paw", "--goal-base-pose", "0,0,0.3,0,0,0"], "--stance: unknown link or frame 'paw'"),
            (["--goal-base-pose", "1,2"], "--goal-base-pose: expected 7 values"),
            (["--goal-base-pose", "0,0,0.3,0,0,0", "--friction", "-1"], "--friction: "),

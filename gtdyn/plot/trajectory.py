@@ -29,7 +29,7 @@ def draw_trajectory(trajectory, path: str | None = None, title: str | None = Non
     axes = fig.subplots(4 if floating else 2, 1, sharex=True)
     top, bottom = axes[0], axes[-1]
     if floating:
-        _draw_base(axes[1], axes[2], t, np.asarray(trajectory.base_pose))
+        draw_base(axes[1], axes[2], t, np.asarray(trajectory.base_pose))
     for i, (name, unit) in enumerate(zip(robot.joint_names, units)):
         top.plot(t, trajectory.q[:, i], lw=1.2, color=f"C{i % 10}", ls=LINE_STYLES[i // 10 % len(LINE_STYLES)],
                  label=f"{name} [{unit}]" if unit else name)
@@ -57,7 +57,7 @@ def draw_trajectory(trajectory, path: str | None = None, title: str | None = Non
     return fig
 
 
-def _draw_base(position_axes, orientation_axes, t, poses: np.ndarray) -> None:
+def draw_base(position_axes, orientation_axes, t, poses: np.ndarray) -> None:
     """A floating base's root link: its position (m) and its orientation as roll, pitch, yaw about fixed axes (rad,
     unwrapped so that a turn past ±π stays continuous), from the poses world ← root link."""
     for k, axis in enumerate("xyz"):
