@@ -28,6 +28,10 @@ STALL = 1e-12  # a round of steps ends when the merit falls by less than this, r
 # at most 1e-4 — since their multipliers will change anyway; once every limit holds and only active ones carry a
 # multiplier, a last round goes to STALL (inexact augmented-Lagrangian rounds, Nocedal & Wright §17.4).
 ROUND_STALL, STALL_PER_VIOLATION = 1e-4, 1e-3
+# A round also ends when CREEP_STEPS steps in a row each lowered the merit by less than CREEP, relatively: damped
+# steps creeping toward an optimum the Gauss–Newton model misjudges (it leaves out the constraints' curvature),
+# where a multiplier update does more than more steps. (The quadruped's jump crept 350 steps at ~3e-10 a step.)
+CREEP, CREEP_STEPS = 1e-8, 5
 BACKTRACKING = 10  # halvings of a step tried before the damping grows
 
 
@@ -154,6 +158,7 @@ class TrajectoryProblem(ABC):
         ``stall``) or the damping runs out; returns the point and the linearizations made."""
         self.raise_merit_penalty(x)
         damping, merit = DAMPING_START, self.merit(x)
+        creeping = 0
         for taken in range(1, budget + 1):
             graph = self.linearized(x)
             while damping <= DAMPING_MAX:
@@ -167,8 +172,9 @@ class TrajectoryProblem(ABC):
                 if found is None:
                     return x, taken
             (x, new_merit), damping = found, max(damping / 10, DAMPING_MIN)
-            stalled = merit - new_merit <= stall * (1.0 + abs(merit))
+            drop = (merit - new_merit) / (1.0 + abs(merit))
+            creeping = creeping + 1 if drop < CREEP else 0
             merit = new_merit
-            if stalled:
+            if drop <= stall or creeping >= CREEP_STEPS:
                 return x, taken
         return x, budget
