@@ -168,7 +168,8 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
                       f"`python -m benchmarks.simulation {steps} {dt:g}` ({steps:,} steps of {dt * 1e3:g} ms, no "
                       "gravity, no torque but in the PD rows (gains for 20 rad/s on each joint's inertia, a sinusoidal "
                       "reference sampled at the knots), from joints and velocities drawn in ±0.5) "
-                      f"on {machine_description(3, steps, 1)}.", "", *rows, ""])
+                      f"on {machine_description(1, 1, 0).split('; medians')[0]}; each figure the best of 3 runs.",
+                      "", *rows, ""])
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     with open(RESULTS, "w") as f:
