@@ -126,3 +126,19 @@ def differences_along_loops(solver, q, v, x, h=1e-6):
             columns.append((value(*plus) - value(*minus)) / (2 * h))
         blocks.append(np.array(columns).T)
     return blocks + central_differences(solver, q, v, x, h, blocks=(2,))
+
+
+def coupling(names, transmissions) -> tuple[np.ndarray, np.ndarray]:
+    """G = ∂q/∂q_ind and the offset of linear transmissions written as tests/test_transmissions.py's tables
+    ((driven joint, ((driving joint, ratio), …), offset), …), by hand: the independent coordinates are the joints
+    no transmission drives, each its own column; a driven joint's row holds its ratios."""
+    driven = {joint for joint, _, _ in transmissions}
+    independent = [name for name in names if name not in driven]
+    G, offset = np.zeros((len(names), len(independent))), np.zeros(len(names))
+    for column, name in enumerate(independent):
+        G[names.index(name), column] = 1.0
+    for joint, drives, shift in transmissions:
+        for driver, ratio in drives:
+            G[names.index(joint), independent.index(driver)] = ratio
+        offset[names.index(joint)] = shift
+    return G, offset

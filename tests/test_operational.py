@@ -7,7 +7,7 @@ nearly massless, redundant frames); and its boundary errors. benchmarks/verify_o
 
 import numpy as np
 import pytest
-from references import erd_path, load_quietly, random_base, rel_err
+from references import coupling, erd_path, load_quietly, random_base, rel_err
 
 import gtdyn
 from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioContacts, PinocchioModel
@@ -53,22 +53,6 @@ def pinocchio_delassus(ref, config, frames, kind: str) -> tuple[np.ndarray, np.n
         return D, np.concatenate([np.arange(6 * k + 3, 6 * k + 6) for k in range(len(frames))])
     flip = np.concatenate([6 * k + np.array(FLIP) for k in range(len(frames))])
     return D[np.ix_(flip, flip)], np.arange(6 * len(frames))
-
-
-def coupling(names, transmissions) -> tuple[np.ndarray, np.ndarray]:
-    """G = ∂q/∂q_ind and the offset of linear transmissions written as tests/test_transmissions.py's tables
-    ((driven joint, ((driving joint, ratio), …), offset), …), by hand: the independent coordinates are the joints
-    no transmission drives, each its own column; a driven joint's row holds its ratios."""
-    driven = {joint for joint, _, _ in transmissions}
-    independent = [name for name in names if name not in driven]
-    G, offset = np.zeros((len(names), len(independent))), np.zeros(len(names))
-    for column, name in enumerate(independent):
-        G[names.index(name), column] = 1.0
-    for joint, drives, shift in transmissions:
-        for driver, ratio in drives:
-            G[names.index(joint), independent.index(driver)] = ratio
-        offset[names.index(joint)] = shift
-    return G, offset
 
 
 def transmission_case(folder, name: str, seed: int = 0) -> tuple:

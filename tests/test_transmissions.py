@@ -9,7 +9,7 @@ at states that keep the coupling (q_rotor = N q_1 + offset, q̇_rotor = N q̇_1)
 
 import numpy as np
 import pytest
-from references import rel_err
+from references import coupling, rel_err
 
 import gtdyn
 from gtdyn.orderings import applicable
@@ -220,14 +220,8 @@ def test_belts_and_differentials_match_the_projected_reference(tmp_path, case):
     path, robot = multi_robot(tmp_path, case, transmissions)
     names = robot.joint_names
     assert len(robot.transmissions) == len(transmissions)
-    free = [n for n in names if n not in {t[0] for t in transmissions}]
-    G, offset = np.zeros((len(names), len(free))), np.zeros(len(names))
-    for c, n in enumerate(free):
-        G[names.index(n), c] = 1.0
-    for joint, drives, off in transmissions:
-        for j, ratio in drives:
-            G[names.index(joint), free.index(j)] = ratio
-        offset[names.index(joint)] = off
+    G, offset = coupling(names, transmissions)
+    free = [n for n in names if n not in {t[0] for t in transmissions}]  # G's columns
     pin = PinocchioModel(path, robot)
     rng = np.random.default_rng(43)
     for ordering in [None, "aba", "crba", "colamd"]:
