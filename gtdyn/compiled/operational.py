@@ -57,8 +57,9 @@ def compile_inverse_osim(robot: Robot, frames, *, ordering=None, checks: bool = 
     ``solver(q)`` → Λ⁻¹ (6k × 6k, blocks [ω; v] in each frame's own axes), ``solver.batch(Q, threads=1)`` →
     (N, 6k, 6k). ``ordering``: "efpa" (default: the articulated-body ordering, paper 003's EFPA),
     "cluster_efpa", "lagrange", "projection", or any ordering of forward dynamics; ``checks``, ``use_cache`` and
-    ``quick`` as in ``gtdyn.compile``. Trees with or without transmissions, fixed or floating bases; closed loops
-    are refused (``method="forward solves"`` of the reference path covers them)."""
+    ``quick`` as in ``gtdyn.compile``. Trees with or without transmissions, fixed or floating bases, and closed
+    loops on a fixed base (whose reference answers come from ``method="forward solves"``: the reference path's
+    elimination does not cover loops)."""
     robot = robot_argument(robot)
     names = frame_list(robot, "frames", frames)
     if robot.loop_joints:  # as gtdyn.compile: a planar loop's plane would turn with the base
