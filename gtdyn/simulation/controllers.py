@@ -60,13 +60,9 @@ class PDController:
         if self.samples is None:
             return 0
         s = t / self.dt + ROW_OFFSET
-        if s >= self.last_row:
-            return self.last_row
-        if s >= 1.0:
-            return math.floor(s)
-        if s < 1.0:
-            return 0
-        controller_time("t", t)  # NaN
+        if s != s:  # NaN
+            controller_time("t", t)
+        return 0 if s < 1.0 else self.last_row if s >= self.last_row else math.floor(s)  # an infinite t too
 
     def __call__(self, t, q, v) -> np.ndarray:
         q, v = joint_state(self.robot, "q", q), joint_state(self.robot, "v", v)

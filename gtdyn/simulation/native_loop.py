@@ -15,7 +15,6 @@ and resumes.
 from __future__ import annotations
 
 import ctypes
-import struct
 import threading
 
 import numpy as np
@@ -32,11 +31,6 @@ _FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", 
            "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast")
 _lock = threading.Lock()
 _loops: dict = {}
-
-
-def _double(x: float) -> str:
-    """A double constant of LLVM IR, exactly."""
-    return f"0x{struct.unpack('<Q', struct.pack('<d', x))[0]:016X}"
 
 
 def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> str:
@@ -94,7 +88,7 @@ def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> st
         count[0] += 1
         c = count[0]
         emit(f"  %pds{c} = fdiv double {t}, %cdt")
-        emit(f"  %pdq{c} = fadd double %pds{c}, {_double(ROW_OFFSET)}")
+        emit(f"  %pdq{c} = fadd double %pds{c}, {native.constant(ROW_OFFSET)}")
         emit(f"  %pdf{c} = call double @llvm.floor.f64(double %pdq{c})")
         emit(f"  %pdn{c} = fcmp olt double %pdf{c}, 0.0")
         emit(f"  %pdl{c} = select i1 %pdn{c}, double 0.0, double %pdf{c}")
@@ -106,7 +100,7 @@ def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> st
         taus, finite = [], "true"
         for i in range(n):
             if i not in active:
-                taus.append(_double(0.0))
+                taus.append(native.constant(0.0))
                 continue
             for ref in ("qr", "vr", "ff"):
                 emit(f"  %{ref}i{c}_{i} = add i64 %{ref}o{c}, {i}")
@@ -119,7 +113,7 @@ def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> st
             emit(f"  %su{c}_{i} = fadd double %ff{c}_{i}, %pp{c}_{i}")
             emit(f"  %tq{c}_{i} = fadd double %su{c}_{i}, %vp{c}_{i}")
             emit(f"  %ab{c}_{i} = call double @llvm.fabs.f64(double %tq{c}_{i})")
-            emit(f"  %fi{c}_{i} = fcmp olt double %ab{c}_{i}, {_double(float('inf'))}")
+            emit(f"  %fi{c}_{i} = fcmp olt double %ab{c}_{i}, {native.constant(float('inf'))}")
             emit(f"  %al{c}_{i} = and i1 {finite}, %fi{c}_{i}")
             finite = f"%al{c}_{i}"
             taus.append(f"%tq{c}_{i}")
