@@ -12,6 +12,12 @@ registers, then a sparse contraction with ∂r's non-zero entries. ∂r/∂θ_d 
 themselves, written by running the kinematics pass and the equations on dual numbers (``gtdyn.compiled.dual``):
 exact, not finite differences, and in every ordering, since the ordering only changes how A is factored.
 
+Forward mode alone would carry each link's pose and twist tangents along every joint above it (O(n·depth)
+tangents, each through the equations). The pass cuts them instead at every link (``Cuts``): a link's pose and
+twist get tangents along their own entries, their definitions (∂ of them along their parent's entries and their
+joint) are kept, and the contraction runs the chain rule backwards through those definitions, leaves to root —
+reverse mode across the links, inside the same vector lanes. Each tangent then crosses each joint once.
+
 Directions, in the order of the returned columns: ``dq`` over [ξ; q] (a floating base's pose perturbed as
 T·Exp(ξ), ξ = [ω; v] in its root link frame; v does not enter, gravity being uniform), ``dv`` over [V_base; q̇],
 ``dx`` over [the base's given acceleration or wrench; x]. A driven joint (a transmission) follows its drives:
@@ -31,7 +37,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
-from gtdyn.compiled.dual import Dual, tangents
+from gtdyn.compiled.dual import Cuts, Dual, tangents
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout
 from gtdyn.compiled.plan import Plan
@@ -107,19 +113,21 @@ def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, co
         traced_problem = dataclasses.replace(traced_problem, **{
             "base_accel" if problem.kind == "inverse" else "base_wrench": inputs["base_given"]})
     fn.comment("kinematics and eq. 5–7 on dual numbers: ∂r/∂θ with r = b − A x at the solution")
-    kin, _ = traced_kinematics(robot, q, v, inputs.get("R"), inputs.get("twist"))
+    cuts = Cuts()
+    kin, _ = traced_kinematics(robot, q, v, inputs.get("R"), inputs.get("twist"), cut=cuts.cut)
     wrench_start = 3 * n + base_inputs.input_count(robot)
     wrenches = [[fn.load(wrench_start + 6 * m + c) for c in range(6)] for m in range(len(wrench_frames))]
     external = traced_wrenches(wrench_frames, wrench_axes, wrenches, kin)
     residual_tangents = _residual_tangents(robot, kin, traced_problem, gravity, external, x, column)
     if len(residual_tangents) != len(plan.rows):
         raise AssertionError("gtdyn.compiled.derivatives: the dual equations do not match the plan's rows")
-    # the non-zero entries of ∂r, kept in ws for the contractions
-    entries = [(i, d, value) for d, direction in enumerate(directions) for i, t in enumerate(residual_tangents)
-               if not _is_zero(value := t.get(direction, 0.0))]
-    entry_start, totals = _allocate(layout, len(entries)), _allocate(layout, len(directions))
-    for k, (_, _, value) in enumerate(entries):
-        fn.store(entry_start + k, value)
+    # the partial derivatives the contractions sum, those computed at run time kept in ws
+    entries = _chain_entries(residual_tangents, cuts.definitions, directions)
+    computed = [k for k, (_, _, value) in enumerate(entries) if trace.is_sym(value)]
+    entry_start, totals = _allocate(layout, len(computed)), _allocate(layout, len(directions))
+    for slot, k in enumerate(computed):
+        fn.store(entry_start + slot, entries[k][2])
+        entries[k] = (*entries[k][:2], Stored(entry_start + slot))
     sums = _allocate(layout, len(directions) * w)  # the contractions' lane sums, a block of w per direction
     stride, nv = len(directions), robot.nv
 
@@ -147,7 +155,7 @@ def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, co
         solve = trace.Lanes(f"solve_t_lanes{g}", scalar, w,
                             loads={start["zt"] + c: start["zt_lanes"] + c * w for c in columns},
                             stores={start["yt"] + i: start["yt_lanes"] + i * w for i in rows})
-        contract = _contraction(g, entries, set(rows), stride, entry_start, totals, sums, layout)
+        contract = _contraction(g, entries, set(rows), len(plan.rows), stride, totals, sums, layout)
         fn.call(solve)
         fn.call(contract)
         functions_out.update({solve.name: solve, contract.name: contract})
@@ -187,25 +195,71 @@ def _allocate(layout: Layout, size: int) -> int:
     return first
 
 
-def _contraction(group: int, entries: list, rows: set[int], directions: int, entry_start: int, totals: int,
-                 sums: int, layout: Layout) -> trace.Lanes:
-    """For each direction d, Σᵢ λ[i] ∂r_i/∂θ_d over ∂r's non-zero entries in ``rows`` (where λ may be non-zero),
-    λ from ``yt_lanes`` (a lane per output), the entries shared, the sums into a lane block per direction."""
+class Stored(NamedTuple):
+    """A partial derivative computed at run time, at ``ws[index]``."""
+
+    index: int
+
+
+def _chain_entries(residual_tangents: list[dict], definitions: list[dict], directions: list) -> list[tuple]:
+    """The non-zero partial derivatives the contractions sum, as (node, column, value). Nodes: the plan's rows,
+    then the cuts (``gtdyn.compiled.dual.Cuts``) in the order they were made; columns: the inputs (``directions``'
+    order), then the cuts. Cuts no row depends on are left out."""
+    rows, column = len(residual_tangents), {d: k for k, d in enumerate(directions)}
+    column.update({("cut", k): len(directions) + k for k in range(len(definitions))})
+    used = {d[1] for t in residual_tangents for d in t if d[0] == "cut"}
+    for k in range(len(definitions) - 1, -1, -1):  # a cut's definition uses earlier cuts only
+        if k in used:
+            used.update(d[1] for d in definitions[k] if d[0] == "cut")
+    entries = [(i, column[d], value) for i, t in enumerate(residual_tangents) for d, value in t.items()]
+    entries += [(rows + k, column[d], value) for k in sorted(used) for d, value in definitions[k].items()]
+    return [entry for entry in entries if not _is_zero(entry[2])]
+
+
+def _contraction(group: int, entries: list, rows: set[int], row_count: int, inputs: int, totals: int, sums: int,
+                 layout: Layout) -> trace.Lanes:
+    """For each input direction d, ∂o/∂θ_d = Σ λ_node ∂node/∂θ_d over the entries, a lane per output o.
+
+    λ of a plan row is the transposed solve's (``yt_lanes``; zero outside ``rows``); λ of a cut is the chain rule
+    run backwards, λ_cut = Σ λ_node ∂node/∂cut over the nodes using it, the rows and the later cuts, so the cuts
+    are taken last to first. The entries' values are shared by the lanes; the sums go to a lane block per
+    direction."""
     w = layout.lanes
     fn = trace.Function(f"contract{group}")
     yt = layout.start["yt"]
-    lam = {}
-    total: list = [0.0] * directions
-    for k, (i, d, _) in sorted(enumerate(entries), key=lambda item: item[1][:2]):  # row by row: each λᵢ once
-        if i in rows:
-            if i not in lam:
-                lam[i] = fn.load(yt + i)
-            total[d] = total[d] + lam[i] * fn.load(entry_start + k)
-    for d, value in enumerate(total):
-        fn.store(totals + d, value)
+    loaded, lam = {}, {}
+
+    def multiplier(node: int):
+        """λ of a node for this group's outputs, None where it is zero by structure."""
+        if node >= row_count:
+            return lam.get(node)
+        if node not in rows:
+            return None
+        if node not in loaded:
+            loaded[node] = fn.load(yt + node)
+        return loaded[node]
+
+    using: dict[int, list] = {}
+    for node, column, value in entries:
+        using.setdefault(column, []).append((node, value))
+
+    def summed(column: int):
+        total = None
+        for node, value in using.get(column, ()):
+            if (m := multiplier(node)) is not None:
+                term = m * (fn.load(value.index) if isinstance(value, Stored) else value)
+                total = term if total is None else total + term
+        return total
+
+    for node in range(max((node for node, _, _ in entries), default=-1), row_count - 1, -1):  # the cuts, last first
+        if (total := summed(inputs + node - row_count)) is not None:
+            lam[node] = total
+    for d in range(inputs):
+        total = summed(d)
+        fn.store(totals + d, 0.0 if total is None else total)
     return trace.Lanes(f"contract_lanes{group}", fn, w,
-                       loads={yt + i: layout.start["yt_lanes"] + i * w for i in lam},
-                       stores={totals + d: sums + d * w for d in range(directions)})
+                       loads={yt + i: layout.start["yt_lanes"] + i * w for i in loaded},
+                       stores={totals + d: sums + d * w for d in range(inputs)})
 
 
 def _is_zero(x) -> bool:

@@ -158,3 +158,26 @@ def select(condition, a, b):
     a, b = _lift(a), _lift(b)
     return Dual(trace.select(condition, a.v, b.v),
                 _nonzero({d: trace.select(condition, a.t.get(d, 0.0), b.t.get(d, 0.0)) for d in {*a.t, *b.t}}))
+
+
+class Cuts:
+    """Where forward mode stops and reverse mode takes over.
+
+    Forward mode carries each value's tangents along every input it depends on: a link's twist far down a chain
+    carries one along each joint above it, and everything computed from it pays for all of them. ``cut``
+    replaces such a value by a fresh dual whose single tangent is along its own new direction ("cut", k), and
+    records what that direction stands for: the value's tangents along the earlier directions (``definitions[k]``).
+    The chain rule then runs backwards over the cuts (``gtdyn.compiled.derivatives``), so a tangent crosses each
+    link once instead of once per joint above it."""
+
+    def __init__(self):
+        self.definitions: list[dict] = []
+
+    def cut(self, values) -> np.ndarray:
+        """``values`` (an array of duals, traced values or constants) with each dual of more than one tangent cut."""
+        out = np.array(values, dtype=object)
+        for index, x in np.ndenumerate(out):
+            if isinstance(x, Dual) and len(x.t) > 1:
+                out[index] = Dual(x.v, {("cut", len(self.definitions)): 1.0})
+                self.definitions.append(x.t)
+        return out

@@ -96,14 +96,17 @@ TRACED = PoseAlgebra(identity=lambda: TracedPose(np.eye(3), np.zeros(3)), joint_
                      matvec=_matmul, pose_gap=_entry_gap)
 
 
-def traced_kinematics(robot: Robot, q, v, base_rotation=None,
-                      base_twist=None) -> tuple[KinematicState, dict[str, tuple]]:
+def traced_kinematics(robot: Robot, q, v, base_rotation=None, base_twist=None,
+                      cut=None) -> tuple[KinematicState, dict[str, tuple]]:
     """Poses and twists of every link root → leaves (``gtdyn.kinematics.forward.kinematic_pass`` on traced values),
     and per loop joint the traced closure residuals: (pose mismatch entries, twist mismatch entries).
 
     A floating base starts at ``base_rotation`` (3×3, world ← root link; its position does not enter the
-    dynamics, gravity being uniform) with ``base_twist`` (6, root link frame)."""
+    dynamics, gravity being uniform) with ``base_twist`` (6, root link frame). ``cut`` (on dual numbers:
+    ``gtdyn.compiled.dual.Cuts.cut``) is applied to each link's pose and twist as the pass computes them."""
+    algebra = TRACED if cut is None else dataclasses.replace(
+        TRACED, checkpoint=lambda wTc, V_c: (TracedPose(cut(wTc.R), cut(wTc.p)), cut(V_c)))
     wTl = None if base_rotation is None else TracedPose(base_rotation, np.zeros(3))
-    kin, _ = kinematic_pass(robot, TRACED, q, v, *base_in_com(robot, TRACED, wTl, base_twist))
+    kin, _ = kinematic_pass(robot, algebra, q, v, *base_in_com(robot, algebra, wTl, base_twist))
     closure = {name: (kin.pose_closure[name], list(kin.twist_closure[name])) for name in kin.pose_closure}
     return dataclasses.replace(kin, pose_closure={}, twist_closure={}), closure

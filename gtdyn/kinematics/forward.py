@@ -46,6 +46,9 @@ class PoseAlgebra:
     joint_transform: Callable[[Joint, Any], Any]  # pTc(q) of a joint at its coordinate q
     matvec: Callable[[np.ndarray, np.ndarray], np.ndarray]  # M x, a matrix times a vector
     pose_gap: Callable[[Any, Any], Any]  # (wTc, wTc reached another way) -> how far apart they are
+    # (wTc, V_c) -> the same, as the rest of the pass should see them: unchanged, except where derivatives are
+    # written (``gtdyn.compiled.derivatives`` cuts the tangents there, to take them back in reverse mode)
+    checkpoint: Callable[[Any, Any], tuple] = lambda wTc, V_c: (wTc, V_c)
 
 
 def _log_gap(wTc: gtsam.Pose3, wTc_reached: gtsam.Pose3) -> np.ndarray:
@@ -87,6 +90,7 @@ def kinematic_pass(robot: Robot, algebra: PoseAlgebra, q, v, wT0, V0) -> tuple[K
         cTp[j] = pTc[j].inverse()
         wT[j] = wT[p].compose(pTc[j])
         V[j] = child_twist(algebra, twist_equation(cTp[j], joint.screw_axis), V[p], v[j - 1])
+        wT[j], V[j] = algebra.checkpoint(wT[j], V[j])
     pose_closure, twist_closure = {}, {}
     for joint in robot.loop_joints:
         j, p, c = joint.index, robot.link(joint.parent).index, robot.link(joint.child).index
