@@ -57,6 +57,7 @@ PATHS = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_descriptio
 FEET = {"solo12": ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"], "anymal": ["LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"]}
 TOLERANCE = {"pinocchio": 1e-9, "differences": 1e-6}
 REPEAT, INNER, WARMUP = 30, 100, 50
+COMPILES = 3  # cold compiles of each kind, the median taken
 
 
 def load(name: str, floating: bool = False) -> tuple[gtdyn.Robot, str]:
@@ -205,12 +206,14 @@ def speed(name: str, progress: Progress) -> list[dict]:
     pose, twist, accel = random_base(rng)
     rows = []
     for problem, ordering in (("forward", "aba"), ("inverse", "rnea")):
-        compile_seconds = {}
+        seconds: dict[bool, list[float]] = {False: [], True: []}
         solvers = {}
-        for derivatives in (False, True):
-            started = time.perf_counter()
-            gtdyn.compile(robot, problem, ordering=ordering, derivatives=derivatives, use_cache=False)
-            compile_seconds[derivatives] = time.perf_counter() - started
+        for _ in range(COMPILES):  # cold compiles without and with derivatives, interleaved: the machine's load
+            for derivatives in (False, True):  # drifts by ~10 % between one compile and the next
+                started = time.perf_counter()
+                gtdyn.compile(robot, problem, ordering=ordering, derivatives=derivatives, use_cache=False)
+                seconds[derivatives].append(time.perf_counter() - started)
+        compile_seconds = {derivatives: float(np.median(times)) for derivatives, times in seconds.items()}
         for checks in (True, False):
             solvers[checks] = gtdyn.compile(robot, problem, ordering=ordering, derivatives=True, checks=checks)
         base = {}
@@ -266,7 +269,8 @@ def write(accuracy: list[tuple], timings: list[dict], quick: bool) -> None:
     lines += ["", "## Speed", "",
               "Per call from Python, medians (µs) and the median of paired ratios to Pinocchio's "
               "`computeABADerivatives` (forward) / `computeRNEADerivatives` (inverse), interleaved in one process. "
-              "Batch: per state of 1,000, checked. Compile: cold, without → with derivatives.", "",
+              "Batch: per state of 1,000, checked. Compile: cold, without → with derivatives, medians of "
+              f"{COMPILES} interleaved.", "",
               "| robot | n | problem | Pinocchio µs | checked µs (×) | unchecked µs (×) | batch 1 thread µs | "
               "batch 2 threads µs | compile s |", "|---|---|---|---|---|---|---|---|---|"]
     for r in timings:

@@ -30,6 +30,8 @@ the loops' tangent).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 from typing import NamedTuple
 
 import numpy as np
@@ -142,32 +144,44 @@ def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, co
             for d, direction in enumerate(directions):
                 value = 1.0 if source == "input" and given_at.get(index) == direction else 0.0
                 fn.store(jac(e, d), value)
-    functions_out = {}
-    for g, group in enumerate(_groups(seeds, functions["solve_t"], layout, w), start=1):
-        columns = sorted({c for e in group for c, _ in seeds[e]})
+    support = _row_support(seeds, functions["solve_t"], layout)
+    groups = _groups(seeds, support, w)
+    reached = [functools.reduce(operator.or_, (support[e] for e in group), 0) for group in groups]
+    # where every group reaches the same rows (a floating base couples them all; a chain), one transposed solve and
+    # one contraction over all seeded columns serve each group in turn: the same operations run, written once
+    shared = len(set(reached)) == 1
+    functions_out: dict = {}
+
+    def lanes_pair(suffix: int, columns: list[int]) -> tuple[trace.Lanes, trace.Lanes]:
+        scalar = transposed(f"solve_t{suffix}", set(columns))
+        rows = sorted(op[1] - start["yt"] for op in scalar.ops if op[0] == "store")
+        solve = trace.Lanes(f"solve_t_lanes{suffix}", scalar, w,
+                            loads={start["zt"] + c: start["zt_lanes"] + c * w for c in columns},
+                            stores={start["yt"] + i: start["yt_lanes"] + i * w for i in rows})
+        contract = _contraction(suffix, entries, set(rows), len(plan.rows), stride, totals, sums, layout)
+        functions_out.update({solve.name: solve, contract.name: contract})
+        return solve, contract
+
+    every_column = sorted({c for e in seeds for c, _ in seeds[e]})
+    common = lanes_pair(1, every_column) if shared else None
+    for g, group in enumerate(groups, start=1):
+        columns = every_column if shared else sorted({c for e in group for c, _ in seeds[e]})
         fn.comment(f"λ = A⁻ᵀ e for outputs {', '.join(map(str, group))}, then ∂o/∂θ = λᵀ ∂r")
         for c in columns:  # every lane of every seeded column: lanes a group does not fill get zero
             coefficients = [dict(seeds[e]).get(c, 0.0) for e in group] + [0.0] * (w - len(group))
             for lane, coefficient in enumerate(coefficients):
                 fn.store(start["zt_lanes"] + c * w + lane, coefficient)
-        scalar = transposed(f"solve_t{g}", set(columns))
-        rows = sorted(op[1] - start["yt"] for op in scalar.ops if op[0] == "store")
-        solve = trace.Lanes(f"solve_t_lanes{g}", scalar, w,
-                            loads={start["zt"] + c: start["zt_lanes"] + c * w for c in columns},
-                            stores={start["yt"] + i: start["yt_lanes"] + i * w for i in rows})
-        contract = _contraction(g, entries, set(rows), len(plan.rows), stride, totals, sums, layout)
+        solve, contract = common or lanes_pair(g, columns)
         fn.call(solve)
         fn.call(contract)
-        functions_out.update({solve.name: solve, contract.name: contract})
         for lane, e in enumerate(group):
             for d in range(stride):
                 fn.store(jac(e, d), fn.load(contract.stores[totals + d] + lane))
     return {**functions_out, "tangents": fn}
 
 
-def _groups(seeds: dict, solve_t: trace.Function, layout: Layout, width: int) -> list[list[int]]:
-    """The solved outputs in groups of ``width`` that share rows: each group starts from the first output left
-    and takes, one by one, the output adding fewest rows to the rows λ is non-zero on (a tree's limbs apart)."""
+def _row_support(seeds: dict, solve_t: trace.Function, layout: Layout) -> dict[int, int]:
+    """Per solved output, the rows its λ = A⁻ᵀ zₒ is non-zero on by structure, as a bit mask."""
     start = layout.start
     reaches = trace.dependence(solve_t, {start["zt"] + c: c for c in range(layout.unknowns)})
     row_masks = [reaches.get(start["yt"] + i, 0) for i in range(layout.rows)]
@@ -175,6 +189,13 @@ def _groups(seeds: dict, solve_t: trace.Function, layout: Layout, width: int) ->
     for e, pairs in seeds.items():
         seeded = sum(1 << c for c, _ in pairs)
         support[e] = sum(1 << i for i, mask in enumerate(row_masks) if mask & seeded)
+    return support
+
+
+def _groups(seeds: dict, support: dict[int, int], width: int) -> list[list[int]]:
+    """The solved outputs in groups of ``width`` that share rows: each group starts from the first output left
+    and takes, one by one, the output adding fewest rows to the rows λ is non-zero on (``support``; a tree's
+    limbs apart)."""
     left, groups = list(seeds), []
     while left:
         group = [left.pop(0)]
