@@ -13,6 +13,7 @@ from references import central_differences, random_base, rel_err
 
 import gtdyn
 from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioContacts, PinocchioModel
+from gtdyn.compiled.derivatives import LANES
 from gtdyn.model.random import random_robot
 
 PIN_TOL = 1e-9  # the relative accuracy against Pinocchio (seen: ~1e-13)
@@ -119,6 +120,10 @@ def test_a_floating_robot_in_contact_matches_constraint_dynamics_derivatives(nam
     for got, motion_part, force_part in zip((d.dq, d.dv, d.dx), motion, force):
         assert rel_err(got[:m], motion_part) < PIN_TOL
         assert rel_err(got[m:], force_part) < PIN_TOL
+    # the base couples every row: the groups of outputs (more than one) share one transposed solve and contraction
+    groups = -(-len(d.value) // LANES)
+    assert [name for name in solver.operations if name.startswith("contract_lanes")] == ["contract_lanes1"]
+    assert solver.code("tangents").count("contract_lanes1(ws)") == groups > 1
 
 
 @pytest.mark.parametrize("problem", ["forward", "inverse", "hybrid"])
