@@ -88,6 +88,7 @@ def jacobian_index(start: int, outputs: int, nv: int, output: int, direction: in
 
 
 LANES = 8  # outputs per vectorized transposed solve: one AVX-512 register, or two AVX2 ones
+SHARED_WORK = 0.25  # the lane work groups may add to share their code (``_sharing``)
 
 
 def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, column: dict, layout: Layout,
@@ -147,9 +148,6 @@ def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, co
     support = _row_support(seeds, functions["solve_t"], layout)
     groups = _groups(seeds, support, w)
     reached = [functools.reduce(operator.or_, (support[e] for e in group), 0) for group in groups]
-    # where every group reaches the same rows (a floating base couples them all; a chain), one transposed solve and
-    # one contraction over all seeded columns serve each group in turn: the same operations run, written once
-    shared = len(set(reached)) == 1
     functions_out: dict = {}
 
     def lanes_pair(suffix: int, columns: list[int]) -> tuple[trace.Lanes, trace.Lanes]:
@@ -162,16 +160,19 @@ def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, co
         functions_out.update({solve.name: solve, contract.name: contract})
         return solve, contract
 
-    every_column = sorted({c for e in seeds for c, _ in seeds[e]})
-    common = lanes_pair(1, every_column) if shared else None
-    for g, group in enumerate(groups, start=1):
-        columns = every_column if shared else sorted({c for e in group for c, _ in seeds[e]})
+    columns_of = [sorted({c for e in group for c, _ in seeds[e]}) for group in groups]
+    shares = _sharing(reached)
+    share_columns = [sorted({c for g in members for c in columns_of[g]}) for members in shares]
+    pairs = [lanes_pair(k, columns) for k, columns in enumerate(share_columns, start=1)]
+    share_of = {g: k for k, members in enumerate(shares) for g in members}
+    for g, group in enumerate(groups):
+        solve, contract = pairs[share_of[g]]
         fn.comment(f"λ = A⁻ᵀ e for outputs {', '.join(map(str, group))}, then ∂o/∂θ = λᵀ ∂r")
-        for c in columns:  # every lane of every seeded column: lanes a group does not fill get zero
+        for c in share_columns[share_of[g]]:
+            # every lane of every column the solve reads: lanes and columns this group does not seed get zero
             coefficients = [dict(seeds[e]).get(c, 0.0) for e in group] + [0.0] * (w - len(group))
             for lane, coefficient in enumerate(coefficients):
                 fn.store(start["zt_lanes"] + c * w + lane, coefficient)
-        solve, contract = common or lanes_pair(g, columns)
         fn.call(solve)
         fn.call(contract)
         for lane, e in enumerate(group):
@@ -190,6 +191,25 @@ def _row_support(seeds: dict, solve_t: trace.Function, layout: Layout) -> dict[i
         seeded = sum(1 << c for c, _ in pairs)
         support[e] = sum(1 << i for i, mask in enumerate(row_masks) if mask & seeded)
     return support
+
+
+def _sharing(reached: list[int]) -> list[list[int]]:
+    """Which groups share one transposed solve and contraction, over the union of their rows (``reached``: the
+    rows each group's λ is non-zero on, bit masks): lists of groups, in order. A group joins the first sharing
+    set where running the union's rows for every member adds at most ``SHARED_WORK`` to their own rows' work —
+    writing the code once makes it compile faster, running over more rows makes each call longer. A floating
+    base's groups reach every row and share; a tree's limbs keep their own."""
+    shares: list[list[int]] = []
+    for g, rows in enumerate(reached):
+        for members in shares:
+            union = functools.reduce(operator.or_, (reached[m] for m in members), rows)
+            own = sum(reached[m].bit_count() for m in members) + rows.bit_count()
+            if (len(members) + 1) * union.bit_count() <= (1 + SHARED_WORK) * own:
+                members.append(g)
+                break
+        else:
+            shares.append([g])
+    return shares
 
 
 def _groups(seeds: dict, support: dict[int, int], width: int) -> list[list[int]]:
