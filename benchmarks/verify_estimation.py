@@ -7,7 +7,10 @@
    simulated with the trapezoidal rule, 31 samples at Δt = 10 ms): the τ error from exact samples, from the
    samples of an RK4 simulation at the same Δt (the trapezoidal rule's own accuracy in τ), and its spread over
    noise seeds with σ = 1e-4 rad, against inverse dynamics at three-point finite differences.
-2. The four-bar fixed-lag estimator (the test's setting: crank encoder σ = 0.01 rad, 0.05 N·m sinusoid on the
+2. One factor per step against the full graph (``dynamics="compiled"`` / ``"full"``), timed side by side with
+   the same answers: the PUMA 560's estimate above and its fixed-lag filter, and the bundled quadruped in free
+   flight (21 samples at 10 ms, constant joint torques, RK4 truth; encoders σ = 1e-3 rad, exact base poses).
+3. The four-bar fixed-lag estimator (the test's setting: crank encoder σ = 0.01 rad, 0.05 N·m sinusoid on the
    crank, RK4 truth) over 200 steps and many seeds: RMSE of the filtered and of the smoothed crank angle; the
    batch smoother against the incremental one on the same readings; milliseconds per update.
 
@@ -116,12 +119,62 @@ def four_bar(seeds: int, steps: int) -> bool:
     return bool(ok)
 
 
+QUADRUPED_Q0 = np.tile([0.1, 0.7, -1.4], 4)  # tests/test_estimation.py's free-flight case
+QUADRUPED_TAU = np.tile([0.02, -0.03, 0.04], 4)
+QUADRUPED_TWIST = np.array([0.3, -0.2, 0.5, 0.1, 0.2, 0.0])
+
+
+def one_factor_per_step() -> bool:
+    """``dynamics="compiled"`` against ``"full"``: seconds and the largest difference of the estimates, which must
+    be far below the estimates' own error (the optimizers stop, or relinearize, at different points)."""
+    print('one factor per step (dynamics="compiled") against the full graph ("full")')
+    zero = np.zeros(6)
+    puma_robot = gtdyn.load_robot("puma560")
+    hold = gtdyn.inverse_dynamics(puma_robot, PUMA_Q0, zero, zero).tau  # gravity held, plus a push on each joint
+    trap = gtdyn.simulate(puma_robot, PUMA_Q0, zero, tau=hold + [1.0, -2.0, 0.5, 0.01, 0.01, 0.001], dt=0.01, steps=30,
+                          method="rk4", progress=False)
+    quadruped = gtdyn.load_robot("quadruped", base="floating")
+    fall = gtdyn.simulate(quadruped, QUADRUPED_Q0, np.zeros(12), tau=QUADRUPED_TAU, dt=0.01, steps=20, method="rk4",
+                          base_twist=QUADRUPED_TWIST, progress=False)
+    noise = np.random.default_rng(0)
+    cases = [("PUMA 560", puma_robot, trap, {}, {}),
+             ("quadruped, free flight", quadruped, fall, {"base_pose": fall.base_pose, "sigma_base": 1e-4},
+              {"sigma_base": 1e-4, "base_twist0": QUADRUPED_TWIST})]
+    ok = True
+    for name, robot, run, base, filter_base in cases:
+        measured = run.q + 1e-3 * noise.standard_normal(run.q.shape)
+        estimates, seconds, filtered, per_update = {}, {}, {}, {}
+        for mode in ("full", "compiled"):
+            gtdyn.compile(robot, "inverse", derivatives=True)  # compiled (or loaded) once, outside the timing
+            started = time.perf_counter()
+            estimates[mode] = trajectory_inverse_dynamics(robot, run.t, measured, sigma_q=1e-3, dynamics=mode, **base)
+            seconds[mode] = time.perf_counter() - started
+            estimator = FixedLagEstimator(robot, 0.01, 5, robot.joint_names, 1e-3, run.tau, q0=measured[0],
+                                          dynamics=mode, **filter_base)
+            poses = run.base_pose if robot.floating_base else [None] * len(run.t)
+            started = time.perf_counter()
+            filtered[mode] = np.array([estimator.update(z, base_pose=T).q for z, T in zip(measured, poses)])
+            per_update[mode] = (time.perf_counter() - started) / len(run.t) * 1e3
+        apart = np.max(np.abs(estimates["compiled"].tau - estimates["full"].tau))
+        error = np.max(np.abs(estimates["full"].tau - run.tau))
+        filter_apart = np.max(np.abs(filtered["compiled"] - filtered["full"]))
+        filter_error = np.max(np.abs(filtered["full"] - run.q))
+        print(f"  {name}, {len(run.t)} samples: estimate {seconds['full']:.2f} s full, {seconds['compiled']:.2f} s "
+              f"compiled ({seconds['full'] / seconds['compiled']:.1f}x), τ apart {apart:.1e} N·m (error {error:.1e}); "
+              f"filter {per_update['full']:.1f} → {per_update['compiled']:.1f} ms per update "
+              f"({per_update['full'] / per_update['compiled']:.1f}x), q apart {filter_apart:.1e} (error "
+              f"{filter_error:.1e})")
+        ok &= apart < 0.01 * error and filter_apart < 0.05 * filter_error
+    return bool(ok)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 seeds, 100 four-bar steps")
     args = parser.parse_args(argv)
     seeds, steps = (3, 100) if args.quick else (20, 200)
     ok = puma(seeds)
+    ok &= one_factor_per_step()
     ok &= four_bar(seeds // 2 if not args.quick else seeds, steps)
     print("OK" if ok else "FAILED: a bound the tests state was broken")
     return 0 if ok else 1

@@ -207,6 +207,20 @@ def distinct_keys(name: str, key_list: list[int]) -> list[int]:
     return key_list
 
 
+def step_keys(robot: Robot, q, v, qdd, tau, base) -> list[int]:
+    """The variables of one time step of the whole robot, as a factor over them takes them: the floating base's
+    pose, twist and acceleration (``base``: three keys; None on a fixed base), then q, q̇, q̈ and τ (one key per
+    joint each), checked distinct."""
+    n = robot.num_dofs
+    if not all(len(joint_keys) == n for joint_keys in (q, v, qdd, tau)):
+        raise ArgumentError(f"q, v, qdd, tau: expected {n} keys each (one per joint of '{robot.name}')")
+    if (base is not None) != robot.floating_base or (base is not None and len(base) != 3):
+        wanted = "the keys of its pose, twist and acceleration" if robot.floating_base else "no keys"
+        raise ArgumentError(f"base: robot '{robot.name}' has a {'floating' if robot.floating_base else 'fixed'} "
+                            f"base; pass {wanted} as base=")
+    return distinct_keys("q, v, qdd, tau, base", [*(base or ()), *q, *v, *qdd, *tau])
+
+
 def covered(robot: Robot, by: str, *, loops: bool = True, floating_base: bool = True, transmissions: bool = True,
             advice: str = "") -> Robot:
     """``robot`` if ``by`` (what is asked of it, for the message) covers what the robot has — closed loops, a

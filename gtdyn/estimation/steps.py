@@ -72,8 +72,9 @@ class StepDynamics:
     """How each time step's dynamics enter a graph: ``"full"``, the full graph (every link's pose, twist,
     acceleration and wrench as variables, one factor per Newton–Euler equation), or ``"compiled"``, one
     ``DynamicsFactor`` per step over a compiled inverse-dynamics solver with derivatives (four scalar variables
-    per joint and step), which covers trees on a fixed base without transmissions; ``"auto"`` takes the compiled
-    form where it covers the robot, as it is faster for the same answers (``benchmarks/verify_estimation.py``)."""
+    per joint and step, and a floating base's pose, twist and acceleration), which covers trees without
+    transmissions; ``"auto"`` takes the compiled form where it covers the robot, as it is faster for the same
+    answers (``benchmarks/verify_estimation.py``)."""
 
     def __init__(self, robot: Robot, gravity, planar: dict[int, np.ndarray], mode: str = "auto"):
         self.robot, self.gravity, self.planar = robot, gravity, planar
@@ -87,42 +88,48 @@ class StepDynamics:
         if self.solver is None:
             return step_graph(self.robot, k, self.gravity, self.planar)
         graph = gtsam.NonlinearFactorGraph()
+        base = tuple(K.at_step(kind(0), k) for kind in _BASE_QUANTITIES) if self.robot.floating_base else None
         graph.add(DynamicsFactor(self.solver, *([joint_key(kind, j.index, k) for j in self.robot.joints]
-                                                for kind in _JOINT_QUANTITIES)))
+                                                for kind in _JOINT_QUANTITIES), base=base))
         _passive_torques(graph, self.robot, k)
         return graph
 
     def values(self, k: int, q, v, *, qdd=None, tau=None, base: BaseState | None = None) -> gtsam.Values:
-        """Step k's variables at a state (``state_values``); the compiled form's are the joints' alone, τ from its
-        solver when q̈ is given."""
+        """Step k's variables at a state (``state_values``); the compiled form's are the joints' (and a floating
+        base's pose, twist and acceleration) alone, taken from ``state_values``' where the dynamics decide them."""
         robot = self.robot
         if self.solver is None:
             return state_values(robot, k, q, v, qdd=qdd, tau=tau, gravity=self.gravity, base=base)
-        if qdd is None:
+        solved = None
+        if robot.floating_base or (qdd is not None and not all(joint.actuated for joint in robot.joints)):
+            # the base's state in its CoM frame, a passive joint's q̈: as the dynamics decide them
+            solved = state_values(robot, k, q, v, qdd=qdd, tau=tau, gravity=self.gravity, base=base)
+        elif qdd is None:
             qdd = forward_dynamics(robot, q, v, tau, gravity=self.gravity).qdd
-        elif all(joint.actuated for joint in robot.joints):
+        else:
             tau = self.solver(np.asarray(q, float), np.asarray(v, float), np.asarray(qdd, float))
-        else:  # the passive joints' q̈ as the dynamics decide them (``state_values``)
-            values = state_values(robot, k, q, v, qdd=qdd, gravity=self.gravity)
-            qdd, tau = ([values.atVector(joint_key(kind, j + 1, k))[0] for j in range(robot.num_dofs)]
-                        for kind in (K.joint_accel_key, K.torque_key))
         values = gtsam.Values()
         for kind, x in zip(_JOINT_QUANTITIES, (q, v, qdd, tau), strict=True):
-            for j in range(self.robot.num_dofs):
-                values.insert(joint_key(kind, j + 1, k), np.array([float(x[j])]))
+            for j in range(robot.num_dofs):
+                key = joint_key(kind, j + 1, k)
+                values.insert(key, solved.atVector(key) if solved is not None else np.array([float(x[j])]))
+        if robot.floating_base:
+            values.insert(K.at_step(K.pose_key(0), k), solved.atPose3(K.at_step(K.pose_key(0), k)))
+            for kind in _BASE_QUANTITIES[1:]:
+                values.insert(K.at_step(kind(0), k), solved.atVector(K.at_step(kind(0), k)))
         return values
 
 
 _JOINT_QUANTITIES = (K.joint_angle_key, K.joint_vel_key, K.joint_accel_key, K.torque_key)
+_BASE_QUANTITIES = (K.pose_key, K.twist_key, K.twist_accel_key)  # of body 0, the floating base's CoM frame
 
 
 def dynamics_mode(robot: Robot, mode: str) -> str:
     """The ``dynamics`` argument checked: "compiled" or "full" ("auto": compiled where it covers the robot)."""
     choice("dynamics", mode, DYNAMICS)
     if mode == "compiled":
-        covered(robot, 'dynamics="compiled"', loops=False, floating_base=False, transmissions=False,
-                advice='use dynamics="full"')
-    coverable = not (robot.floating_base or robot.loop_joints or robot.transmissions)
+        covered(robot, 'dynamics="compiled"', loops=False, transmissions=False, advice='use dynamics="full"')
+    coverable = not (robot.loop_joints or robot.transmissions)
     return "compiled" if mode == "compiled" or (mode == "auto" and coverable) else "full"
 
 

@@ -136,7 +136,8 @@ def trajectory_inverse_dynamics(robot: Robot, t, q_measured, *, sigma_q, rule: s
 
     ``dynamics``: how each sample's dynamics enter the graph (``gtdyn.estimation.steps.StepDynamics``): "full",
     every link's Newton–Euler factors; "compiled", one factor per sample over a compiled inverse-dynamics solver
-    and its exact derivatives (trees on a fixed base without transmissions: the same estimate, faster);
+    and its exact derivatives (trees without transmissions, on a fixed or a floating base: the same estimate,
+    faster);
     "auto" (default) the compiled form where it covers the robot.
 
     Initial values: the graph's kinematic part (measurement priors, integration factors and snap priors on
