@@ -1,6 +1,6 @@
-"""Why ``gtdyn.compiled.native`` turns LLVM's post-RA scheduler off, and which optimization pipeline (-O level) it
-runs: compile time and the speed of the code each setting makes, on a robot's forward and inverse dynamics (with
-derivatives).
+"""Why ``gtdyn.compiled.native`` turns LLVM's post-RA scheduler off, which optimization pipeline (-O level) it
+runs, and why stores are written next to their values (``gtdyn.compiled.trace.EARLY_STORES``): compile time and
+the speed of the code each setting makes, on a robot's forward and inverse dynamics (with derivatives).
 
     python -m benchmarks.codegen_options [robot ...]     (default: ur5 talos; a bundled name or a URDF path)
 
@@ -20,9 +20,10 @@ CHILD = '''
 import json, sys, time, warnings
 import numpy as np
 import gtdyn
-from gtdyn.compiled import native
+from gtdyn.compiled import native, trace
 native.CODEGEN_OPTIONS = tuple(OPTIONS)
 native.PIPELINE_SPEED_LEVEL = LEVEL
+trace.EARLY_STORES = EARLY
 sys.path.insert(0, ROOT)
 from benchmarks.derivatives import load, states
 
@@ -52,9 +53,10 @@ for problem, ordering in (("forward", "aba"), ("inverse", "rnea")):
 print(json.dumps(rows))
 '''
 
-SETTINGS = {"LLVM's default (-O2)": ((), 2),
-            "post-RA scheduler off, -O2": (("-post-RA-scheduler=false",), 2),
-            "post-RA scheduler off, -O1": (("-post-RA-scheduler=false",), 1)}
+SETTINGS = {"LLVM's default (-O2)": ((), 2, False),
+            "post-RA scheduler off, -O2": (("-post-RA-scheduler=false",), 2, False),
+            "post-RA scheduler off, -O1": (("-post-RA-scheduler=false",), 1, False),
+            "post-RA scheduler off, -O1, stores early (gtdyn's)": (("-post-RA-scheduler=false",), 1, True)}
 
 
 def main(argv: list[str]) -> None:
@@ -65,8 +67,8 @@ def main(argv: list[str]) -> None:
     print("| robot | problem | setting | compile s | with derivatives s | fast µs | main µs | dfast µs |")
     print("|---|---|---|---|---|---|---|---|")
     for robot in robots:
-        for setting, (options, level) in SETTINGS.items():
-            code = f"OPTIONS, LEVEL, ROOT, ROBOT = {options!r}, {level}, {root!r}, {robot!r}\n" + CHILD
+        for setting, (options, level, early) in SETTINGS.items():
+            code = f"OPTIONS, LEVEL, EARLY, ROOT, ROBOT = {options!r}, {level}, {early}, {root!r}, {robot!r}\n" + CHILD
             done = subprocess.run([sys.executable, "-c", code],
                                   capture_output=True, text=True)
             if done.returncode != 0:

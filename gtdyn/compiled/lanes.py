@@ -60,15 +60,20 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH) -> str:
     def operand(a) -> str:
         return f"%r{a.id}" if trace.is_sym(a) else _splat(a, width)
 
+    def access(i: int, op) -> list[str]:
+        return [f"  %p{i} = getelementptr inbounds double, ptr %ws, i64 {op[1] * width}",
+                f"  %r{i} = load {vt}, ptr %p{i}, align 8" if op[0] == "load" else
+                f"  store {vt} {operand(op[2])}, ptr %p{i}, align 8"]
+
     body = [f"define void @{prefix}{fn.name}_x{width}(ptr noalias nocapture %ws) noinline nounwind {{", "entry:"]
+    early = trace.early_stores(fn)  # as the scalar code writes them
+    moved = {i for stores in early.values() for i in stores}
     for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
         kind = op[0]
-        if kind in ("#", "call_unless") or not keep:  # call_unless: see the module's docstring
+        if kind in ("#", "call_unless") or not keep or i in moved:  # call_unless: see the module's docstring
             continue
         if kind in ("load", "store"):
-            body.append(f"  %p{i} = getelementptr inbounds double, ptr %ws, i64 {op[1] * width}")
-            body.append(f"  %r{i} = load {vt}, ptr %p{i}, align 8" if kind == "load" else
-                        f"  store {vt} {operand(op[2])}, ptr %p{i}, align 8")
+            body += access(i, op)
         elif kind == "call":
             body.append(f"  call void @{prefix}{op[1]}_x{width}(ptr %ws)")
         elif kind in _INFIX:
@@ -84,6 +89,8 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH) -> str:
             body.append(f"  %r{i} = call {vt} @llvm.{_INTRINSIC[kind]}.v{width}f64({vt} {operand(op[1])})")
         else:
             raise ValueError(f"{fn.name}: operation {kind} has no lane form")
+        for j in early.get(i, ()):
+            body += access(j, fn.ops[j])
     body += ["  ret void", "}"]
     return "\n".join(body)
 

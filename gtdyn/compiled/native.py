@@ -62,40 +62,55 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
         return f"%r{a.id}" if trace.is_sym(a) else constant(a)
 
     body = [f"define void @{prefix}{fn.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
+    early = trace.early_stores(fn)
+    moved = {i for stores in early.values() for i in stores}
+
+    def store(i: int, op) -> list[str]:
+        return [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
+                f"  store double {operand(op[2])}, double* %p{i}, align 8"]
+
     for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
         kind = op[0]
-        if kind == "#" or not keep:
+        if kind == "#" or not keep or i in moved:
             continue
-        if kind == "load":
-            body += [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
-                     f"  %r{i} = load double, double* %p{i}, align 8"]
-        elif kind == "store":
-            body += [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
-                     f"  store double {operand(op[2])}, double* %p{i}, align 8"]
-        elif kind == "call":
-            body.append(f"  call void @{prefix}{op[1]}(double* %ws)")
-        elif kind == "call_unless":
-            body += [f"  %c{i} = fcmp oeq double {operand(op[1])}, 1.0",
-                     f"  br i1 %c{i}, label %after{i}, label %call{i}", f"call{i}:",
-                     f"  call void @{prefix}{op[2]}(double* %ws)", f"  br label %after{i}", f"after{i}:"]
-        elif kind in _INFIX:
-            body.append(f"  %r{i} = {_INFIX[kind]} double {operand(op[1])}, {operand(op[2])}")
-        elif kind == "neg":
-            body.append(f"  %r{i} = fneg double {operand(op[1])}")
-        elif kind == "copy":  # x + (−0) is x for every x, −0 included; LLVM folds it away
-            body.append(f"  %r{i} = fadd double {operand(op[1])}, {constant(-0.0)}")
-        elif kind == "le":
-            body += [f"  %c{i} = fcmp ole double {operand(op[1])}, {operand(op[2])}",
-                     f"  %r{i} = uitofp i1 %c{i} to double"]
-        elif kind == "select":
-            body += [f"  %c{i} = fcmp one double {operand(op[1])}, 0.0",
-                     f"  %r{i} = select i1 %c{i}, double {operand(op[2])}, double {operand(op[3])}"]
-        elif kind == "atan2":  # libm's, as math.atan2
-            body.append(f"  %r{i} = call double @atan2(double {operand(op[1])}, double {operand(op[2])})")
-        else:
-            body.append(f"  %r{i} = call double @{_INTRINSIC[kind]}(double {operand(op[1])})")
+        if kind == "store":
+            body += store(i, op)
+            continue
+        _op_ir(body, i, op, operand, prefix)
+        for j in early.get(i, ()):
+            body += store(j, fn.ops[j])
     body += ["  ret void", "}"]
     return "\n".join(body)
+
+
+def _op_ir(body: list[str], i: int, op, operand, prefix: str) -> None:
+    """Operation i (not a store) as LLVM IR, appended to ``body``."""
+    kind = op[0]
+    if kind == "load":
+        body += [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
+                 f"  %r{i} = load double, double* %p{i}, align 8"]
+    elif kind == "call":
+        body.append(f"  call void @{prefix}{op[1]}(double* %ws)")
+    elif kind == "call_unless":
+        body += [f"  %c{i} = fcmp oeq double {operand(op[1])}, 1.0",
+                 f"  br i1 %c{i}, label %after{i}, label %call{i}", f"call{i}:",
+                 f"  call void @{prefix}{op[2]}(double* %ws)", f"  br label %after{i}", f"after{i}:"]
+    elif kind in _INFIX:
+        body.append(f"  %r{i} = {_INFIX[kind]} double {operand(op[1])}, {operand(op[2])}")
+    elif kind == "neg":
+        body.append(f"  %r{i} = fneg double {operand(op[1])}")
+    elif kind == "copy":  # x + (−0) is x for every x, −0 included; LLVM folds it away
+        body.append(f"  %r{i} = fadd double {operand(op[1])}, {constant(-0.0)}")
+    elif kind == "le":
+        body += [f"  %c{i} = fcmp ole double {operand(op[1])}, {operand(op[2])}",
+                 f"  %r{i} = uitofp i1 %c{i} to double"]
+    elif kind == "select":
+        body += [f"  %c{i} = fcmp one double {operand(op[1])}, 0.0",
+                 f"  %r{i} = select i1 %c{i}, double {operand(op[2])}, double {operand(op[3])}"]
+    elif kind == "atan2":  # libm's, as math.atan2
+        body.append(f"  %r{i} = call double @atan2(double {operand(op[1])}, double {operand(op[2])})")
+    else:
+        body.append(f"  %r{i} = call double @{_INTRINSIC[kind]}(double {operand(op[1])})")
 
 
 def lanes_ir(lanes: trace.Lanes, prefix: str) -> str:
