@@ -710,6 +710,48 @@ def test_stores_move_to_their_values_only_where_that_changes_nothing():
     assert np.array_equal(results[0], expected)  # g read entry 6 before the store to it
 
 
+def _stale_reads(functions: dict, entry: str, first_output: int) -> list[tuple[str, int]]:
+    """The ``ws`` entries beyond the inputs that a call of ``entry`` reads before it writes them (following its
+    calls in order, a lane function's loads and stores at their lane blocks): each would be the previous call's."""
+    written, stale = set(), []
+
+    def run(name: str) -> None:
+        fn = functions[name]
+        loads, stores, width = ({}, {}, 1) if isinstance(fn, trace.Function) else (fn.loads, fn.stores, fn.width)
+        for op in (fn if isinstance(fn, trace.Function) else fn.fn).ops:
+            if op[0] == "load":
+                cells = [loads[op[1]] + w for w in range(width)] if op[1] in loads else [op[1]]
+                stale.extend((name, c) for c in cells if c >= first_output and c not in written)
+            elif op[0] == "store":
+                written.update([stores[op[1]] + w for w in range(width)] if op[1] in stores else [op[1]])
+            elif op[0] == "call":
+                run(op[1])
+            elif op[0] == "call_unless":
+                run(op[2])  # as if taken: what the branch reads must be written whether or not it runs
+
+    run(entry)
+    return stale
+
+
+@pytest.mark.parametrize("name, kind", [("puma560", "forward"), ("puma560", "inverse"), ("rrr", "hybrid"),
+                                        ("four_bar", "forward")])
+def test_a_call_reads_nothing_a_previous_call_left(name, kind, monkeypatch):
+    """Every value a call reads beyond its inputs it wrote first, in every entry (checked, unchecked, with
+    derivatives). The certificate's estimate once read the column norms main stored after calling it: the first
+    call of a batch (a fresh workspace) then fell back to the reference path, and later calls judged their
+    condition with the previous state's norms."""
+    import gtdyn.compiled.build as build
+
+    programs = []
+    generate = build.generate
+    monkeypatch.setattr(build, "generate", lambda *args, **kwargs: programs.append(generate(*args, **kwargs))
+                        or programs[-1])
+    gtdyn.compile(robot(name), kind, use_cache=False, derivatives=True, qdd_joints=["j1"] if kind == "hybrid" else None)
+    functions, layout = programs[-1].functions, programs[-1].layout
+    for entry in ("main", "fast", "dmain", "dfast"):
+        assert _stale_reads(functions, entry, layout.start["out"]) == [], entry
+
+
 def test_dependence_follows_values_through_the_code():
     """``trace.dependence``: which chosen loads each store's value depends on (the derivatives group outputs by
     it); loads not chosen, constants and folded-away zeros contribute nothing."""

@@ -166,12 +166,12 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     bound = trace.sqrt(trace.dot(squared_norms, [m * m for m in magnitudes]))
     ok = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, backward, by_bound=True)
     exact = trace.Function("exact")
+    norms = [slots.use(exact, s) for s in squared_norms]  # stored by main before it may call exact, not after
     fn.comment("where the bound cannot certify, the reference path's estimate decides")
     fn.call_unless(ok, exact)
     exact.comment("the estimate's certificate on the factors main left in ws (main's column norms too): for calls "
                   "the bound cannot certify, and solver.condition")
-    _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled,
-              [slots.use(exact, s) for s in squared_norms])
+    _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled, norms)
     return {"exact": exact, "main": fn}  # callees first
 
 

@@ -134,7 +134,6 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
             functions[name] = entry(name, functions[solve], functions["tangents"])
     if more is not None:
         functions.update(more(plan, column, layout, slots, functions))
-    slots.write_back(functions)
     return Program(functions, layout, plan, outputs)
 
 

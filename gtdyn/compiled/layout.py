@@ -50,7 +50,10 @@ class Layout:
 
 
 class Slots:
-    """Values computed in one function and read in another go through a slot of ``ws``."""
+    """Values computed in one function and read in another go through a slot of ``ws``. The computing function
+    stores the value when another first uses it, so a function that calls the reader must have it used before
+    that call (``gtdyn.compiled.certificate.checked_call``): a store traced after the call would leave the reader
+    the previous call's value."""
 
     def __init__(self, layout: Layout):
         self.layout, self.index, self.loaded = layout, {}, {}
@@ -62,14 +65,11 @@ class Slots:
         if key not in self.index:
             self.index[key] = self.layout.size
             self.layout.size += 1
+            x.fn.store(self.index[key], x)
         memo = (fn.name, key)
         if memo not in self.loaded:
             self.loaded[memo] = fn.load(self.index[key], val=x.val, name=x.fn.names.get(x.id))
         return self.loaded[memo]
-
-    def write_back(self, functions: dict[str, trace.Function]) -> None:
-        for (name, sym_id), index in self.index.items():
-            functions[name].store(index, functions[name].syms[sym_id])
 
 
 def store_outputs(fn: trace.Function, layout: Layout, outputs, x: list) -> None:
