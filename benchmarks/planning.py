@@ -23,8 +23,9 @@ from gtdyn.progress import Progress
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 CASES = {"rr": (np.zeros(2), np.array([1.0, -0.5]), 1.5),
          "puma560": (np.array([0, 0.5, -2.0, 0, 0.5, 0]), np.array([1.0, 0.2, -1.5, 0.5, 1.0, 0.3]), 2.0)}
-KNOTS = (25, 50, 100, 200)
+KNOTS = (25, 40, 50, 100, 200)
 MAX_ITERATIONS = 400
+ISSUE_CASE, ISSUE_RUNS = ("puma560", 40), 5  # issue 22's PUMA 560 rest to rest (40 steps): a median of runs
 
 
 def main() -> None:
@@ -40,6 +41,7 @@ def main() -> None:
                                                      steps=steps, dt=duration / steps, max_iterations=MAX_ITERATIONS)
                 rows.append((name, steps, plan))
                 progress.step(f"{name} {steps} knots")
+    issue_case = issue_case_seconds()
     swing_up = cart_pole_swing_up()
     leap = jump()
     replans = replanning()
@@ -53,6 +55,9 @@ def main() -> None:
         lines.append(f"| {name} | {steps + 1} | {'yes' if plan.converged else '**no**'} | {plan.iterations} | "
                      f"{plan.seconds:.2f} | {1e3 * plan.seconds / plan.iterations:.1f} | {plan.cost:.4g} | "
                      f"{plan.violation:.1e} |")
+    name, steps = ISSUE_CASE
+    lines += ["", f"Issue 22's case, the {name} rest to rest over {steps + 1} knots: median of {ISSUE_RUNS} runs "
+              f"{np.median(issue_case):.3f} s (each {', '.join(f'{x:.3f}' for x in issue_case)} s)."]
     lines += ["", "Cart-pole swing-up (tests/test_planning.py's cart-pole: the cart pushed within ±30 N and ±2 m, "
               "the pole on a passive hinge, from hanging to upright at rest in 3 s):", "",
               "| knots | converged | iterations | seconds | cost | violation |", "|---|---|---|---|---|---|",
@@ -109,6 +114,18 @@ def replanning() -> dict[str, list]:
                 robot, q0=q, v0=v, goal_q=goal, goal_v=np.zeros(6), steps=REPLAN_STEPS, dt=dt))
             progress.step()
     return plans
+
+
+def issue_case_seconds() -> list[float]:
+    """The seconds of ``ISSUE_RUNS`` runs of the issue's case (the solver compiled before, as above)."""
+    name, steps = ISSUE_CASE
+    q0, goal, duration = CASES[name]
+    robot = gtdyn.load_robot(name)
+    plans = [gtdyn.optimize_trajectory(robot, q0=q0, goal_q=goal, goal_v=np.zeros(robot.num_dofs), steps=steps,
+                                       dt=duration / steps) for _ in range(ISSUE_RUNS)]
+    print(f"{name} rest to rest, {steps + 1} knots: median {np.median([p.seconds for p in plans]):.3f} s, "
+          f"{plans[0].iterations} iterations, converged {all(p.converged for p in plans)}")
+    return [p.seconds for p in plans]
 
 
 def jump():
