@@ -348,7 +348,6 @@ def early_stores(fn: Function) -> dict[int, list[int]]:
     return moved
 
 
-
 class Lanes:
     """``fn`` run on ``width`` lanes at once (SIMD): each load from an index in ``loads`` reads ``width`` doubles
     at ``ws[loads[index]:][:width]`` (lane w at + w), each store to an index in ``stores`` writes ``width``;

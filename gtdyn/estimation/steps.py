@@ -88,11 +88,17 @@ class StepDynamics:
         if self.solver is None:
             return step_graph(self.robot, k, self.gravity, self.planar)
         graph = gtsam.NonlinearFactorGraph()
-        base = tuple(K.at_step(kind(0), k) for kind in _BASE_QUANTITIES) if self.robot.floating_base else None
-        graph.add(DynamicsFactor(self.solver, *([joint_key(kind, j.index, k) for j in self.robot.joints]
-                                                for kind in _JOINT_QUANTITIES), base=base))
+        joints, base = self._keys(k)
+        graph.add(DynamicsFactor(self.solver, *joints, base=base))
         _passive_torques(graph, self.robot, k)
         return graph
+
+    def _keys(self, k: int) -> tuple[list[list[int]], tuple[int, ...] | None]:
+        """The compiled form's variables at step k: q, q̇, q̈, τ by joint, and a floating base's pose, twist and
+        acceleration (body 0's, as in the full graph; None on a fixed base)."""
+        joints = [[joint_key(kind, j.index, k) for j in self.robot.joints] for kind in _JOINT_QUANTITIES]
+        base = tuple(K.at_step(kind(0), k) for kind in _BASE_QUANTITIES) if self.robot.floating_base else None
+        return joints, base
 
     def values(self, k: int, q, v, *, qdd=None, tau=None, base: BaseState | None = None) -> gtsam.Values:
         """Step k's variables at a state (``state_values``); the compiled form's are the joints' (and a floating
@@ -100,23 +106,21 @@ class StepDynamics:
         robot = self.robot
         if self.solver is None:
             return state_values(robot, k, q, v, qdd=qdd, tau=tau, gravity=self.gravity, base=base)
-        solved = None
+        values = gtsam.Values()
+        joints, base_keys = self._keys(k)
         if robot.floating_base or (qdd is not None and not all(joint.actuated for joint in robot.joints)):
             # the base's state in its CoM frame, a passive joint's q̈: as the dynamics decide them
             solved = state_values(robot, k, q, v, qdd=qdd, tau=tau, gravity=self.gravity, base=base)
-        elif qdd is None:
+            for key in [key for keys in joints for key in keys] + list(base_keys or ()):
+                values.insert(key, solved.atPose3(key) if K.kind(key) == "pose" else solved.atVector(key))
+            return values
+        if qdd is None:
             qdd = forward_dynamics(robot, q, v, tau, gravity=self.gravity).qdd
         else:
             tau = self.solver(np.asarray(q, float), np.asarray(v, float), np.asarray(qdd, float))
-        values = gtsam.Values()
-        for kind, x in zip(_JOINT_QUANTITIES, (q, v, qdd, tau), strict=True):
-            for j in range(robot.num_dofs):
-                key = joint_key(kind, j + 1, k)
-                values.insert(key, solved.atVector(key) if solved is not None else np.array([float(x[j])]))
-        if robot.floating_base:
-            values.insert(K.at_step(K.pose_key(0), k), solved.atPose3(K.at_step(K.pose_key(0), k)))
-            for kind in _BASE_QUANTITIES[1:]:
-                values.insert(K.at_step(kind(0), k), solved.atVector(K.at_step(kind(0), k)))
+        for keys, x in zip(joints, (q, v, qdd, tau), strict=True):
+            for key, value in zip(keys, x, strict=True):
+                values.insert(key, np.array([float(value)]))
         return values
 
 
