@@ -74,7 +74,9 @@ def main() -> None:
     lines += ["", f"Replanning (`gtdyn.planning.Replanner`): the PUMA 560's {REPLAN_STEPS + 1}-knot horizon to its "
               f"goal, planned again after each of {REPLANS} executed steps from the state the plan reached, "
               f"disturbed by {DISTURBANCE:g} rad and rad/s (seeded), warm-started from the last plan moved one knot "
-              "on or cold from the smooth initial guess; medians over the replans:", "",
+              "on or cold from the smooth initial guess; and with the goal kept at the first plan's time "
+              "(`horizon=\"fixed\"`), each replan covering the knots left from the last plan's tail; medians over "
+              "the replans:", "",
               "| start | median iterations | median ms | slowest ms | all converged |", "|---|---|---|---|---|"]
     for label, plans in replans.items():
         ms = [1e3 * p.seconds for p in plans]
@@ -113,6 +115,15 @@ def replanning() -> dict[str, list]:
             plans["cold (smooth guess)"].append(gtdyn.optimize_trajectory(
                 robot, q0=q, v0=v, goal_q=goal, goal_v=np.zeros(6), steps=REPLAN_STEPS, dt=dt))
             progress.step()
+    # the goal at the first plan's time (STEAP's replanning): each replan covers the knots left, from the tail
+    fixed = Replanner(robot, goal_q=goal, steps=REPLAN_STEPS, dt=dt, horizon="fixed")
+    plan, rng = fixed.plan(q0), np.random.default_rng(0)
+    label = "fixed final time (last plan's tail; 40 → 31 knots)"
+    plans[label] = []
+    for _ in range(REPLANS):
+        q, v = plan.q[1] + rng.uniform(-1, 1, 6) * DISTURBANCE, plan.v[1] + rng.uniform(-1, 1, 6) * DISTURBANCE
+        plan = fixed.replan(q, np.clip(v, -speed_limits, speed_limits))
+        plans[label].append(plan)
     return plans
 
 

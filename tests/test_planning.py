@@ -176,3 +176,50 @@ def test_replanning_from_a_measured_state_starts_from_the_last_plan(rr):
     assert warm.converged and cold.converged and replanner.last is warm
     # both stop when the merit falls by less than 1e-12 of itself: their q agree to ~1e-7 (seen 2e-9 to 7e-7)
     assert np.max(np.abs(warm.q[0] - q)) < 1e-8 and np.max(np.abs(warm.q - cold.q)) < 1e-6
+
+
+def test_a_fixed_horizon_replan_plans_the_knots_left_to_the_same_goal_time(rr):
+    """``horizon="fixed"`` (STEAP's replanning): after the first step the replan covers the 29 steps left, so the
+    goal keeps its time; warm-started from the last plan's tail it reaches the plan a cold start of that tail
+    problem reaches, to the optimizers' tolerance (as the receding replan above), and every knot obeys Pinocchio's
+    dynamics. Once the steps are used up, ``replan`` says so."""
+    from gtdyn.planning import Replanner
+
+    robot, ref = rr
+    replanner = Replanner(robot, goal_q=GOAL, steps=30, dt=0.05, horizon="fixed")
+    first = replanner.plan(START)
+    q, v = first.q[1] + 1e-3, first.v[1] * 0.99
+    warm = replanner.replan(q, v)
+    cold = gtdyn.optimize_trajectory(robot, q0=q, v0=v, goal_q=GOAL, goal_v=np.zeros(2), steps=29, dt=0.05)
+    assert warm.converged and cold.converged and len(warm.t) == 30 and replanner.executed == 1
+    assert np.max(np.abs(warm.q[0] - q)) < 1e-8 and np.max(np.abs(warm.q - cold.q)) < 1e-6
+    assert np.max(np.abs(warm.q[-1] - GOAL)) < 1e-8 and np.max(np.abs(warm.v[-1])) < 1e-8
+    for k in range(30):
+        assert rel_err(warm.tau[k], ref.rnea(warm.q[k], warm.v[k], warm.qdd[k])) < TOL
+    assert collocation_residual(warm) < TOL
+    short = Replanner(robot, goal_q=GOAL, steps=3, dt=0.5, horizon="fixed")
+    plan = short.plan(START)
+    for knots in (3, 2):
+        plan = short.replan(plan.q[1], plan.v[1])
+        assert len(plan.t) == knots and plan.converged
+    with pytest.raises(gtdyn.ArgumentError, match="^replan: the fixed horizon of 3 steps is used up"):
+        short.replan(plan.q[1], plan.v[1])
+    with pytest.raises(gtdyn.ArgumentError, match="^horizon: 'moving' is not one of receding, fixed"):
+        Replanner(robot, goal_q=GOAL, steps=3, dt=0.2, horizon="moving")
+
+
+def test_a_fixed_horizon_moves_contact_runs_and_frame_goals_with_its_first_knot():
+    """``options_after``: after two executed steps of a 21-knot plan a run [0, 8) becomes [0, 6), [13, 21) becomes
+    [11, 19), a run over by then ([0, 2)) is gone and one under way ([1, 5)) is clipped to start at the new first
+    knot; a frame goal at knot 10 moves to 8, one at knot 2 (now the measured first knot) is dropped and one
+    counted from the end keeps its knot."""
+    from gtdyn.planning.replan import options_after
+
+    goals = [gtdyn.FrameGoal("l1", position=[0, 0, 0], knot=10), gtdyn.FrameGoal("l1", position=[0, 0, 0], knot=2),
+             gtdyn.FrameGoal("l1", position=[0, 0, 0], knot=-3)]
+    options = {"contacts": {"a": [(0, 8), (13, 21)], "b": [(0, 2)], "c": [(1, 5)]}, "frame_goals": goals,
+               "friction": 0.5}
+    after = options_after(options, 2, 21)
+    assert after["contacts"] == {"a": [(0, 6), (11, 19)], "b": [], "c": [(0, 3)]}
+    assert [g.knot for g in after["frame_goals"]] == [8, -3] and after["friction"] == 0.5
+    assert options["contacts"]["a"] == [(0, 8), (13, 21)] and options["frame_goals"][0].knot == 10  # not changed

@@ -143,6 +143,33 @@ def test_a_floating_warm_start_and_a_replan_from_the_state_one_step_on(quadruped
     assert fresh.converged and abs(again.cost - fresh.cost) < 1e-3 * fresh.cost
 
 
+def test_a_fixed_horizon_replan_on_a_floating_base(quadruped):
+    """The rise replanned with ``horizon="fixed"`` from the state one step on (velocities 1 % off): the 7 steps
+    left, from the plan's tail, with the stances moved to the new knots ([0, 9) → [0, 8)); it starts at the
+    measured state, ends at the goal at the first plan's time, passes the Pinocchio checks, and reaches the cost a
+    cold start of the same problem reaches (up to which stationary point each stops at, as above)."""
+    from gtdyn.planning import Replanner
+
+    robot, ref = quadruped
+    q0, T0 = standing(robot)
+    goal = T0.copy()
+    goal[2, 3] += 0.03
+    options = dict(goal_v=np.zeros(12), goal_base_pose=goal, goal_base_twist=np.zeros(6), friction=FRICTION)
+    replanner = Replanner(robot, steps=8, dt=0.05, horizon="fixed", contacts={foot: [(0, 9)] for foot in FEET},
+                          **options)
+    first = replanner.plan(q0, base_pose=T0)
+    q, v, T, V = first.q[1], 0.99 * first.v[1], first.base_pose[1], 0.99 * first.base_twist[1]
+    again = replanner.replan(q, v, base_pose=T, base_twist=V)
+    stances = {foot: [(0, 8)] for foot in FEET}
+    assert again.converged and len(again.t) == 8
+    assert np.max(np.abs(again.base_pose[0] - T)) < 1e-12 and np.max(np.abs(again.v[0] - v)) < 1e-12
+    assert np.allclose(again.base_pose[-1], goal, atol=1e-8)
+    check_plan(again, ref, stances)
+    fresh = gtdyn.optimize_trajectory(robot, q0=q, v0=v, base_pose=T, base_twist=V, steps=7, dt=0.05,
+                                      contacts=stances, **options)
+    assert fresh.converged and abs(again.cost - fresh.cost) < 1e-3 * fresh.cost
+
+
 def pinocchio_placement(ref, plan, k: int, frame: str) -> np.ndarray:
     ref.pin.framesForwardKinematics(ref.model, ref.data, ref.configuration(plan.q[k], plan.base_pose[k]))
     return ref.data.oMf[ref.model.getFrameId(frame)].homogeneous.copy()

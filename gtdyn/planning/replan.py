@@ -1,6 +1,11 @@
-"""Receding-horizon planning (paper 001's proposal, after GPMP2 and STEAP): after each executed step the same
-horizon is planned again from the measured state, starting from the previous plan moved one knot on — a warm
-start, which needs a few iterations where a cold start needs many."""
+"""Planning again after each executed step (paper 001's proposal, after GPMP2 and STEAP), from the measured state,
+starting from the previous plan — a warm start, which needs fewer iterations than a cold one.
+
+Two horizons. *Receding*: every plan looks the same number of knots ahead, so the goal moves one step later at
+each replan (the previous plan moved one knot on, its last knot held, is the start). *Fixed*: the goal keeps the
+time the first plan gave it, as in STEAP, and each replan plans the knots that are left (the previous plan's tail
+is the start: by the principle of optimality it is nearly the new optimum when the robot followed the plan), with
+its contact runs and frame goals moved to the new knot numbers."""
 
 from __future__ import annotations
 
@@ -8,10 +13,23 @@ import dataclasses
 
 import numpy as np
 
-from gtdyn.arguments import joint_vector
+from gtdyn.arguments import choice, joint_vector
+from gtdyn.errors import ArgumentError
 from gtdyn.planning.optimize import PlannedTrajectory, optimize_trajectory
 
 KNOT_ARRAYS = ("q", "v", "qdd", "tau", "base_pose", "base_twist", "base_accel")
+HORIZONS = ("receding", "fixed")
+
+
+def _per_knot(plan: PlannedTrajectory, move, **changes) -> PlannedTrajectory:
+    """``plan`` with ``move`` applied to every per-knot array (states, torques, base, contact forces, the
+    multipliers of its limits and contacts)."""
+    moved = {name: move(getattr(plan, name)) for name in KNOT_ARRAYS if getattr(plan, name) is not None}
+    return dataclasses.replace(
+        plan, **moved, iterations=0, seconds=0.0, **changes,
+        multipliers={name: move(m) for name, m in plan.multipliers.items()} if plan.multipliers else None,
+        contact_forces={name: move(f) for name, f in plan.contact_forces.items()} if plan.contact_forces else
+        plan.contact_forces)
 
 
 def _moved(x: np.ndarray) -> np.ndarray:
@@ -20,49 +38,87 @@ def _moved(x: np.ndarray) -> np.ndarray:
 
 
 def shifted(plan: PlannedTrajectory) -> PlannedTrajectory:
-    """``plan`` moved one knot on (every per-knot array, the contact forces and the multipliers), the last knot
-    held: a warm start for the horizon that begins one step later."""
-    moved = {name: _moved(getattr(plan, name)) for name in KNOT_ARRAYS if getattr(plan, name) is not None}
+    """``plan`` moved one knot on, the last knot held: a warm start for the horizon that begins one step later
+    and ends one step later."""
+    out = _per_knot(plan, _moved)
     if plan.collocation == "trapezoidal":  # the held knot's velocity is the last one's only if their mean
         for name in ("qdd", "base_accel"):  # acceleration is zero: its own is the last's, negated
-            if name in moved:
-                moved[name][-1] *= -1.0
-    return dataclasses.replace(
-        plan, **moved, iterations=0, seconds=0.0,
-        multipliers={name: _moved(m) for name, m in plan.multipliers.items()} if plan.multipliers else None,
-        contact_forces={name: _moved(f) for name, f in plan.contact_forces.items()} if plan.contact_forces else
-        plan.contact_forces)
+            if getattr(out, name) is not None:
+                getattr(out, name)[-1] *= -1.0
+    return out
+
+
+def tail(plan: PlannedTrajectory) -> PlannedTrajectory:
+    """``plan`` from its second knot on (one knot fewer, times from zero): a warm start for the horizon that begins
+    one step later and ends where ``plan`` ends."""
+    return _per_knot(plan, lambda x: x[1:], t=plan.t[1:] - plan.t[1])
+
+
+def options_after(options: dict, done: int, knots: int) -> dict:
+    """``optimize_trajectory``'s ``options`` for the knots left after ``done`` executed steps of a plan of ``knots``
+    knots: each contact run [a, b) becomes [a − done, b − done), clipped at the new first knot (a foot that landed
+    stands from the start) and dropped once over; each frame goal's knot moves as much, and a goal at or before
+    the new first knot (reached, or fixed by the measured state) is dropped. Goals counted from the end keep their
+    knot."""
+    out = dict(options)
+    if options.get("contacts") is not None:
+        out["contacts"] = {frame: [(max(a - done, 0), b - done) for a, b in runs if b - done > 0]
+                           for frame, runs in options["contacts"].items()}
+    if options.get("frame_goals"):
+        goals = []
+        for goal in options["frame_goals"]:
+            knot = goal.knot if goal.knot >= 0 else knots + goal.knot  # absolute, in the first plan's knots
+            if knot - done > 0:
+                goals.append(goal if goal.knot < 0 else dataclasses.replace(goal, knot=knot - done))
+        out["frame_goals"] = goals
+    return out
 
 
 class Replanner:
-    """Plans ``steps`` knots of ``dt`` ahead to ``goal_q`` (None: free; at rest unless ``goal_v``), with
-    ``optimize_trajectory``'s ``options`` (for a floating robot its goal base pose, contacts — the same runs of
-    knots in every horizon — and so on). ``plan(q, v)`` plans from scratch; ``replan(q, v)`` plans again from
-    the state reached after the first step of the last plan, warm-started from it (``shifted``: by one knot, the
-    last knot held). A floating robot's measured base state goes with them: ``base_pose`` (4×4) and ``base_twist``.
-    ``last`` is the latest plan."""
+    """Plans ``steps`` knots of ``dt`` to ``goal_q`` (None: free; at rest unless ``goal_v``), with
+    ``optimize_trajectory``'s ``options`` (for a floating robot its goal base pose, contacts and so on).
+    ``plan(q, v)`` plans from scratch; ``replan(q, v)`` plans again from the state reached after the next step,
+    warm-started from the last plan. ``horizon``: "receding" (default), every plan ``steps`` knots long, the goal
+    one step later each time, the contact runs the same in every horizon; or "fixed", the goal at the time the
+    first plan set, each replan one knot shorter, its contact runs and frame goals moved with it (``replan``
+    refuses once no step is left). A floating robot's measured base state goes with them: ``base_pose`` (4×4)
+    and ``base_twist``. ``last`` is the latest plan; ``executed``, the steps replanned since ``plan``."""
 
-    def __init__(self, robot, *, goal_q=None, goal_v=None, steps: int, dt: float, **options):
+    def __init__(self, robot, *, goal_q=None, goal_v=None, steps: int, dt: float, horizon: str = "receding",
+                 **options):
         self.robot, self.goal_q, self.steps, self.dt, self.options = robot, goal_q, steps, dt, options
+        self.horizon = choice("horizon", horizon, HORIZONS)
         self.goal_v = np.zeros(robot.num_dofs) if goal_v is None else goal_v
         self.last: PlannedTrajectory | None = None
+        self.executed = 0
 
     def plan(self, q, v=None, *, base_pose=None, base_twist=None) -> PlannedTrajectory:
         """A cold plan from (q, v) (and a floating robot's base pose and twist)."""
-        self.last = self._optimize(q, v, None, base_pose, base_twist)
+        self.last = self._optimize(q, v, None, base_pose, base_twist, self.steps, self.options)
+        self.executed = 0
         return self.last
 
     def replan(self, q, v=None, *, base_pose=None, base_twist=None) -> PlannedTrajectory:
-        """The horizon planned again from (q, v) (and a floating robot's base pose and twist), starting from the
-        last plan moved one knot on."""
+        """The horizon planned again from (q, v) (and a floating robot's base pose and twist), the state measured
+        one step after the last plan's start, warm-started from that plan (``shifted`` or ``tail``)."""
         if self.last is None:
             return self.plan(q, v, base_pose=base_pose, base_twist=base_twist)
-        self.last = self._optimize(q, v, shifted(self.last), base_pose, base_twist)
+        if self.horizon == "receding":
+            self.last = self._optimize(q, v, shifted(self.last), base_pose, base_twist, self.steps, self.options)
+            return self.last
+        left = self.steps - self.executed - 1
+        if left < 1:
+            raise ArgumentError(f"replan: the fixed horizon of {self.steps} steps is used up (the goal's time has "
+                                "come); plan() again for a new one")
+        options = options_after(self.options, self.executed + 1, self.steps + 1)
+        self.last = self._optimize(q, v, tail(self.last), base_pose, base_twist, left, options)
+        self.executed += 1
         return self.last
 
-    def _optimize(self, q, v, initial, base_pose, base_twist) -> PlannedTrajectory:
+    def _optimize(self, q, v, initial, base_pose, base_twist, steps: int, options: dict) -> PlannedTrajectory:
         q = joint_vector(self.robot, "q", q)
         v = np.zeros(self.robot.num_dofs) if v is None else joint_vector(self.robot, "v", v)
         base = {name: x for name, x in (("base_pose", base_pose), ("base_twist", base_twist)) if x is not None}
-        return optimize_trajectory(self.robot, q0=q, v0=v, goal_q=self.goal_q, goal_v=self.goal_v, steps=self.steps,
-                                   dt=self.dt, initial=initial, **base, **self.options)
+        return optimize_trajectory(self.robot, q0=q, v0=v, goal_q=self.goal_q, goal_v=self.goal_v, steps=steps,
+                                   dt=self.dt, initial=initial, **base, **options)
+
