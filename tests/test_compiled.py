@@ -649,15 +649,15 @@ def test_single_calls_from_several_threads_do_not_share_a_workspace():
 def test_code_cut_into_blocks_computes_the_same_bits(monkeypatch):
     """Big functions are cut into basic blocks before code generation (compile time). The cuts only move
     block boundaries: cut every 40 instructions, the PUMA's forward dynamics gives the same bits as whole."""
-    from gtdyn.compiled import native
+    from gtdyn.compiled import objects
 
     puma = robot("puma560")
     whole = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
     cut_texts = []
-    split_blocks = native.split_blocks
-    monkeypatch.setattr(native, "SPLIT_ABOVE", 0)
-    monkeypatch.setattr(native, "BLOCK", 40)
-    monkeypatch.setattr(native, "split_blocks",
+    split_blocks = objects.split_blocks
+    monkeypatch.setattr(objects, "SPLIT_ABOVE", 0)
+    monkeypatch.setattr(objects, "BLOCK", 40)
+    monkeypatch.setattr(objects, "split_blocks",
                         lambda ir, every: cut_texts.append(split_blocks(ir, every)) or cut_texts[-1])
     cut = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
     assert cut_texts and cut_texts[0].count("never") > 100  # the cuts were made
@@ -666,6 +666,36 @@ def test_code_cut_into_blocks_computes_the_same_bits(monkeypatch):
         q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
         assert np.array_equal(cut(q, v, x), whole(q, v, x))
         assert cut.condition == whole.condition and cut.backward_error == whole.backward_error
+
+
+def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_path):
+    """A big program is compiled in parts, side by side (this process and a worker process), and linked when
+    loaded: forced here on the PUMA (every program counts as big), with derivatives, the parts give the same bits
+    as the program compiled whole, through the cache and a pickle too. A worker that fails leaves its part to this
+    process."""
+    import pickle
+
+    from gtdyn.compiled import objects
+
+    puma = robot("puma560")
+    whole = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True, use_cache=False)
+    monkeypatch.setattr(objects, "PARALLEL_ABOVE", 0)
+    monkeypatch.setattr(objects, "workers", lambda: 2)
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    parts = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
+    assert len(parts._record["object"]) == 2
+    again = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
+    assert again.from_cache
+    travelled = pickle.loads(pickle.dumps(parts))
+    monkeypatch.setattr(objects, "_BOOT", "raise SystemExit(3)")  # every worker fails
+    alone = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True, use_cache=False)
+    s = sample_states(puma, "forward", (), count=5, seed=7)
+    for k in range(5):
+        q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
+        expected = whole.derivatives(q, v, x)
+        for solver in (parts, again, travelled, alone):
+            assert all(np.array_equal(a, b) for a, b in zip(solver.derivatives(q, v, x), expected))
+    assert np.array_equal(parts.batch(s["q"].T, s["v"].T, s["x"].T), whole.batch(s["q"].T, s["v"].T, s["x"].T))
 
 
 def test_stores_move_to_their_values_only_where_that_changes_nothing():

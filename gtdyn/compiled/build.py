@@ -140,7 +140,7 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
            wrench_axes: str, derivatives: bool, in_lanes: bool = False, quick: bool = False) -> dict:
     program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes, derivatives)
     prefix = f"g{name[:12]}_"
-    obj = native.compile_object(native.module_ir(program.functions, prefix), quick)
+    obj = native.compile_module(program.functions, prefix, quick=quick)
     lane_object = [native.compile_object(lanes.module_ir(program.functions, prefix), quick)] if in_lanes else []
     layout = program.layout
     header = (f"{template.kind} dynamics of '{robot.name}', ordering {' '.join(keys.label(k) for k in order)}: "

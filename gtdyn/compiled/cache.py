@@ -29,7 +29,7 @@ import numpy as np
 from gtdyn.errors import CacheWarning
 from gtdyn.model.robot import Robot
 
-FORMAT = 1  # bump when the generated code or the cached record changes meaning
+FORMAT = 2  # bump when the generated code or the cached record changes meaning (2: the object code in parts)
 
 
 MAX_MB = 512  # a Talos solver takes a few MB; hundreds of solvers fit

@@ -10,40 +10,13 @@ linearly with function size, LLVM alone does not (benchmarks/results/design_meas
 from __future__ import annotations
 
 import ctypes
-import re
 import struct
-import threading
 
-from gtdyn.compiled import trace
+from gtdyn.compiled import objects, trace
+from gtdyn.compiled.objects import compile_object, llvm, llvm_lock, target_machine
 
 _INFIX = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _INTRINSIC = {"sin": "llvm.sin.f64", "cos": "llvm.cos.f64", "sqrt": "llvm.sqrt.f64", "abs": "llvm.fabs.f64"}
-_lock = threading.RLock()
-_llvm = None
-# LLVM's post-register-allocation list scheduler took half of the code generator's time on generated dynamics
-# (huge straight-line blocks) and bought nothing measurable on out-of-order CPUs: compile 20–30 % faster, calls
-# as fast (benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``). LLVM has no
-# per-function switch for it, so it is an option of the process's LLVM, set once, when gtdyn first loads it.
-CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
-# LLVM's optimization pipeline before the code generator, as its -O level: -O1 compiles 10–25 % faster than -O2
-# and its code is as fast (the traced code is already folded and free of common subexpressions;
-# benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``)
-PIPELINE_SPEED_LEVEL = 1
-
-
-def llvm():
-    """llvmlite.binding, initialised once (imported only when a solver is compiled or loaded)."""
-    global _llvm
-    with _lock:
-        if _llvm is None:
-            import llvmlite.binding as binding
-
-            binding.initialize_native_target()
-            binding.initialize_native_asmprinter()
-            for option in CODEGEN_OPTIONS:
-                binding.set_option("gtdyn", option)
-            _llvm = binding
-    return _llvm
 
 
 def target_id() -> str:
@@ -181,12 +154,47 @@ def lanes_ir(lanes: trace.Lanes, prefix: str) -> str:
 def module_ir(functions: dict, prefix: str, entries: tuple[str, ...] | None = None) -> str:
     """One module: the functions (``trace.Function`` or ``trace.Lanes``), and ``batch_<entry>`` running each entry
     (``entries``; None: those of ``entries_of``) state by state."""
+    return module_parts(functions, prefix, entries, parts=1)[0]
+
+
+def module_parts(functions: dict, prefix: str, entries: tuple[str, ...] | None = None, parts: int = 1,
+                 above: int = 0) -> list[str]:
+    """``module_ir``'s program as ``parts`` modules of about equal size (IR text) if it is larger than ``above``
+    (else one): each function in one, the batch loops in the first, and each module declaring the functions it
+    calls in the others (the loader links them)."""
     head = [f"declare double @{name}(double)" for name in _INTRINSIC.values()]
     head.append("declare double @atan2(double, double)")
-    loops = [batch_ir(prefix, entry) for entry in (entries_of(functions) if entries is None else entries)]
-    bodies = [lanes_ir(fn, prefix) if isinstance(fn, trace.Lanes) else function_ir(fn, prefix)
-              for fn in functions.values()]
-    return "\n".join(head + bodies + loops)
+    entries = entries_of(functions) if entries is None else entries
+    loops = [batch_ir(prefix, entry) for entry in entries]
+    bodies = {name: lanes_ir(fn, prefix) if isinstance(fn, trace.Lanes) else function_ir(fn, prefix)
+              for name, fn in functions.items()}
+    if parts == 1 or sum(map(len, bodies.values())) <= above:
+        return ["\n".join(head + list(bodies.values()) + loops)]
+    share: list[list[str]] = [[] for _ in range(parts)]
+    size = [len("\n".join(loops))] + [0] * (parts - 1)
+    for name in sorted(bodies, key=lambda n: -len(bodies[n])):  # the largest first, each to the lightest part
+        k = size.index(min(size))
+        share[k].append(name)
+        size[k] += len(bodies[name])
+    modules = []
+    for k, names in enumerate(share):
+        called = {op[1] if op[0] == "call" else op[2] for name in names for op in _ops(functions[name])
+                  if op[0] in ("call", "call_unless")} | (set(entries) if k == 0 else set())
+        declared = [f"declare void @{prefix}{name}(ptr)" for name in sorted(called - set(names))]
+        modules.append("\n".join(head + declared + [bodies[name] for name in names] + (loops if k == 0 else [])))
+    return modules
+
+
+def _ops(fn) -> list:
+    return fn.fn.ops if isinstance(fn, trace.Lanes) else fn.ops
+
+
+def compile_module(functions: dict, prefix: str, entries: tuple[str, ...] | None = None,
+                   quick: bool = False) -> list[bytes]:
+    """``module_ir``'s program as object code: one object, or for a big program (``objects.PARALLEL_ABOVE``) one
+    per part, compiled side by side (``objects.compile_objects``); ``Loaded`` takes either."""
+    parts = module_parts(functions, prefix, entries, parts=objects.workers(), above=objects.PARALLEL_ABOVE)
+    return [compile_object(parts[0], quick)] if len(parts) == 1 else objects.compile_objects(parts, quick)
 
 
 # the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;
@@ -279,98 +287,20 @@ done:
 }}"""
 
 
-def compile_object(ir: str, quick: bool = False) -> bytes:
-    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``; IEEE
-    arithmetic).
-
-    Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
-    generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
-    and a whole robot is one block. Blocks cost a few per cent of the code's speed (the trade-off measured in
-    benchmarks/results/design_measurements.md).
-
-    ``quick``: no optimization pipeline and LLVM's -O0 code generator (fast instruction selection and register
-    allocation): several times faster to compile, the same IEEE operations so the same bits, slower code
-    (benchmarks/results/quick_compile.md).
-
-    Each call parses into an LLVM context of its own, which goes with it: a process that compiles many solvers
-    does not keep every module's types and constants. (Threads would not compile side by side: llvmlite
-    serialises its calls into LLVM with a lock of its own; measured.)"""
-    binding = llvm()
-    context = binding.create_context()
-    module = binding.parse_assembly(ir, context=context)
-    module.verify()
-    if quick:
-        return target_machine(codegen_level=0).emit_object(module)
-    machine = target_machine()
-    builder = binding.create_pass_builder(machine,
-                                          binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL))
-    builder.getModulePassManager().run(module, builder)
-    module = binding.parse_assembly(split_blocks(str(module), BLOCK), context=context)
-    module.verify()
-    return machine.emit_object(module)
-
-
-BLOCK = 1000
-SPLIT_ABOVE = 20_000  # smaller functions compile fast whole, and whole their code is a few per cent faster
-_STRAIGHT_LINE = re.compile(r"^define void @\S+\((ptr|double\*) .*%ws\)")
-_LABEL = re.compile(r"^[\w.$-]+:")
-
-
-def split_blocks(ir: str, every: int) -> str:
-    """``ir`` with each straight-line function (one block, one argument ``%ws``) cut every ``every``
-    instructions by a branch the code generator cannot merge away: ``%ws`` is never null, so the early
-    return is never taken, but only the caller knows that."""
-    out: list[str] = []
-    body: list[str] | None = None
-    pointer = ""
-    for line in ir.split("\n"):
-        if body is None:
-            match = _STRAIGHT_LINE.match(line)
-            if match:
-                body, pointer = [], match.group(1)
-            out.append(line)
-            continue
-        if line != "}":
-            body.append(line)
-            continue
-        straight = sum(bool(_LABEL.match(b)) for b in body) <= 1 and not any(b.lstrip().startswith("br ") for b in body)
-        if not straight or len(body) <= SPLIT_ABOVE:
-            out += body  # left whole: a loop, or small enough to schedule as one block
-        else:
-            count = 0
-            for b in body:
-                is_instruction = b.startswith("  ") and not b.lstrip().startswith(";")
-                if is_instruction and count and count % every == 0:
-                    cut = count // every
-                    out += [f"  %cut{cut} = icmp eq {pointer} %ws, null",
-                            f"  br i1 %cut{cut}, label %never{cut}, label %block{cut}",
-                            f"never{cut}:", "  ret void", f"block{cut}:"]
-                count += is_instruction
-                out.append(b)
-        out.append(line)
-        body = None
-    return "\n".join(out)
-
-
-def target_machine(codegen_level: int = 2):
-    binding = llvm()
-    target = binding.Target.from_triple(binding.get_process_triple())
-    return target.create_target_machine(cpu=binding.get_host_cpu_name(),
-                                        features=binding.get_host_cpu_features().flatten(), opt=codegen_level)
-
-
 class Loaded:
-    """Object code loaded into this process: ``entry[name](ws)`` and ``batch[name](ws, inputs, outputs, count,
+    """Object code (one object file, or a program's parts: ``compile_module``) loaded into this process:
+    ``entry[name](ws)`` and ``batch[name](ws, inputs, outputs, count,
     n_in, n_out, out_start)`` for each of ``entries``, as ctypes functions (which release the GIL while they
     run); arguments are addresses of float64 arrays and integers. ``suffix``: the entries' names end with it (a
     lane module's ``main_x4``, ``batch_main_x4``); ``extra``: more functions whose addresses ``extra`` holds."""
 
-    def __init__(self, obj: bytes, prefix: str, entries: tuple[str, ...] = ENTRIES, extra: list[str] = (),
+    def __init__(self, obj: bytes | list[bytes], prefix: str, entries: tuple[str, ...] = ENTRIES, extra: list[str] = (),
                  suffix: str = ""):
         binding = llvm()
-        with _lock:
+        with llvm_lock:
             self._engine = binding.create_mcjit_compiler(binding.parse_assembly(""), target_machine())
-            self._engine.add_object_file(binding.ObjectFileRef.from_data(obj))
+            for part in [obj] if isinstance(obj, bytes) else obj:  # a program compiled in parts: linked here
+                self._engine.add_object_file(binding.ObjectFileRef.from_data(part))
             self._engine.finalize_object()
             addresses = {name: self._engine.get_function_address(prefix + name + suffix)
                          for entry in entries for name in (entry, f"batch_{entry}")}
@@ -385,7 +315,7 @@ class Loaded:
 
     def function(self, name: str):
         """Any generated function ``name(ws)`` of the object code, as a ctypes function."""
-        with _lock:
+        with llvm_lock:
             address = self._engine.get_function_address(self._prefix + name)
         if not address:
             raise RuntimeError(f"gtdyn.compiled: the object code does not define {name}")

@@ -1,0 +1,184 @@
+"""LLVM IR text → object code for this machine, through llvmlite (numba's own LLVM binding, a PyPI wheel).
+
+llvmlite serialises every call into LLVM within a process, so threads cannot compile side by side. A big module
+is compiled in parts instead: the first in this process, the others at the same time in worker processes
+(``compile_objects``), whose object files the loader links (``gtdyn.compiled.native.Loaded``). This file imports
+nothing from gtdyn, so a worker runs it by path (``serve``) without loading the package.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+
+llvm_lock = threading.RLock()  # llvmlite is not thread-safe where it builds engines: ours take this too
+_llvm = None
+LOG = logging.getLogger("gtdyn")
+# LLVM's post-register-allocation list scheduler took half of the code generator's time on generated dynamics
+# (huge straight-line blocks) and bought nothing measurable on out-of-order CPUs: compile 20–30 % faster, calls
+# as fast (benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``). LLVM has no
+# per-function switch for it, so it is an option of the process's LLVM, set once, when gtdyn first loads it.
+CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
+# LLVM's optimization pipeline before the code generator, as its -O level: -O1 compiles 10–25 % faster than -O2
+# and its code is as fast (the traced code is already folded and free of common subexpressions;
+# benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``)
+PIPELINE_SPEED_LEVEL = 1
+BLOCK = 1000
+SPLIT_ABOVE = 20_000  # smaller functions compile fast whole, and whole their code is a few per cent faster
+# A program of more IR text than this (a Talos-sized robot's) is compiled in parts on ``workers()`` processes.
+# Smaller ones gain less on an idle machine, and on a busy one (a test suite on every core) a worker only adds
+# processes (benchmarks/results/design_measurements.md)
+PARALLEL_ABOVE = 2_000_000
+
+
+def llvm():
+    """llvmlite.binding, initialised once (imported only when a solver is compiled or loaded)."""
+    global _llvm
+    with llvm_lock:
+        if _llvm is None:
+            import llvmlite.binding as binding
+
+            binding.initialize_native_target()
+            binding.initialize_native_asmprinter()
+            for option in CODEGEN_OPTIONS:
+                binding.set_option("gtdyn", option)
+            _llvm = binding
+    return _llvm
+
+
+def target_machine(codegen_level: int = 2):
+    binding = llvm()
+    target = binding.Target.from_triple(binding.get_process_triple())
+    return target.create_target_machine(cpu=binding.get_host_cpu_name(),
+                                        features=binding.get_host_cpu_features().flatten(), opt=codegen_level)
+
+
+def compile_object(ir: str, quick: bool = False) -> bytes:
+    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``; IEEE
+    arithmetic).
+
+    Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
+    generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
+    and a whole robot is one block. Blocks cost a few per cent of the code's speed (the trade-off measured in
+    benchmarks/results/design_measurements.md).
+
+    ``quick``: no optimization pipeline and LLVM's -O0 code generator (fast instruction selection and register
+    allocation): several times faster to compile, the same IEEE operations so the same bits, slower code
+    (benchmarks/results/quick_compile.md).
+
+    Each call parses into an LLVM context of its own, which goes with it: a process that compiles many solvers
+    does not keep every module's types and constants."""
+    binding = llvm()
+    context = binding.create_context()
+    module = binding.parse_assembly(ir, context=context)
+    module.verify()
+    if quick:
+        return target_machine(codegen_level=0).emit_object(module)
+    machine = target_machine()
+    builder = binding.create_pass_builder(machine,
+                                          binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL))
+    builder.getModulePassManager().run(module, builder)
+    module = binding.parse_assembly(split_blocks(str(module), BLOCK), context=context)
+    module.verify()
+    return machine.emit_object(module)
+
+
+_STRAIGHT_LINE = re.compile(r"^define void @\S+\((ptr|double\*) .*%ws\)")
+_LABEL = re.compile(r"^[\w.$-]+:")
+
+
+def split_blocks(ir: str, every: int) -> str:
+    """``ir`` with each straight-line function (one block, one argument ``%ws``) cut every ``every``
+    instructions by a branch the code generator cannot merge away: ``%ws`` is never null, so the early
+    return is never taken, but only the caller knows that."""
+    out: list[str] = []
+    body: list[str] | None = None
+    pointer = ""
+    for line in ir.split("\n"):
+        if body is None:
+            match = _STRAIGHT_LINE.match(line)
+            if match:
+                body, pointer = [], match.group(1)
+            out.append(line)
+            continue
+        if line != "}":
+            body.append(line)
+            continue
+        straight = sum(bool(_LABEL.match(b)) for b in body) <= 1 and not any(b.lstrip().startswith("br ") for b in body)
+        if not straight or len(body) <= SPLIT_ABOVE:
+            out += body  # left whole: a loop, or small enough to schedule as one block
+        else:
+            count = 0
+            for b in body:
+                is_instruction = b.startswith("  ") and not b.lstrip().startswith(";")
+                if is_instruction and count and count % every == 0:
+                    cut = count // every
+                    out += [f"  %cut{cut} = icmp eq {pointer} %ws, null",
+                            f"  br i1 %cut{cut}, label %never{cut}, label %block{cut}",
+                            f"never{cut}:", "  ret void", f"block{cut}:"]
+                count += is_instruction
+                out.append(b)
+        out.append(line)
+        body = None
+    return "\n".join(out)
+
+
+def workers() -> int:
+    """Processes a module may be compiled on: this machine's cores available to this process, at most 2."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 2))
+
+
+def compile_objects(parts: list[str], quick: bool = False) -> list[bytes]:
+    """The object code of each module in ``parts`` (IR text; together one program, each declaring what it calls
+    in the others): the first compiled in this process, the others meanwhile in worker processes. A worker that
+    fails leaves its part to this process (the same code, later)."""
+    settings = {"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL, "block": BLOCK,
+                "split_above": SPLIT_ABOVE, "quick": quick}
+    results: dict[int, bytes | None] = {}
+
+    def in_worker(k: int) -> None:
+        try:
+            done = subprocess.run([sys.executable, "-I", "-c", _BOOT, __file__],
+                                  input=(json.dumps(settings) + "\n" + parts[k]).encode(), capture_output=True,
+                                  timeout=3600)
+            results[k] = done.stdout if done.returncode == 0 and done.stdout else None
+            if results[k] is None:
+                LOG.info("gtdyn.compiled: a compile worker failed (%s); compiling its part here",
+                         done.stderr.decode(errors="replace").strip().splitlines()[-1:] or done.returncode)
+        except (OSError, subprocess.SubprocessError) as error:
+            results[k] = None
+            LOG.info("gtdyn.compiled: no compile worker (%s); compiling its part here", error)
+
+    threads = [threading.Thread(target=in_worker, args=(k,), daemon=True) for k in range(1, len(parts))]
+    for thread in threads:
+        thread.start()
+    first = compile_object(parts[0], quick)
+    for thread in threads:
+        thread.join()
+    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick)
+                      for k in range(1, len(parts))]
+
+
+# a worker: this file run by path (no gtdyn import), ``serve`` called
+_BOOT = "import runpy, sys; runpy.run_path(sys.argv[1])['serve']()"
+
+
+def serve() -> None:
+    """A worker's work: a line of settings (JSON) and a module's IR text on standard input, its object code on
+    standard output."""
+    global CODEGEN_OPTIONS, PIPELINE_SPEED_LEVEL, BLOCK, SPLIT_ABOVE
+    header, ir = sys.stdin.buffer.read().decode().split("\n", 1)
+    settings = json.loads(header)
+    CODEGEN_OPTIONS, PIPELINE_SPEED_LEVEL = tuple(settings["options"]), settings["level"]
+    BLOCK, SPLIT_ABOVE = settings["block"], settings["split_above"]
+    sys.stdout.buffer.write(compile_object(ir, settings["quick"]))
+    sys.stdout.buffer.flush()
