@@ -1,4 +1,4 @@
-"""Why ``gtdyn.compiled.native`` turns LLVM's post-RA scheduler off, which optimization pipeline (-O level) it
+"""Why ``gtdyn.compiled.objects`` turns LLVM's post-RA scheduler off, which optimization pipeline (-O level) it
 runs, and why stores are written next to their values (``gtdyn.compiled.trace.EARLY_STORES``): compile time and
 the speed of the code each setting makes, on a robot's forward and inverse dynamics (with derivatives).
 
@@ -20,9 +20,9 @@ CHILD = '''
 import json, sys, time, warnings
 import numpy as np
 import gtdyn
-from gtdyn.compiled import native, trace
-native.CODEGEN_OPTIONS = tuple(OPTIONS)
-native.PIPELINE_SPEED_LEVEL = LEVEL
+from gtdyn.compiled import objects, trace
+objects.CODEGEN_OPTIONS = tuple(OPTIONS)
+objects.PIPELINE_SPEED_LEVEL = LEVEL
 trace.EARLY_STORES = EARLY
 sys.path.insert(0, ROOT)
 from benchmarks.derivatives import load, states
