@@ -4,7 +4,9 @@ compiler on the user's machine).
 Each operation becomes one LLVM instruction on doubles — no fast-math, so the arithmetic is exactly the IEEE
 arithmetic the Python rendering describes. Why not numba: its type inference and lowering grow faster than
 linearly with function size, LLVM alone does not (benchmarks/results/design_measurements.md,
-``python -m benchmarks.engine_compile_time``). The object code is what the on-disk cache keeps.
+``python -m benchmarks.engine_compile_time``). This module writes the functions as LLVM IR (``module_ir``, or
+a big program in parts: ``module_parts``) and loads object code (``Loaded``); ``gtdyn.compiled.objects`` turns IR
+into object code, which is what the on-disk cache keeps.
 """
 
 from __future__ import annotations
