@@ -60,6 +60,7 @@ def _identifier(text: str, fallback: str) -> str:
     return text if text.isidentifier() else fallback
 
 
+@trace.tracing
 def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray],
              wrench_frames=(), wrench_axes: str = "local", derivatives: bool = False, more=None) -> Program:
     """The functions for ``problem`` (its known values being placeholders: which joints are known is what

@@ -136,6 +136,7 @@ def riqn_update(layout) -> trace.Function:
     return fn
 
 
+@trace.tracing
 def _functions(robot: Robot, gravity, layout: _Layout, jacobian: bool = False) -> dict[str, trace.Function]:
     """The step's functions (residual, update, finish), or with ``jacobian`` the residual's product with a direction
     alone (a module of its own, compiled only for Newton's method: twice the residual's code)."""

@@ -253,6 +253,7 @@ class _Plan:
     slot: dict
 
 
+@trace.tracing
 def _compile(robot: Robot, bodies: list, reference: str, name: str) -> Module:
     motion, n, k = name == "motion", robot.num_dofs, len(bodies)
     inputs = (2 if motion else 1) * n + ((POSE + (TWIST if motion else 0)) if robot.floating_base else 0)

@@ -14,6 +14,7 @@ The same equations written for numbers (``gtdyn.equations``) run unchanged on ob
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -216,6 +217,17 @@ def dot(coefficients, values):
     return total
 
 
+def tracing(trace_code):
+    """Decorates a function that traces code: numpy's warnings are off while it runs, once for the whole trace
+    rather than per operation (a fifth of the tracing time). The sample values may divide by zero, as a singular
+    robot's do; what is traced is the code, and its calls at such states fall back."""
+    @functools.wraps(trace_code)
+    def quietly(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return trace_code(*args, **kwargs)
+    return quietly
+
+
 class Function:
     """Straight-line code over one flat array ``ws`` of doubles: loads, stores, arithmetic, calls.
 
@@ -242,8 +254,7 @@ class Function:
             if type(a) is Sym and a.fn is not self:
                 raise ValueError(f"{a} belongs to function {a.fn.name}, not {self.name}")
         fn = UNARY.get(op) or BINARY.get(op) or TERNARY[op]
-        with np.errstate(all="ignore"):
-            val = fn(*(a.val if type(a) is Sym else a for a in args))
+        val = fn(*(a.val if type(a) is Sym else a for a in args))  # numpy's warnings: see ``tracing``
         sym = self._append((op, *args), val)
         self._seen[key] = sym
         return sym
