@@ -682,13 +682,17 @@ def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_pat
     monkeypatch.setattr(objects, "PARALLEL_ABOVE", 0)
     monkeypatch.setattr(objects, "workers", lambda: 2)
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    here = []  # the parts compiled in this process
+    compile_object = objects.compile_object
+    monkeypatch.setattr(objects, "compile_object", lambda ir, quick=False: here.append(ir) or compile_object(ir, quick))
     parts = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
-    assert len(parts._record["object"]) == 2
+    assert len(parts._record["object"]) == 2 and len(here) == 1  # the worker compiled the other
     again = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
     assert again.from_cache
     travelled = pickle.loads(pickle.dumps(parts))
     monkeypatch.setattr(objects, "_BOOT", "raise SystemExit(3)")  # every worker fails
     alone = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True, use_cache=False)
+    assert len(here) == 3  # both parts here
     s = sample_states(puma, "forward", (), count=5, seed=7)
     for k in range(5):
         q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
