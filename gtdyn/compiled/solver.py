@@ -9,17 +9,18 @@ does. ``solver.fallbacks`` counts those calls.
 
 from __future__ import annotations
 
+from functools import cached_property
 from threading import get_ident
 
 import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import choice, joint_vector, real_array, state_batch, whole_number
+from gtdyn.arguments import joint_vector, real_array, state_batch, whole_number
 from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
-from gtdyn.compiled import base_inputs, entry, lanes, native, parallel
+from gtdyn.compiled import base_inputs, entry, lanes, listing, native, parallel
 from gtdyn.compiled.base_inputs import base_states, write_base
 from gtdyn.compiled.derivatives import Derivatives, along_loops
 from gtdyn.compiled.fallback import as_vector, reference_answer, reference_result
@@ -76,7 +77,6 @@ class CompiledSolver:
         ends = np.cumsum([size for _, size in self.layout]).tolist()
         self._parts = list(zip([0] + ends[:-1], ends))
         self.order = list(order)
-        self.source: str = record["source"]
         self.operations: dict[str, int] = record["operations"]
         self.cache_key = name
         self.fallbacks = 0
@@ -338,19 +338,18 @@ class CompiledSolver:
 
     # -- what it is ------------------------------------------------------------------------------------------
 
+    @cached_property
+    def source(self) -> str:
+        """The generated functions as Python source, a line per operation (``gtdyn.compiled.listing``)."""
+        return listing.listing(self)
+
     @property
     def ordering(self) -> list[str]:
         return [keys.label(k) for k in self.order]
 
     def code(self, function: str = "solve") -> str:
-        """One generated function of ``source``: "factor" (kinematics, rows, elimination), "solve" (right-hand
-        side and back-substitution), "solve_t", "residual", "main" (the checked call) or "fast"; compiled with
-        derivatives also "tangents", the lane functions it calls ("solve_t_lanes1", "contract_lanes1", …), "dmain"
-        and "dfast"."""
-        marker = f"def {choice('function', function, tuple(self.operations))}(ws):"
-        text = self.source[self.source.index(marker):]
-        end = text.find("\ndef ", 1)
-        return text if end < 0 else text[:end + 1]
+        """One generated function of ``source`` by name (``gtdyn.compiled.listing.function``)."""
+        return listing.function(self.source, self.operations, function)
 
     def dag(self):
         """The elimination DAG of this graph and ordering: the reference path's ``DynamicsResult.dag()``."""
