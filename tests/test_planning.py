@@ -114,6 +114,17 @@ def test_impossible_requests_are_named_and_a_short_run_says_it_stopped(rr):
         gtdyn.optimize_trajectory(robot, q0=START, goal_q=GOAL, steps=10, dt=0.05, collocation="rk4")
     with pytest.raises(gtdyn.ArgumentError, match="optimize_trajectory does not cover closed loops"):
         gtdyn.optimize_trajectory(gtdyn.load_robot("four_bar"), q0=np.zeros(4), steps=5, dt=0.05)
+    with pytest.raises(gtdyn.ArgumentError, match=r"^qdd0: expected a vector of length 2, got shape \(3,\)"):
+        gtdyn.optimize_trajectory(robot, q0=START, goal_q=GOAL, steps=10, dt=0.05, qdd0=[0.0, 0.0, 0.0])
+    with pytest.raises(gtdyn.ArgumentError, match="^base_accel0: 'rr' has a fixed base"):
+        gtdyn.optimize_trajectory(robot, q0=START, goal_q=GOAL, steps=10, dt=0.05, base_accel0=np.zeros(6))
+    with pytest.raises(gtdyn.ArgumentError, match="^real_time_steps: expected a whole number ≥ 1"):
+        gtdyn.optimize_trajectory(robot, q0=START, goal_q=GOAL, steps=10, dt=0.05, real_time_steps=0)
+    from gtdyn.planning import Replanner
+    with pytest.raises(gtdyn.ArgumentError, match="^iterations: expected a whole number ≥ 1"):
+        Replanner(robot, goal_q=GOAL, steps=10, dt=0.05, iterations=0.5)
+    with pytest.raises(gtdyn.ArgumentError, match="^hold_acceleration: expected True or False, got 'yes'"):
+        Replanner(robot, goal_q=GOAL, steps=10, dt=0.05, hold_acceleration="yes")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plan = gtdyn.optimize_trajectory(robot, q0=START, goal_q=GOAL, goal_v=np.zeros(2), steps=30, dt=0.05,
@@ -162,20 +173,25 @@ def test_the_plan_command_writes_what_the_library_plans(tmp_path, capsys):
     assert code == 1 and "--goal: joint 'j1' at 9 is outside its limits" in capsys.readouterr().err
 
 
-def test_replanning_from_a_measured_state_starts_from_the_last_plan(rr):
+@pytest.mark.parametrize("hold", [True, False])
+def test_replanning_from_a_measured_state_starts_from_the_last_plan(rr, hold):
     """After the first step (a measured state a little off the plan), the warm-started replan reaches the same
-    plan as a cold start from that state, to the optimizers' tolerance."""
+    plan as a cold start from that state, to the optimizers' tolerance: with the acceleration under way held (the
+    cold start given it as ``qdd0``) or free (a receding horizon's default)."""
     from gtdyn.planning import Replanner
 
     robot, _ = rr
-    replanner = Replanner(robot, goal_q=GOAL, steps=30, dt=0.05)
+    replanner = Replanner(robot, goal_q=GOAL, steps=30, dt=0.05, hold_acceleration=hold)
     first = replanner.plan(START)
     q, v = first.q[1] + 1e-3, first.v[1] * 0.99
     warm = replanner.replan(q, v)
-    cold = gtdyn.optimize_trajectory(robot, q0=q, v0=v, goal_q=GOAL, goal_v=np.zeros(2), steps=30, dt=0.05)
+    cold = gtdyn.optimize_trajectory(robot, q0=q, v0=v, goal_q=GOAL, goal_v=np.zeros(2), steps=30, dt=0.05,
+                                     qdd0=first.qdd[1] if hold else None)
     assert warm.converged and cold.converged and replanner.last is warm
     # both stop when the merit falls by less than 1e-12 of itself: their q agree to ~1e-7 (seen 2e-9 to 7e-7)
     assert np.max(np.abs(warm.q[0] - q)) < 1e-8 and np.max(np.abs(warm.q - cold.q)) < 1e-6
+    held = np.max(np.abs(warm.qdd[0] - first.qdd[1]))
+    assert held < 1e-8 if hold else held > 1e-3  # free, the first acceleration moves
 
 
 def test_a_fixed_horizon_replan_plans_the_knots_left_to_the_same_goal_time(rr):
@@ -190,7 +206,8 @@ def test_a_fixed_horizon_replan_plans_the_knots_left_to_the_same_goal_time(rr):
     first = replanner.plan(START)
     q, v = first.q[1] + 1e-3, first.v[1] * 0.99
     warm = replanner.replan(q, v)
-    cold = gtdyn.optimize_trajectory(robot, q0=q, v0=v, goal_q=GOAL, goal_v=np.zeros(2), steps=29, dt=0.05)
+    cold = gtdyn.optimize_trajectory(robot, q0=q, v0=v, goal_q=GOAL, goal_v=np.zeros(2), steps=29, dt=0.05,
+                                     qdd0=first.qdd[1])
     assert warm.converged and cold.converged and len(warm.t) == 30 and replanner.executed == 1
     assert np.max(np.abs(warm.q[0] - q)) < 1e-8 and np.max(np.abs(warm.q - cold.q)) < 1e-6
     assert np.max(np.abs(warm.q[-1] - GOAL)) < 1e-8 and np.max(np.abs(warm.v[-1])) < 1e-8
@@ -208,6 +225,39 @@ def test_a_fixed_horizon_replan_plans_the_knots_left_to_the_same_goal_time(rr):
         Replanner(robot, goal_q=GOAL, steps=3, dt=0.2, horizon="moving")
 
 
+def test_a_real_time_replan_takes_at_most_its_steps_and_says_how_far_it_is(rr):
+    """``iterations=k`` (a real-time iteration): one step from the last plan's tail leaves the constraints unmet —
+    the plan says so (``converged`` False, a ConvergenceWarning) and its ``violation`` is the largest residual that
+    Pinocchio's dynamics, the collocation rule and the boundary show; three steps meet the tolerance, at the cost a
+    replan solved to the optimum reaches, up to the polish it skips."""
+    from gtdyn.errors import ConvergenceWarning
+    from gtdyn.planning import Replanner
+
+    robot, ref = rr
+
+    def replanned(**options):
+        replanner = Replanner(robot, goal_q=GOAL, steps=30, dt=0.05, horizon="fixed", **options)
+        first = replanner.plan(START)
+        return replanner.replan(first.q[1] + 1e-3, first.v[1] * 0.99), first
+
+    with pytest.warns(ConvergenceWarning, match="constraint violated by"):
+        one, first = replanned(iterations=1)
+    q, v = first.q[1] + 1e-3, first.v[1] * 0.99
+    shown = max([float(np.max(np.abs(one.tau[k] - ref.rnea(one.q[k], one.v[k], one.qdd[k])))) for k in range(30)]
+                + [collocation_residual(one), *np.abs(one.q[0] - q), *np.abs(one.v[0] - v),
+                   *np.abs(one.q[-1] - GOAL), *np.abs(one.v[-1])])
+    assert one.iterations == 1 and not one.converged and one.violation > 1e-8
+    # the same residual, by Pinocchio rather than the compiled solver: equal to rounding (both ~1e-5, seen 4.6e-5)
+    assert abs(shown - one.violation) < 1e-9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        three, _ = replanned(iterations=3)
+    optimum, _ = replanned()
+    assert three.converged and three.iterations <= 3 and three.violation <= 1e-8
+    # a feasible point near the optimum: the cost gap is second order in the distance (seen 3e-10 of the cost)
+    assert abs(three.cost - optimum.cost) < 1e-6 * optimum.cost
+
+
 def test_a_fixed_horizon_moves_contact_runs_and_frame_goals_with_its_first_knot():
     """``options_after``: after two executed steps of a 21-knot plan a run [0, 8) becomes [0, 6), [13, 21) becomes
     [11, 19), a run over by then ([0, 2)) is gone and one under way ([1, 5)) is clipped to start at the new first
@@ -223,3 +273,21 @@ def test_a_fixed_horizon_moves_contact_runs_and_frame_goals_with_its_first_knot(
     assert after["contacts"] == {"a": [(0, 6), (11, 19)], "b": [], "c": [(0, 3)]}
     assert [g.knot for g in after["frame_goals"]] == [8, -3] and after["friction"] == 0.5
     assert options["contacts"]["a"] == [(0, 8), (13, 21)] and options["frame_goals"][0].knot == 10  # not changed
+
+
+def test_a_robots_planning_solver_is_compiled_once_and_the_kept_ones_are_few():
+    """A replanning loop calls ``optimize_trajectory`` at every step: its compiled solver is kept per robot and
+    options (loading it from the disk cache each time cost more than a real-time step), for the last
+    ``KEPT_SOLVERS`` of them only."""
+    from gtdyn.planning.optimize import KEPT_SOLVERS, planning_solver
+
+    planning_solver.cache_clear()
+    robot = gtdyn.load_robot("rr")
+    solver = planning_solver(robot, (0.0, 0.0, -9.81), None)
+    assert planning_solver(robot, (0.0, 0.0, -9.81), None) is solver
+    assert planning_solver(robot, (0.0, 0.0, -1.62), None) is not solver  # the moon's gravity: another solver
+    assert planning_solver(gtdyn.load_robot("rr"), (0.0, 0.0, -9.81), None) is not solver
+    for _ in range(KEPT_SOLVERS):
+        planning_solver(gtdyn.load_robot("rr"), (0.0, 0.0, -9.81), None)
+    assert planning_solver.cache_info().currsize == KEPT_SOLVERS
+    assert planning_solver(robot, (0.0, 0.0, -9.81), None) is not solver  # let go, compiled (loaded) again

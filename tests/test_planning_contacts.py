@@ -122,7 +122,7 @@ def test_a_floating_warm_start_and_a_replan_from_the_state_one_step_on(quadruped
     stances = {foot: [(0, 9)] for foot in FEET}
     options = dict(goal_v=np.zeros(12), goal_base_pose=goal, goal_base_twist=np.zeros(6), contacts=stances,
                    friction=FRICTION)
-    replanner = Replanner(robot, steps=8, dt=0.05, **options)
+    replanner = Replanner(robot, steps=8, dt=0.05, hold_acceleration=True, **options)
     cold = replanner.plan(q0, base_pose=T0)
     warm = gtdyn.optimize_trajectory(robot, q0=q0, base_pose=T0, steps=8, dt=0.05, initial=cold, **options)
     assert cold.converged and warm.converged and warm.iterations < cold.iterations
@@ -134,9 +134,13 @@ def test_a_floating_warm_start_and_a_replan_from_the_state_one_step_on(quadruped
     assert again.converged and replanner.last is again
     assert np.max(np.abs(again.base_pose[0] - T)) < 1e-12 and np.max(np.abs(again.q[0] - q)) < 1e-12
     assert np.max(np.abs(again.base_twist[0] - V)) < 1e-12 and np.max(np.abs(again.v[0] - v)) < 1e-12
+    # the accelerations under way held (asked for: a receding horizon's default frees them)
+    assert np.max(np.abs(again.qdd[0] - cold.qdd[1])) < 1e-8
+    assert np.max(np.abs(again.base_accel[0] - cold.base_accel[1])) < 1e-8
     assert np.allclose(again.base_pose[-1], goal, atol=1e-8)
     check_plan(again, ref, stances)
-    fresh = gtdyn.optimize_trajectory(robot, q0=q, v0=v, base_pose=T, base_twist=V, steps=8, dt=0.05, **options)
+    fresh = gtdyn.optimize_trajectory(robot, q0=q, v0=v, base_pose=T, base_twist=V, steps=8, dt=0.05,
+                                      qdd0=cold.qdd[1], base_accel0=cold.base_accel[1], **options)
     # as good as a cold start from that state, up to which stationary point each stops at: the valley is flat, and
     # rounding-level changes in the derivatives moved the two stops from 5e-7 to 1.3e-4 of the cost apart, each a
     # point where neither the full nor the tangential Gauss–Newton step lowers the merit (probed), so 1e-3
@@ -166,7 +170,7 @@ def test_a_fixed_horizon_replan_on_a_floating_base(quadruped):
     assert np.allclose(again.base_pose[-1], goal, atol=1e-8)
     check_plan(again, ref, stances)
     fresh = gtdyn.optimize_trajectory(robot, q0=q, v0=v, base_pose=T, base_twist=V, steps=7, dt=0.05,
-                                      contacts=stances, **options)
+                                      contacts=stances, qdd0=first.qdd[1], base_accel0=first.base_accel[1], **options)
     assert fresh.converged and abs(again.cost - fresh.cost) < 1e-3 * fresh.cost
 
 

@@ -287,12 +287,12 @@ def contact_phases(robot: Robot, contacts, knots: int) -> list[tuple[str, tuple[
 
 
 def floating_plan(robot: Robot, knots: int, base_pose, base_twist, goal_base_pose, goal_base_twist, contacts,
-                  friction, ground):
+                  friction, ground, base_accel0=None):
     """``optimize_trajectory``'s floating-base arguments checked: None on a fixed base (which must not be given
-    them), else ((start pose 4×4, twist), (goal pose or None, twist or None), ``contact_phases`` or None,
-    friction, ground)."""
+    them), else ((start pose 4×4, twist, held acceleration or None), (goal pose or None, twist or None),
+    ``contact_phases`` or None, friction, ground)."""
     given = {"base_pose": base_pose, "base_twist": base_twist, "goal_base_pose": goal_base_pose,
-             "goal_base_twist": goal_base_twist, "contacts": contacts}
+             "goal_base_twist": goal_base_twist, "contacts": contacts, "base_accel0": base_accel0}
     named = [name for name, value in given.items() if value is not None]
     if not robot.floating_base:
         if named:
@@ -301,7 +301,8 @@ def floating_plan(robot: Robot, knots: int, base_pose, base_twist, goal_base_pos
     if base_pose is None:
         raise ArgumentError("base_pose: a floating robot's trajectory starts from a base pose (4×4)")
     start = (pose_argument("base_pose", base_pose).matrix(),
-             np.zeros(6) if base_twist is None else finite_vector("base_twist", base_twist, 6))
+             np.zeros(6) if base_twist is None else finite_vector("base_twist", base_twist, 6),
+             None if base_accel0 is None else finite_vector("base_accel0", base_accel0, 6))
     goal = (None if goal_base_pose is None else pose_argument("goal_base_pose", goal_base_pose).matrix(),
             None if goal_base_twist is None else finite_vector("goal_base_twist", goal_base_twist, 6))
     phases = None if contacts is None else contact_phases(robot, contacts, knots)

@@ -16,6 +16,7 @@ folder, and solvers compile in memory instead. (Windows has no such mode bits: t
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import pathlib
@@ -72,14 +73,21 @@ CODE = ("compiled", "equations.py", "spatial.py", "keys.py", "problem.py", "argu
         "dynamics/reference.py", "kinematics", "linear/elimination.py", "linear/system.py", "model")
 
 
-def code_fingerprint() -> str:
-    """gtdyn's version and a hash of the source that writes the code (``CODE``): a change there invalidates."""
+@functools.cache
+def _installed_version() -> str:
+    """gtdyn's installed version, read once: reading the package metadata took a third of a compile from the
+    cache."""
     from importlib import metadata
 
     try:
-        version = metadata.version("gtdyn")
+        return metadata.version("gtdyn")
     except metadata.PackageNotFoundError:
-        version = "unknown"
+        return "unknown"
+
+
+def code_fingerprint() -> str:
+    """gtdyn's version and a hash of the source that writes the code (``CODE``): a change there invalidates."""
+    version = _installed_version()
     global _CODE
     if _CODE is None:
         digest = hashlib.sha256()

@@ -71,9 +71,12 @@ class ContactInequalities(AugmentedLagrangian):
     def kkt_residual(self, c: np.ndarray) -> float:
         return self.kkt(c, self.multipliers)
 
+    def update_multipliers(self, c: np.ndarray) -> None:
+        self.multipliers = self.updated(c, self.multipliers)
+
     def update(self, c: np.ndarray) -> bool:
         violation = self.violation(c)
-        self.multipliers = self.updated(c, self.multipliers)
+        self.update_multipliers(c)
         return self.grow(violation)
 
     def add_factors(self, graph: gtsam.GaussianFactorGraph, c: np.ndarray, f_keys: dict, s_keys: list,

@@ -36,13 +36,15 @@ class FloatingProblem(KnotProblem):
 
     def __init__(self, robot, solver, frames, steps, dt, collocation, q0, v0, goal_q, goal_v, weights,
                  bounds: Limits, schedule: ContactSchedule | None, start: tuple, goal: tuple, gravity: np.ndarray,
-                 force_smoothness: float, frame_goals: FrameGoals | None = None):
+                 force_smoothness: float, frame_goals: FrameGoals | None = None, *,
+                 start_accel: np.ndarray | None = None):
         self.schedule = schedule
         self.active = schedule.active if schedule else [[] for _ in range(steps + 1)]
         self.f_keys = {k: gtsam.symbol("f", k) for k in range(steps + 1) if self.active[k]}
         passive = np.concatenate([np.ones(6, bool), [not j.actuated for j in robot.joints]])
         super().__init__(robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds, None,
-                         passive, {k: [(key, 3 * len(self.active[k]))] for k, key in self.f_keys.items()})
+                         passive, {k: [(key, 3 * len(self.active[k]))] for k, key in self.f_keys.items()},
+                         start_accel=start_accel)
         self.f_index = {k: self.offsets[key] + np.arange(3 * len(self.active[k])) for k, key in self.f_keys.items()}
         self.frames, self.gravity, self.force_smoothness = frames, gravity, force_smoothness
         (self.start_pose, self.start_twist), (self.goal_pose, self.goal_twist) = start, goal
@@ -156,7 +158,8 @@ class FloatingProblem(KnotProblem):
         joints_q, speeds = eye[6:m], eye[m:2 * m]
         rows = [self._pose_row(0, self.start_pose, Jr, T),
                 ([(self.s_keys[0], joints_q)], q[0, 6:] - self.q0),
-                ([(self.s_keys[0], speeds)], v[0] - np.concatenate([self.start_twist, self.v0]))]
+                ([(self.s_keys[0], speeds)], v[0] - np.concatenate([self.start_twist, self.v0])),
+                *self.start_acceleration_rows(x)]
         if self.goal_pose is not None:
             rows.append(self._pose_row(N, self.goal_pose, Jr, T))
         if self.goal_twist is not None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from gtdyn.errors import ArgumentError
 from gtdyn.planning.goals import FrameGoals
-from gtdyn.planning.limits import Limits
+from gtdyn.planning.limits import MU_START, MU_WARM, Limits
 from gtdyn.planning.problem import TrajectoryProblem
 
 HARD = gtsam.noiseModel.Constrained.All
@@ -29,9 +29,12 @@ class KnotProblem(TrajectoryProblem):
     augmented Lagrangian) over ``steps + 1`` knots of m generalized coordinates each (the joints here)."""
 
     def __init__(self, robot, solver, steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds: Limits,
-                 goals: FrameGoals | None, passive: np.ndarray, extra_keys: dict | None = None):
+                 goals: FrameGoals | None, passive: np.ndarray, extra_keys: dict | None = None, *,
+                 start_accel: np.ndarray | None = None):
         self.robot, self.solver, self.N, self.h, self.rule = robot, solver, steps, dt, collocation
         self.q0, self.v0, self.goal_q, self.goal_v = q0, v0, goal_q, goal_v
+        # the first knot's q̈ where given (m numbers, NaN where free): a replan holding the acceleration under way
+        self.start_accel = start_accel
         self.effort, self.smoothness = weights
         self.bounds, self.goals = bounds, goals
         self.passive = passive
@@ -90,8 +93,10 @@ class KnotProblem(TrajectoryProblem):
         for name, m in (initial.multipliers or {}).items():  # the limits' multipliers too: they took rounds to find
             if name in self.bounds.multipliers and m.shape == (knots, n):
                 self.bounds.multipliers[name] = m.copy()
-        # but not their weight: near the right multipliers a small μ suffices, and the μ a solve ends with (up to
-        # 1e9 and more) makes the next one's steps so stiff that they stall off the constraints
+        # and their weight up to MU_WARM: the μ a solve ends with (up to 1e9 and more) makes the next one's steps so
+        # stiff that they stall off the constraints, while restarting at MU_START takes rounds to get back (a plan
+        # whose optimum is not near, as a receding horizon's moved-on plan, comes with weight 0: it restarts)
+        self.bounds.mu = min(max(initial.weight, MU_START), MU_WARM)
         return q, v
 
     def initial_guess(self) -> np.ndarray:
@@ -145,7 +150,8 @@ class KnotProblem(TrajectoryProblem):
         """Start, goal and frame-goal rows: [([(key, J)], residual)]."""
         q, v, _, _ = self.unpack(x)
         P, m, N = self.position_velocity, self.m, self.N
-        rows = [([(self.s_keys[0], P)], np.concatenate([q[0] - self.q0, v[0] - self.v0]))]
+        rows = [([(self.s_keys[0], P)], np.concatenate([q[0] - self.q0, v[0] - self.v0])),
+                *self.start_acceleration_rows(x)]
         if self.goal_q is not None:
             rows.append(([(self.s_keys[N], P[:m])], q[N] - self.goal_q))
         if self.goal_v is not None:
@@ -153,6 +159,15 @@ class KnotProblem(TrajectoryProblem):
         for k, r, J in self.goals.residuals(q) if self.goals else ():
             rows.append(([(self.s_keys[k], np.hstack([J, np.zeros((len(r), 2 * m))]))], r))
         return rows
+
+    def start_acceleration_rows(self, x: np.ndarray) -> list[tuple[list, np.ndarray]]:
+        """q̈_0 = the held acceleration, where one is given."""
+        if self.start_accel is None:
+            return []
+        held = np.isfinite(self.start_accel)
+        m = self.m
+        J = np.hstack([np.zeros((m, 2 * m)), np.eye(m)])[held]
+        return [([(self.s_keys[0], J)], self.unpack(x)[2][0, held] - self.start_accel[held])]
 
     def hard_residuals(self, x: np.ndarray) -> np.ndarray:
         """Every hard constraint's residual at x (the dynamics by the solver's values alone, no Jacobians)."""

@@ -12,6 +12,7 @@ import numpy as np
 from gtdyn.model.robot import Robot
 
 MU_START, MU_GROWTH, MU_MAX = 1e3, 10.0, 1e12
+MU_WARM = 1e6  # a warm start's μ at most (``KnotProblem.joints_from``)
 # (name, variable, sign): c = sign · (value − bound), for q (column j of a state), q̇ (column n + j) and τ
 KINDS = (("q upper", "q", 1.0), ("q lower", "q", -1.0), ("v upper", "v", 1.0), ("v lower", "v", -1.0),
          ("tau upper", "tau", 1.0), ("tau lower", "tau", -1.0))
@@ -125,9 +126,12 @@ class Limits(AugmentedLagrangian):
             graph.add(gtsam.JacobianFactor(key, A, np.array([b for _, _, b in entries]),
                                            gtsam.noiseModel.Unit.Create(len(entries))))
 
+    def update_multipliers(self, q, v, tau) -> None:
+        for name, _, _, c in self._constraints(q, v, tau):
+            self.multipliers[name] = self.updated(c, self.multipliers[name])
+
     def update(self, q, v, tau) -> bool:
         """After a round: every multiplier updated, then μ (``grow``)."""
         violation = self.violation(q, v, tau)
-        for name, _, _, c in self._constraints(q, v, tau):
-            self.multipliers[name] = self.updated(c, self.multipliers[name])
+        self.update_multipliers(q, v, tau)
         return self.grow(violation)

@@ -22,6 +22,7 @@ Levenberg–Marquardt damping on a merit (cost plus a penalty on the hard residu
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -90,12 +91,32 @@ class PlannedTrajectory:
                 f"{self.seconds:.3g} s)")
 
 
+# A replanning loop calls optimize_trajectory at every step, and loading a solver from the disk cache costs more
+# than a real-time step: the last few robots' and options' solvers stay in memory (they hold their robot).
+KEPT_SOLVERS = 8
+
+
+@functools.lru_cache(maxsize=KEPT_SOLVERS)
+def planning_solver(robot: Robot, gravity: tuple, frames: tuple | None):
+    """The compiled inverse dynamics with derivatives that a trajectory of ``robot`` needs (every joint actuated:
+    its τ are generalized forces; with contact ``frames``, their forces in world-aligned axes)."""
+    wrenches = {"wrench_frames": list(frames), "wrench_axes": "world_aligned"} if frames else {}
+    return compile(rigid_bodies(robot), "inverse", gravity=np.array(gravity), derivatives=True, **wrenches)
+
+
+@functools.lru_cache(maxsize=KEPT_SOLVERS)
+def planning_frames(robot: Robot, frames: tuple):
+    """The contact frames' compiled kinematics, kept as ``planning_solver`` is."""
+    return compile_frames(robot, list(frames))
+
+
 def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, steps: int, dt: float,
                         collocation: str = "trapezoidal", limits: bool = True, frame_goals=None, effort: float = 1.0,
                         smoothness: float = 1e-4, gravity=GRAVITY, tolerance: float = 1e-8,
                         max_iterations: int = 400, initial=None, base_pose=None, base_twist=None,
                         goal_base_pose=None, goal_base_twist=None, contacts=None, friction: float = 0.7,
-                        ground: float = 0.0, force_smoothness: float = 1e-3) -> PlannedTrajectory:
+                        ground: float = 0.0, force_smoothness: float = 1e-3, qdd0=None, base_accel0=None,
+                        real_time_steps: int | None = None) -> PlannedTrajectory:
     """A trajectory from (q0, v0) to ``goal_q`` (and ``goal_v``; None: free) in ``steps`` steps of ``dt`` seconds
     that obeys the dynamics and the ``collocation`` rule ("trapezoidal" or "euler") at every knot, minimizes
     ``effort`` · Σ Δt ‖τ‖² + ``smoothness`` · Σ Δt ‖jerk‖², and keeps the model's limits on q, q̇ and τ when
@@ -103,6 +124,12 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     ``gtdyn.FrameGoal`` — a frame's position and/or orientation at a knot (the last by default), in task space,
     met exactly like ``goal_q``. ``initial``: a ``PlannedTrajectory`` of the same knots to start from (a warm
     start: ``gtdyn.planning.Replanner``), else a smooth path through the goals. Passive joints carry no torque.
+    ``qdd0`` (and on a floating base ``base_accel0``, root link frame) holds the first knot's accelerations (None:
+    free): a replan that keeps the acceleration under way.
+
+    ``real_time_steps``: a real-time iteration for model-predictive control from a warm start ``initial`` — at
+    most that many Gauss–Newton steps, stopping at the first point that meets every constraint to ``tolerance``,
+    its cost not polished further (``TrajectoryProblem.real_time``); None solves to the optimum.
 
     A floating robot starts at ``base_pose`` (4×4, required) with ``base_twist`` (root link frame, default zero)
     and may end at ``goal_base_pose`` / ``goal_base_twist``; nothing but ``contacts`` pushes its base:
@@ -131,30 +158,39 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     max_iterations = whole_number("max_iterations", max_iterations, 1)
     gravity = gravity_vector(gravity)
     floating = floating_plan(robot, steps + 1, base_pose, base_twist, goal_base_pose, goal_base_twist, contacts,
-                             friction, ground)
+                             friction, ground, base_accel0)
+    if real_time_steps is not None:
+        real_time_steps = whole_number("real_time_steps", real_time_steps, 1)
     if limits:
         within_limits(robot, {"q0": q0, "goal_q": goal_q}, {"v0": v0, "goal_v": goal_v})
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
     started = time.perf_counter()
     args = (steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds)
+    held = np.full(n, np.nan) if qdd0 is None else joint_vector(robot, "qdd0", qdd0)
     if floating is None:
         # every joint actuated in the solver: its τ are generalized forces, a passive joint's held at zero by a
         # hard row
-        solver = compile(rigid_bodies(robot), "inverse", gravity=gravity, derivatives=True)
         passive = np.array([not j.actuated for j in robot.joints], bool)
-        problem = KnotProblem(robot, solver, *args, FrameGoals(robot, frame_goals, steps + 1), passive)
+        problem = KnotProblem(robot, planning_solver(robot, tuple(gravity), None), *args,
+                              FrameGoals(robot, frame_goals, steps + 1), passive,
+                              start_accel=None if qdd0 is None else held)
     else:
         start, goal, phases, friction, ground = floating
         schedule = ContactSchedule(tuple(f for f, _ in phases), tuple(runs for _, runs in phases), friction, ground,
                                    steps + 1) if phases else None
-        frames = list(schedule.frames) if schedule else None
-        solver = compile(rigid_bodies(robot), "inverse", gravity=gravity, derivatives=True, wrench_frames=frames,
-                         wrench_axes="world_aligned")
-        problem = FloatingProblem(robot, solver, compile_frames(robot, frames) if frames else None, *args,
-                                  schedule, start, goal, gravity, positive_number("force_smoothness", force_smoothness),
-                                  FrameGoals(robot, frame_goals, steps + 1))
+        frames = tuple(schedule.frames) if schedule else None
+        base_held = start[2] if start[2] is not None else np.full(6, np.nan)
+        problem = FloatingProblem(robot, planning_solver(robot, tuple(gravity), frames),
+                                  planning_frames(robot, frames) if frames else None, *args, schedule, start[:2],
+                                  goal, gravity, positive_number("force_smoothness", force_smoothness),
+                                  FrameGoals(robot, frame_goals, steps + 1),
+                                  start_accel=None if qdd0 is None and start[2] is None else
+                                  np.concatenate([base_held, held]))
     start = problem.initial_guess() if initial is None else problem.warm_start(initial, PlannedTrajectory)
-    x, iterations, violation = problem.solve(start, tolerance, max_iterations)
+    if real_time_steps is None:
+        x, iterations, violation = problem.solve(start, tolerance, max_iterations)
+    else:
+        x, iterations, violation = problem.real_time(start, tolerance, min(real_time_steps, max_iterations))
     converged = violation <= tolerance
     if not converged:
         warnings.warn(f"optimize_trajectory: stopped after {iterations} iterations with a constraint violated by "

@@ -135,6 +135,23 @@ class TrajectoryProblem(ABC):
             stall = min(ROUND_STALL, max(STALL, STALL_PER_VIOLATION * last))
         return x, iterations, self.violation(x)
 
+    def real_time(self, x: np.ndarray, tolerance: float, steps: int) -> tuple[np.ndarray, int, float]:
+        """A real-time iteration (Diehl's, for model-predictive control from a warm start near the optimum): at most
+        ``steps`` damped Gauss–Newton steps, the inequalities' multipliers updated after each (their weight kept),
+        stopping at the first point that meets every constraint to ``tolerance`` — its cost not polished further.
+        Returns what ``solve`` returns."""
+        taken = 0
+        while taken < steps:
+            x, made = self._descend(self.rebase(x), 1, 0.0)
+            taken += made
+            sets = self.inequalities(x)
+            if float(np.max(np.abs(self.hard_residuals(x)))) <= tolerance and \
+                    max([0.0] + [terms.kkt_residual(*args) for terms, args in sets]) <= tolerance:
+                break
+            for terms, args in sets:
+                terms.update_multipliers(*args)
+        return x, taken, self.violation(x)
+
     def _trial(self, x: np.ndarray, delta: np.ndarray, merit: float,
                backtrack: bool = False) -> tuple[np.ndarray, float] | None:
         """A point along ``delta`` that lowers the merit, and its merit, or None: the full step, then the full step

@@ -5,7 +5,17 @@ Two horizons. *Receding*: every plan looks the same number of knots ahead, so th
 each replan (the previous plan moved one knot on, its last knot held, is the start). *Fixed*: the goal keeps the
 time the first plan gave it, as in STEAP, and each replan plans the knots that are left (the previous plan's tail
 is the start: by the principle of optimality it is nearly the new optimum when the robot followed the plan), with
-its contact runs and frame goals moved to the new knot numbers."""
+its contact runs and frame goals moved to the new knot numbers.
+
+A fixed-horizon replan holds the acceleration under way: the new first knot's q̈ (and a floating base's
+acceleration) is the last plan's at that knot. Under trapezoidal collocation q̈ is part of the state; a replan that
+freed it would plan a different problem from the last plan's tail (one more free knot), whose optimum lies O(1)
+away even when the robot followed the plan exactly — and the steps to reach it were most of a replan's time. The
+tail also keeps its limits' weight μ (``tail``), the moved-on plan of a receding horizon, whose goal is a step
+later, does not (``shifted``): there the old optimum is not near, and a stiff μ slows the way to the new one.
+
+``iterations=k`` makes each replan a real-time iteration: at most k Gauss–Newton steps from the last plan, stopping
+once every constraint holds to the tolerance (``optimize_trajectory``'s ``real_time_steps``)."""
 
 from __future__ import annotations
 
@@ -13,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from gtdyn.arguments import choice, joint_vector
+from gtdyn.arguments import choice, flag, joint_vector, whole_number
 from gtdyn.errors import ArgumentError
 from gtdyn.planning.optimize import PlannedTrajectory, optimize_trajectory
 
@@ -40,7 +50,7 @@ def _moved(x: np.ndarray) -> np.ndarray:
 def shifted(plan: PlannedTrajectory) -> PlannedTrajectory:
     """``plan`` moved one knot on, the last knot held: a warm start for the horizon that begins one step later
     and ends one step later."""
-    out = _per_knot(plan, _moved)
+    out = _per_knot(plan, _moved, weight=0.0)  # μ starts afresh (see the module's note)
     if plan.collocation == "trapezoidal":  # the held knot's velocity is the last one's only if their mean
         for name in ("qdd", "base_accel"):  # acceleration is zero: its own is the last's, negated
             if getattr(out, name) is not None:
@@ -82,12 +92,18 @@ class Replanner:
     one step later each time, the contact runs the same in every horizon; or "fixed", the goal at the time the
     first plan set, each replan one knot shorter, its contact runs and frame goals moved with it (``replan``
     refuses once no step is left). A floating robot's measured base state goes with them: ``base_pose`` (4×4)
-    and ``base_twist``. ``last`` is the latest plan; ``executed``, the steps replanned since ``plan``."""
+    and ``base_twist``. ``hold_acceleration``: each replan's first q̈ is the last plan's there (see above); by
+    default on fixed horizons only. ``iterations``: None, each replan solved to the optimum; k, a real-time iteration of
+    at most k steps (its plan says whether it met ``tolerance``, an option of ``optimize_trajectory``, and warns
+    when not). ``last`` is the latest plan; ``executed``, the steps replanned since ``plan``."""
 
     def __init__(self, robot, *, goal_q=None, goal_v=None, steps: int, dt: float, horizon: str = "receding",
-                 **options):
+                 hold_acceleration: bool | None = None, iterations: int | None = None, **options):
         self.robot, self.goal_q, self.steps, self.dt, self.options = robot, goal_q, steps, dt, options
         self.horizon = choice("horizon", horizon, HORIZONS)
+        self.hold_acceleration = self.horizon == "fixed" if hold_acceleration is None else \
+            flag("hold_acceleration", hold_acceleration)
+        self.iterations = None if iterations is None else whole_number("iterations", iterations, 1)
         self.goal_v = np.zeros(robot.num_dofs) if goal_v is None else goal_v
         self.last: PlannedTrajectory | None = None
         self.executed = 0
@@ -103,15 +119,21 @@ class Replanner:
         one step after the last plan's start, warm-started from that plan (``shifted`` or ``tail``)."""
         if self.last is None:
             return self.plan(q, v, base_pose=base_pose, base_twist=base_twist)
+        last, held = self.last, {}
+        if self.hold_acceleration:  # the acceleration under way, at the knot the robot has reached
+            held = {"qdd0": last.qdd[1], "base_accel0": None if last.base_accel is None else last.base_accel[1]}
+        if self.iterations is not None:
+            held["real_time_steps"] = self.iterations
         if self.horizon == "receding":
-            self.last = self._optimize(q, v, shifted(self.last), base_pose, base_twist, self.steps, self.options)
+            self.last = self._optimize(q, v, shifted(last), base_pose, base_twist, self.steps,
+                                       {**self.options, **held})
             return self.last
         left = self.steps - self.executed - 1
         if left < 1:
             raise ArgumentError(f"replan: the fixed horizon of {self.steps} steps is used up (the goal's time has "
                                 "come); plan() again for a new one")
         options = options_after(self.options, self.executed + 1, self.steps + 1)
-        self.last = self._optimize(q, v, tail(self.last), base_pose, base_twist, left, options)
+        self.last = self._optimize(q, v, tail(last), base_pose, base_twist, left, {**options, **held})
         self.executed += 1
         return self.last
 
