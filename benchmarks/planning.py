@@ -44,7 +44,6 @@ def main() -> None:
     issue_case = issue_case_seconds()
     swing_up = cart_pole_swing_up()
     leap = jump()
-    replans = replanning()
     lines = ["# Trajectory optimization: rest to rest", "", "`python -m benchmarks.planning`; "
              + machine_description(1, 1, 0).split("; medians")[0], "",
              f"Trapezoidal collocation, effort 1, smoothness 1e-4, the model's limits, tolerance 1e-8, at most "
@@ -71,17 +70,7 @@ def main() -> None:
               f"| {len(leap.t)} | {'yes' if leap.converged else '**no**'} | {leap.iterations} | {leap.seconds:.2f} | "
               f"{leap.cost:.4g} | {leap.violation:.1e} | "
               f"{np.max(leap.base_pose[:, 2, 3]) - leap.base_pose[0, 2, 3]:.3f} |"]
-    lines += ["", f"Replanning (`gtdyn.planning.Replanner`): the PUMA 560's {REPLAN_STEPS + 1}-knot horizon to its "
-              f"goal, planned again after each of {REPLANS} executed steps from the state the plan reached, "
-              f"disturbed by {DISTURBANCE:g} rad and rad/s (seeded), warm-started from the last plan moved one knot "
-              "on or cold from the smooth initial guess; and with the goal kept at the first plan's time "
-              "(`horizon=\"fixed\"`), each replan covering the knots left from the last plan's tail; medians over "
-              "the replans:", "",
-              "| start | median iterations | median ms | slowest ms | all converged |", "|---|---|---|---|---|"]
-    for label, plans in replans.items():
-        ms = [1e3 * p.seconds for p in plans]
-        lines.append(f"| {label} | {np.median([p.iterations for p in plans]):.0f} | {np.median(ms):.0f} | "
-                     f"{max(ms):.0f} | {'yes' if all(p.converged for p in plans) else '**no**'} |")
+    lines += ["", "Replanning: `python -m benchmarks.replanning` (results in replanning.md)."]
     with open(os.path.join(RESULTS, "planning.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     plot(rows)
@@ -91,40 +80,6 @@ def main() -> None:
     print(f"wrote {os.path.join(RESULTS, 'planning.md')}")
 
 
-REPLAN_STEPS, REPLANS, DISTURBANCE = 40, 10, 1e-3
-
-
-def replanning() -> dict[str, list]:
-    """Warm and cold replans of the same horizon from the same measured states (see the table's caption)."""
-    from gtdyn.planning import Replanner
-
-    robot = gtdyn.load_robot("puma560")
-    q0, goal, duration = CASES["puma560"]
-    dt = duration / REPLAN_STEPS
-    speed_limits = np.array([j.velocity for j in robot.joints])
-    warm = Replanner(robot, goal_q=goal, steps=REPLAN_STEPS, dt=dt)
-    plan = warm.plan(q0)
-    rng = np.random.default_rng(0)
-    plans: dict[str, list] = {"warm (last plan, one knot on)": [], "cold (smooth guess)": []}
-    with Progress("replanning", REPLANS, enabled=True) as progress:
-        for _ in range(REPLANS):
-            q, v = plan.q[1] + rng.uniform(-1, 1, 6) * DISTURBANCE, plan.v[1] + rng.uniform(-1, 1, 6) * DISTURBANCE
-            v = np.clip(v, -speed_limits, speed_limits)  # the plan rides a limit; a start beyond it is refused
-            plan = warm.replan(q, v)
-            plans["warm (last plan, one knot on)"].append(plan)
-            plans["cold (smooth guess)"].append(gtdyn.optimize_trajectory(
-                robot, q0=q, v0=v, goal_q=goal, goal_v=np.zeros(6), steps=REPLAN_STEPS, dt=dt))
-            progress.step()
-    # the goal at the first plan's time (STEAP's replanning): each replan covers the knots left, from the tail
-    fixed = Replanner(robot, goal_q=goal, steps=REPLAN_STEPS, dt=dt, horizon="fixed")
-    plan, rng = fixed.plan(q0), np.random.default_rng(0)
-    label = "fixed final time (last plan's tail; 40 → 31 knots)"
-    plans[label] = []
-    for _ in range(REPLANS):
-        q, v = plan.q[1] + rng.uniform(-1, 1, 6) * DISTURBANCE, plan.v[1] + rng.uniform(-1, 1, 6) * DISTURBANCE
-        plan = fixed.replan(q, np.clip(v, -speed_limits, speed_limits))
-        plans[label].append(plan)
-    return plans
 
 
 def issue_case_seconds() -> list[float]:
