@@ -797,3 +797,39 @@ def test_dependence_follows_values_through_the_code():
     fn.store(12, c * 2.0)
     fn.store(13, 0.0 * a)
     assert trace.dependence(fn, {0: 0, 1: 1}) == {10: 0b01, 11: 0b11, 12: 0, 13: 0}
+
+
+def test_the_garbage_collector_is_paused_while_code_is_made_and_restored_after():
+    """Tracing and compiling pause Python's cyclic collector (``trace.collector_paused``): on during neither a
+    trace nor the object code, and as the caller had it after — on, or off if the caller had turned it off, also
+    when the compile raised."""
+    import gc
+
+    from gtdyn.compiled import native, trace
+
+    seen = []
+    real = native.compile_object
+
+    def spying(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    robot = gtdyn.load_robot("rr")
+    assert gc.isenabled()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "compile_object", spying)
+        gtdyn.compile(robot, "inverse", use_cache=False)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ZeroDivisionError), trace.collector_paused():
+        with trace.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer pause still holds
+        raise ZeroDivisionError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with trace.collector_paused():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()

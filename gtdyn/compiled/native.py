@@ -195,8 +195,9 @@ def compile_module(functions: dict, prefix: str, entries: tuple[str, ...] | None
                    quick: bool = False) -> list[bytes]:
     """``module_ir``'s program as object code: one object, or for a big program (``objects.PARALLEL_ABOVE``) one
     per part, compiled side by side (``objects.compile_objects``); ``Loaded`` takes either."""
-    parts = module_parts(functions, prefix, entries, parts=objects.workers(), above=objects.PARALLEL_ABOVE)
-    return [compile_object(parts[0], quick)] if len(parts) == 1 else objects.compile_objects(parts, quick)
+    with trace.collector_paused():
+        parts = module_parts(functions, prefix, entries, parts=objects.workers(), above=objects.PARALLEL_ABOVE)
+        return [compile_object(parts[0], quick)] if len(parts) == 1 else objects.compile_objects(parts, quick)
 
 
 # the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;

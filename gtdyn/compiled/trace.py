@@ -14,7 +14,9 @@ The same equations written for numbers (``gtdyn.equations``) run unchanged on ob
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import math
 
 import numpy as np
@@ -219,13 +221,29 @@ def dot(coefficients, values):
 
 def tracing(trace_code):
     """Decorates a function that traces code: numpy's warnings are off while it runs, once for the whole trace
-    rather than per operation (a fifth of the tracing time). The sample values may divide by zero, as a singular
-    robot's do; what is traced is the code, and its calls at such states fall back."""
+    rather than per operation (a fifth of the tracing time), and the garbage collector is paused
+    (``collector_paused``). The sample values may divide by zero, as a singular robot's do; what is traced is the
+    code, and its calls at such states fall back."""
     @functools.wraps(trace_code)
     def quietly(*args, **kwargs):
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), collector_paused():
             return trace_code(*args, **kwargs)
     return quietly
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off for a while (on again after, if it was on): tracing and rendering
+    code allocate millions of small objects and free almost none, so each collection walked them all for nothing,
+    and the longer the process had lived the longer each walk (design_measurements.md). Nested pauses end with the
+    outermost."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class Function:
