@@ -99,6 +99,8 @@ assert np.max(np.abs(plan.tau[:, 1])) < 1e-9 and np.max(np.abs(plan.tau[:, 0])) 
 assert abs(plan.q[-1, 1] - np.pi) < 1e-8
 assert jump.converged and jump_error < 1e-6 and jump.base_pose[10, 2, 3] > T_stand[2, 3] + 0.02
 assert not any(np.any(jump.contact_forces[foot][8:13]) for foot in feet)
+assert len(violations) == 10 and max(violations) <= 1e-4 and max(cost_gaps) < 1e-4
+assert real_time.executed == 10 and len(current.t) == 31
 """,
 }
 # Text a cell must print (a caught error the notebook demonstrates).
