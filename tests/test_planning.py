@@ -258,6 +258,58 @@ def test_a_real_time_replan_takes_at_most_its_steps_and_says_how_far_it_is(rr):
     assert abs(three.cost - optimum.cost) < 1e-6 * optimum.cost
 
 
+def test_a_prepared_replan_is_one_gauss_newton_step_from_the_measured_state(rr):
+    """``prepare()`` before the measurement, ``replan(q, v)`` after it (the feedback): the plan starts at the
+    measured state exactly (the start rows are hard and linear), reports as its violation the largest residual that
+    Pinocchio's dynamics and the collocation rule show, and is the one-step real-time iteration's plan up to second
+    order (each linearized at points 1e-3 apart); a replan after it is an ordinary one again."""
+    from gtdyn.planning import Replanner
+
+    robot, ref = rr
+
+    def replanned(prepare: bool):
+        replanner = Replanner(robot, goal_q=GOAL, steps=30, dt=0.05, horizon="fixed", iterations=1,
+                              tolerance=1e-3)
+        first = replanner.plan(START)
+        if prepare:
+            replanner.prepare()
+            assert replanner.prepared is not None
+        return replanner.replan(first.q[1] + 1e-3, first.v[1] * 0.99), first, replanner
+
+    fed, first, replanner = replanned(prepare=True)
+    one_step, _, _ = replanned(prepare=False)
+    q, v = first.q[1] + 1e-3, first.v[1] * 0.99
+    assert len(fed.t) == 30 and replanner.executed == 1 and replanner.prepared is None
+    assert np.max(np.abs(fed.q[0] - q)) < 1e-12 and np.max(np.abs(fed.v[0] - v)) < 1e-12
+    shown = max([float(np.max(np.abs(fed.tau[k] - ref.rnea(fed.q[k], fed.v[k], fed.qdd[k])))) for k in range(30)]
+                + [collocation_residual(fed), *np.abs(fed.q[-1] - GOAL), *np.abs(fed.v[-1])])
+    assert fed.converged and 1e-8 < fed.violation <= 1e-3 and abs(shown - fed.violation) < 1e-9
+    # the same step but for where it was linearized: 1e-3 apart, so they differ by ~1e-6 (seen 1.5e-5 N m in τ)
+    assert np.max(np.abs(fed.q - one_step.q)) < 1e-6 and np.max(np.abs(fed.tau - one_step.tau)) < 1e-3
+    again = replanner.replan(fed.q[1], fed.v[1])
+    assert again.iterations == 1 and len(again.t) == 29
+
+
+def test_what_a_prepared_replan_refuses(rr):
+    from gtdyn.planning import Replanner
+
+    robot, _ = rr
+    replanner = Replanner(robot, goal_q=GOAL, steps=30, dt=0.05, horizon="fixed")
+    with pytest.raises(gtdyn.ArgumentError, match="^prepare: nothing planned yet"):
+        replanner.prepare()
+    first = replanner.plan(START)
+    replanner.prepare()
+    with pytest.raises(gtdyn.ArgumentError, match="^q"):
+        replanner.replan([np.nan, 0.0], first.v[1])
+    replanner.prepare()
+    with pytest.raises(gtdyn.ArgumentError, match="^q: joint 'j1' at 4 is outside its limits"):
+        replanner.replan([4.0, 0.0], first.v[1])
+    floating = Replanner(gtdyn.load_robot("quadruped", base="floating"), steps=4, dt=0.05)
+    floating.last = first  # anything planned: the refusal is the base's
+    with pytest.raises(gtdyn.ArgumentError, match="^prepare: 'quadruped' floats"):
+        floating.prepare()
+
+
 def test_a_fixed_horizon_moves_contact_runs_and_frame_goals_with_its_first_knot():
     """``options_after``: after two executed steps of a 21-knot plan a run [0, 8) becomes [0, 6), [13, 21) becomes
     [11, 19), a run over by then ([0, 2)) is gone and one under way ([1, 5)) is clipped to start at the new first

@@ -224,6 +224,16 @@ def simulation_covers(robot: Robot, method: str, contacts: bool) -> None:
                             "loops, not the variational integrator)")
 
 
+def preparable(robot: Robot, planned: bool) -> None:
+    """What ``Replanner.prepare`` needs: a plan to predict from, on a fixed base (a floating base's start is a pose,
+    whose rows would have to be linearized again at the measured pose)."""
+    if not planned:
+        raise ArgumentError("prepare: nothing planned yet; plan() first")
+    if robot.floating_base:
+        raise ArgumentError(f"prepare: '{robot.name}' floats; a prepared replan covers fixed-base robots "
+                            "(replan() without it covers both)")
+
+
 def within_limits(robot: Robot, positions: dict, velocities: dict) -> None:
     """Joint positions and velocities (by argument name; None skipped) inside the model's limits: what a trajectory
     that keeps the limits must start or end at. The error names the argument, the joint and the bound."""

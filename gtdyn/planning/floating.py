@@ -149,8 +149,9 @@ class FloatingProblem(KnotProblem):
         J[:, :6] = gtsam.Pose3.LogmapDerivative(rho) @ Jr[k]
         return [(self.s_keys[k], J)], rho
 
-    def boundary(self, x: np.ndarray) -> list[tuple[list, np.ndarray]]:
-        """Start (pose, twist, q, q̇), goal (those given), and the contacts' landing heights and standing still."""
+    def boundary(self, x: np.ndarray, start: bool = True) -> list[tuple[list, np.ndarray]]:
+        """Start (pose, twist, q, q̇; unless not ``start``), goal (those given), and the contacts' landing heights
+        and standing still."""
         q, v, _, _ = self.unpack(x)
         T, Jr = self._at(x).T, self._at(x).Jr
         m, N = self.m, self.N
@@ -158,8 +159,8 @@ class FloatingProblem(KnotProblem):
         joints_q, speeds = eye[6:m], eye[m:2 * m]
         rows = [self._pose_row(0, self.start_pose, Jr, T),
                 ([(self.s_keys[0], joints_q)], q[0, 6:] - self.q0),
-                ([(self.s_keys[0], speeds)], v[0] - np.concatenate([self.start_twist, self.v0])),
-                *self.start_acceleration_rows(x)]
+                ([(self.s_keys[0], speeds)], v[0] - np.concatenate([self.start_twist, self.v0]))] if start else []
+        rows += self.start_acceleration_rows(x)
         if self.goal_pose is not None:
             rows.append(self._pose_row(N, self.goal_pose, Jr, T))
         if self.goal_twist is not None:

@@ -146,12 +146,13 @@ class KnotProblem(TrajectoryProblem):
         s = x[self.s_index]
         return s[:-1] @ self.C_now.T + s[1:] @ self.C_next.T, [(self.C_now, self.C_next)] * self.N
 
-    def boundary(self, x: np.ndarray) -> list[tuple[list, np.ndarray]]:
-        """Start, goal and frame-goal rows: [([(key, J)], residual)]."""
+    def boundary(self, x: np.ndarray, start: bool = True) -> list[tuple[list, np.ndarray]]:
+        """Start (unless not ``start``: ``gtdyn.planning.prepared`` adds it later), goal and frame-goal rows:
+        [([(key, J)], residual)]."""
         q, v, _, _ = self.unpack(x)
         P, m, N = self.position_velocity, self.m, self.N
-        rows = [([(self.s_keys[0], P)], np.concatenate([q[0] - self.q0, v[0] - self.v0])),
-                *self.start_acceleration_rows(x)]
+        rows = [([(self.s_keys[0], P)], np.concatenate([q[0] - self.q0, v[0] - self.v0]))] if start else []
+        rows += self.start_acceleration_rows(x)
         if self.goal_q is not None:
             rows.append(([(self.s_keys[N], P[:m])], q[N] - self.goal_q))
         if self.goal_v is not None:
@@ -183,8 +184,9 @@ class KnotProblem(TrajectoryProblem):
         jerk = np.sqrt(self.smoothness * self.h) * np.diff(a, axis=0) / self.h
         return np.concatenate([effort.ravel(), jerk.ravel()])
 
-    def linearized(self, x: np.ndarray, soft: bool = True) -> gtsam.GaussianFactorGraph:
-        """Every factor linearized at x (J δ = −r per factor; the hard ones alone if not ``soft``)."""
+    def linearized(self, x: np.ndarray, soft: bool = True, start: bool = True) -> gtsam.GaussianFactorGraph:
+        """Every factor linearized at x (J δ = −r per factor; the hard ones alone if not ``soft``; without the
+        start's rows if not ``start``)."""
         m, N, h = self.m, self.N, self.h
         _, _, a, tau = self.unpack(x)
         value, blocks = self.dynamics(x, True)
@@ -210,7 +212,7 @@ class KnotProblem(TrajectoryProblem):
                 if soft:
                     graph.add(gtsam.JacobianFactor(s_k, -w_jerk * jerk, self.s_keys[k + 1], w_jerk * jerk,
                                                    -w_jerk * (a[k + 1] - a[k]), UNIT(m)))
-        for terms, r in self.boundary(x):
+        for terms, r in self.boundary(x, start):
             graph.add(factor(terms, -r, HARD(len(r))))
         if soft:
             self.add_soft_factors(graph, x)

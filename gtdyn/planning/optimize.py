@@ -143,6 +143,39 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
 
     Trees (no loops or transmissions). A run that stops before meeting every constraint says so with a
     ``ConvergenceWarning`` (and ``converged`` False)."""
+    asked = dict(locals())  # the request as given, checked once in ``set_up``
+    steps_cap = asked.pop("real_time_steps")
+    steps_cap = None if steps_cap is None else whole_number("real_time_steps", steps_cap, 1)
+    setup = set_up(**asked)
+    problem, tolerance = setup.problem, setup.tolerance
+    if steps_cap is None:
+        x, iterations, violation = problem.solve(setup.start, tolerance, setup.max_iterations)
+    else:
+        x, iterations, violation = problem.real_time(setup.start, tolerance, min(steps_cap, setup.max_iterations))
+    return finish(setup, x, iterations, violation)
+
+
+@dataclass(frozen=True, eq=False)
+class Setup:
+    """A checked request: its problem, the point its solve starts from, and what its result records."""
+
+    robot: Robot
+    problem: object  # a KnotProblem, or a FloatingProblem on a floating base
+    start: np.ndarray
+    bounds: Limits
+    floating: bool
+    collocation: str
+    dt: float
+    tolerance: float
+    max_iterations: int
+    started: float  # perf_counter when the problem was being built: the result's seconds count from it
+
+
+def set_up(robot: Robot, *, q0, v0, goal_q, goal_v, steps, dt, collocation, limits, frame_goals, effort,
+           smoothness, gravity, tolerance, max_iterations, initial, base_pose, base_twist, goal_base_pose,
+           goal_base_twist, contacts, friction, ground, force_smoothness, qdd0, base_accel0) -> Setup:
+    """``optimize_trajectory``'s arguments (all of them: its signature holds the defaults) checked and converted,
+    and the problem they ask for with its starting point (a warm start's, or the smooth guess)."""
     covered(robot_argument(robot), "optimize_trajectory", loops=False, transmissions=False,
             advice="it covers trees, on a fixed or floating base")
     choice("collocation", collocation, COLLOCATION)
@@ -159,8 +192,6 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     gravity = gravity_vector(gravity)
     floating = floating_plan(robot, steps + 1, base_pose, base_twist, goal_base_pose, goal_base_twist, contacts,
                              friction, ground, base_accel0)
-    if real_time_steps is not None:
-        real_time_steps = whole_number("real_time_steps", real_time_steps, 1)
     if limits:
         within_limits(robot, {"q0": q0, "goal_q": goal_q}, {"v0": v0, "goal_v": goal_v})
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
@@ -187,25 +218,29 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
                                   start_accel=None if qdd0 is None and start[2] is None else
                                   np.concatenate([base_held, held]))
     start = problem.initial_guess() if initial is None else problem.warm_start(initial, PlannedTrajectory)
-    if real_time_steps is None:
-        x, iterations, violation = problem.solve(start, tolerance, max_iterations)
-    else:
-        x, iterations, violation = problem.real_time(start, tolerance, min(real_time_steps, max_iterations))
+    return Setup(robot, problem, start, bounds, floating is not None, collocation, dt, tolerance, max_iterations,
+                 started)
+
+
+def finish(setup: Setup, x: np.ndarray, iterations: int, violation: float) -> PlannedTrajectory:
+    """The plan at x, a solve's point (a ``ConvergenceWarning`` when a constraint is violated beyond the
+    tolerance)."""
+    problem, bounds, tolerance, n = setup.problem, setup.bounds, setup.tolerance, setup.robot.num_dofs
     converged = violation <= tolerance
     if not converged:
         warnings.warn(f"optimize_trajectory: stopped after {iterations} iterations with a constraint violated by "
                       f"{violation:.3g} (tolerance {tolerance:g}); the trajectory does not meet its constraints — "
                       "more steps, a longer dt, wider limits or a reachable goal may help", ConvergenceWarning,
-                      stacklevel=2)
+                      stacklevel=3)
     q, v, a, tau = (part[:, -n:].copy() for part in problem.unpack(x))
     extra, multipliers = {}, {name: m.copy() for name, m in bounds.multipliers.items()}
     if getattr(problem, "contact_terms", None) is not None:
         multipliers["contacts"] = problem.contact_terms.by_knot()
-    if floating is not None:
+    if setup.floating:
         _, base_v, base_a, _ = problem.unpack(x)
         extra = {"base_pose": problem.poses(x), "base_twist": base_v[:, :6].copy(),
                  "base_accel": base_a[:, :6].copy(), "contact_forces": {
                      name: wrench[:, 3:] for name, wrench in problem.wrenches(x).items()}}
-    return PlannedTrajectory(robot, collocation, dt * np.arange(steps + 1), q, v, a, tau, problem.cost(x),
-                             violation, converged, iterations, time.perf_counter() - started,
+    return PlannedTrajectory(setup.robot, setup.collocation, setup.dt * np.arange(problem.N + 1), q, v, a, tau,
+                             problem.cost(x), violation, converged, iterations, time.perf_counter() - setup.started,
                              multipliers, bounds.mu, **extra)

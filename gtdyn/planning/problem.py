@@ -144,13 +144,21 @@ class TrajectoryProblem(ABC):
         while taken < steps:
             x, made = self._descend(self.rebase(x), 1, 0.0)
             taken += made
-            sets = self.inequalities(x)
-            if float(np.max(np.abs(self.hard_residuals(x)))) <= tolerance and \
-                    max([0.0] + [terms.kkt_residual(*args) for terms, args in sets]) <= tolerance:
+            if self.settled(x, tolerance):
                 break
-            for terms, args in sets:
-                terms.update_multipliers(*args)
         return x, taken, self.violation(x)
+
+    def settled(self, x: np.ndarray, tolerance: float) -> bool:
+        """Whether every constraint holds at x to ``tolerance`` (the hard rows, and the inequalities' KKT residual);
+        if not, the inequalities' multipliers take their first-order update, λ ← max(0, λ + μ c), for the next
+        step."""
+        sets = self.inequalities(x)
+        if float(np.max(np.abs(self.hard_residuals(x)))) <= tolerance and \
+                max([0.0] + [terms.kkt_residual(*args) for terms, args in sets]) <= tolerance:
+            return True
+        for terms, args in sets:
+            terms.update_multipliers(*args)
+        return False
 
     def _trial(self, x: np.ndarray, delta: np.ndarray, merit: float,
                backtrack: bool = False) -> tuple[np.ndarray, float] | None:

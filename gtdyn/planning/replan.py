@@ -20,12 +20,17 @@ once every constraint holds to the tolerance (``optimize_trajectory``'s ``real_t
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import time
 
 import numpy as np
 
 from gtdyn.arguments import choice, flag, joint_vector, whole_number
+from gtdyn.arguments.series import preparable
 from gtdyn.errors import ArgumentError
-from gtdyn.planning.optimize import PlannedTrajectory, optimize_trajectory
+from gtdyn.planning.limits import Limits
+from gtdyn.planning.optimize import PlannedTrajectory, finish, optimize_trajectory, set_up
+from gtdyn.planning.prepared import PreparedStep
 
 KNOT_ARRAYS = ("q", "v", "qdd", "tau", "base_pose", "base_twist", "base_accel")
 HORIZONS = ("receding", "fixed")
@@ -107,40 +112,70 @@ class Replanner:
         self.goal_v = np.zeros(robot.num_dofs) if goal_v is None else goal_v
         self.last: PlannedTrajectory | None = None
         self.executed = 0
+        self.prepared: PreparedStep | None = None  # ``prepare``'s, for the next replan
 
     def plan(self, q, v=None, *, base_pose=None, base_twist=None) -> PlannedTrajectory:
         """A cold plan from (q, v) (and a floating robot's base pose and twist)."""
-        self.last = self._optimize(q, v, None, base_pose, base_twist, self.steps, self.options)
-        self.executed = 0
+        self.last = optimize_trajectory(self.robot, **self._request(q, v, None, base_pose, base_twist, self.steps,
+                                                                    self.options))
+        self.executed, self.prepared = 0, None
         return self.last
 
     def replan(self, q, v=None, *, base_pose=None, base_twist=None) -> PlannedTrajectory:
         """The horizon planned again from (q, v) (and a floating robot's base pose and twist), the state measured
-        one step after the last plan's start, warm-started from that plan (``shifted`` or ``tail``)."""
+        one step after the last plan's start, warm-started from that plan (``shifted`` or ``tail``); after
+        ``prepare``, the prepared step's feedback instead."""
         if self.last is None:
             return self.plan(q, v, base_pose=base_pose, base_twist=base_twist)
+        prepared, self.prepared = self.prepared, None
+        if prepared is not None:
+            started = time.perf_counter()
+            x, violation = prepared.feedback(q, np.zeros(self.robot.num_dofs) if v is None else v)
+            self.last = dataclasses.replace(finish(prepared.setup, x, 1, violation),
+                                            seconds=time.perf_counter() - started)
+        else:
+            self.last = optimize_trajectory(self.robot, **self._next(q, v, base_pose, base_twist))
+        self.executed += self.horizon == "fixed"
+        return self.last
+
+    def prepare(self) -> None:
+        """Before the next state is measured: the next replan prepared at the state the last plan predicts for it
+        (``gtdyn.planning.prepared``: linearized, and eliminated but for its first knot), so that the next
+        ``replan`` is only the feedback — one Gauss–Newton step, taken whole, from the measured state. Fixed-base
+        robots."""
+        preparable(self.robot, self.last is not None)
+        q, v = self.last.q[1], self.last.v[1]
+        if self.options.get("limits", True):  # a plan keeps its limits to its tolerance; a start must keep them
+            bound = Limits.of(self.robot, 1).bound
+            q, v = np.clip(q, bound["q lower"], bound["q upper"]), np.clip(v, bound["v lower"], bound["v upper"])
+        request = self._next(q, v, None, None)
+        request.pop("real_time_steps", None)
+        asked = inspect.signature(optimize_trajectory).bind(self.robot, **request)
+        asked.apply_defaults()
+        arguments = dict(asked.arguments)
+        del arguments["robot"], arguments["real_time_steps"]
+        self.prepared = PreparedStep(set_up(self.robot, **arguments), limits=arguments["limits"])
+
+    def _next(self, q, v, base_pose, base_twist) -> dict:
+        """``optimize_trajectory``'s arguments for the replan from (q, v): the horizon's knots and options, the
+        last plan as the warm start, the acceleration under way where held."""
         last, held = self.last, {}
         if self.hold_acceleration:  # the acceleration under way, at the knot the robot has reached
             held = {"qdd0": last.qdd[1], "base_accel0": None if last.base_accel is None else last.base_accel[1]}
         if self.iterations is not None:
             held["real_time_steps"] = self.iterations
         if self.horizon == "receding":
-            self.last = self._optimize(q, v, shifted(last), base_pose, base_twist, self.steps,
-                                       {**self.options, **held})
-            return self.last
+            return self._request(q, v, shifted(last), base_pose, base_twist, self.steps, {**self.options, **held})
         left = self.steps - self.executed - 1
         if left < 1:
             raise ArgumentError(f"replan: the fixed horizon of {self.steps} steps is used up (the goal's time has "
                                 "come); plan() again for a new one")
         options = options_after(self.options, self.executed + 1, self.steps + 1)
-        self.last = self._optimize(q, v, tail(last), base_pose, base_twist, left, {**options, **held})
-        self.executed += 1
-        return self.last
+        return self._request(q, v, tail(last), base_pose, base_twist, left, {**options, **held})
 
-    def _optimize(self, q, v, initial, base_pose, base_twist, steps: int, options: dict) -> PlannedTrajectory:
+    def _request(self, q, v, initial, base_pose, base_twist, steps: int, options: dict) -> dict:
         q = joint_vector(self.robot, "q", q)
         v = np.zeros(self.robot.num_dofs) if v is None else joint_vector(self.robot, "v", v)
         base = {name: x for name, x in (("base_pose", base_pose), ("base_twist", base_twist)) if x is not None}
-        return optimize_trajectory(self.robot, q0=q, v0=v, goal_q=self.goal_q, goal_v=self.goal_v, steps=steps,
-                                   dt=self.dt, initial=initial, **base, **options)
-
+        return dict(q0=q, v0=v, goal_q=self.goal_q, goal_v=self.goal_v, steps=steps, dt=self.dt, initial=initial,
+                    **base, **options)
