@@ -44,7 +44,7 @@ WAYS = [("receding, to the optimum, warm", {}),
         ("fixed, real-time iteration, 1 step", {"horizon": "fixed", "iterations": 1}),
         ("fixed, real-time iteration, ≤ 2 steps", {"horizon": "fixed", "iterations": 2}),
         ("fixed, real-time iteration, ≤ 3 steps", {"horizon": "fixed", "iterations": 3}),
-        ("fixed, prepared (`prepare()`), 1 step: the feedback after the measurement",
+        ("fixed, prepared: the feedback after the measurement (1 step)",
          {"horizon": "fixed", "iterations": 1, "prepare": True})]
 
 
@@ -239,7 +239,8 @@ def plot(rows, incremental) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [row["label"] for row in rows] + ["prepared (iSAM2): feedback only", "prepared: preparation + feedback"]
+    labels = [row["label"] for row in rows] + ["iSAM2 split: root update and back-substitution",
+                                               "iSAM2 split: preparation + feedback"]
     medians = [np.median([r["ms"] for r in row["runs"]]) for row in rows]
     runs = incremental["runs"]
     medians += [np.median([r["feedback"] for r in runs]), np.median([r["prepare"] + r["feedback"] for r in runs])]
