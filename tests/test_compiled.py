@@ -833,3 +833,35 @@ def test_the_garbage_collector_is_paused_while_code_is_made_and_restored_after()
         assert not gc.isenabled()  # off before, off after
     finally:
         gc.enable()
+
+
+def test_the_native_entry_takes_calls_from_its_owner_thread_only():
+    """``entry.bind(..., owner=)``: the thread check is the entry's own (Python no longer asks): another thread's
+    call returns False and leaves the output as it was, so its caller takes the checked path with a workspace of
+    its own; the owner's call runs; no owner, any thread's."""
+    import threading
+
+    from gtdyn.compiled import entry
+
+    solver = compiled("puma560", "forward", "aba")
+    q, v, tau = np.random.default_rng(3).uniform(-0.5, 0.5, (3, 6))
+    expected = solver(q, v, tau)
+    arguments = entry.call_plan(6, False, False, [(solver._out, (6,))])
+    address = solver._native.address[solver._entry]
+    mine = entry.bind(solver._ws, address, solver._status, arguments, owner=threading.get_ident())
+    anyone = entry.bind(solver._ws, address, solver._status, arguments)
+    seen = {}
+
+    def elsewhere():
+        for name, bound in (("mine", mine), ("anyone", anyone)):
+            out = np.full(6, 7.0)
+            seen[name] = (bool(bound.call(q, v, tau, None, None, None, None, out)), out.copy())
+
+    worker = threading.Thread(target=elsewhere)
+    worker.start()
+    worker.join()
+    assert seen["mine"][0] is False and np.all(seen["mine"][1] == 7.0)
+    assert seen["anyone"][0] is True and np.array_equal(seen["anyone"][1], expected)
+    out = np.empty(6)
+    assert mine.call(q, v, tau, None, None, None, None, out) and np.array_equal(out, expected)
+    assert err(solver(q, v, tau), expected) == 0.0

@@ -7,14 +7,17 @@ itself on small robots (benchmarks/results/design_measurements.md). The entry he
 (it knows nothing about any robot) and bound to one solver's *plan of arguments*, an int64 array:
 
     [ws address, entry address, status index (−1: none), argument count, address of None, passive count,
+     owner thread (0: any),
      then per argument: kind (NONE, IN, OUT), workspace offset, ndim, dim0, dim1,
      then the workspace indices of the passive joints' x]
 
 It reads each array through the buffer protocol (the stable C API; no numpy internals) and takes the quick
-path only for what it can check completely: C-contiguous float64 arrays of exactly the planned shapes, None
-where the plan says None, zero x at passive joints, and a status of 1 after the run. For anything else it
-returns False having changed nothing the caller keeps, and the caller takes the checked Python path, which
-converts, raises the boundary's errors or asks the reference path. The entry holds the GIL while it runs.
+path only for what it can check completely: a call from the thread that owns the workspace (checked here, not in
+Python, where ``threading.get_ident`` cost a tenth of an unchecked call), C-contiguous float64 arrays of exactly
+the planned shapes, None where the plan says None, zero x at passive joints, and a status of 1 after the run.
+For anything else it returns False having changed nothing the caller keeps, and the caller takes the checked
+Python path, which converts, raises the boundary's errors or asks the reference path. The entry holds the GIL
+while it runs.
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import native
 
 NONE, IN, OUT = 0, 1, 2  # what an argument must be: None, an input array, an output array
-_HEAD, _PER_ARGUMENT = 6, 5
+_HEAD, _PER_ARGUMENT = 7, 5
 _BUFFER_IN = 0x3C  # PyBUF_C_CONTIGUOUS | PyBUF_FORMAT
 _BUFFER_OUT = 0x3D  # the same, writable
 _METH_FASTCALL = 0x80
-_API = ("PyObject_GetBuffer", "PyBuffer_Release", "PyErr_Clear", "PyLong_FromSsize_t", "PyLong_AsVoidPtr")
+_API = ("PyObject_GetBuffer", "PyBuffer_Release", "PyErr_Clear", "PyLong_FromSsize_t", "PyLong_AsVoidPtr",
+        "PyThread_get_thread_ident")
 
 _IR = r"""
 %buffer = type { ptr, ptr, i64, i64, i32, i32, ptr, ptr, ptr, ptr, ptr }
@@ -42,6 +46,7 @@ declare void @PyBuffer_Release(ptr)
 declare void @PyErr_Clear()
 declare ptr @PyLong_FromSsize_t(i64)
 declare ptr @PyLong_AsVoidPtr(ptr)
+declare i64 @PyThread_get_thread_ident()
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
 ; 1 if the buffer is C float64 ("d") of exactly ndim dimensions d0 (and d1)
@@ -180,6 +185,15 @@ entry:
   %none = inttoptr i64 %none_word to ptr
   %passive_at = getelementptr i64, ptr %head, i64 5
   %passives = load i64, ptr %passive_at
+  %owner_at = getelementptr i64, ptr %head, i64 6
+  %owner = load i64, ptr %owner_at
+  %any_thread = icmp eq i64 %owner, 0
+  br i1 %any_thread, label %count_check, label %thread_check
+thread_check:
+  %me = call i64 @PyThread_get_thread_ident()
+  %mine = icmp eq i64 %me, %owner
+  br i1 %mine, label %count_check, label %quit
+count_check:
   %right_count = icmp eq i64 %nargs, %count
   br i1 %right_count, label %inputs, label %quit
 inputs:
@@ -302,11 +316,14 @@ class Entry(NamedTuple):
     workspace: np.ndarray
 
 
-def bind(ws: np.ndarray, run_address: int, status: int | None, arguments: list[Argument], passive=()) -> Entry:
+def bind(ws: np.ndarray, run_address: int, status: int | None, arguments: list[Argument], passive=(),
+         owner: int | None = None) -> Entry:
     """The entry bound to one workspace, one generated function (its address) and one plan of ``arguments``;
     ``status``: the workspace index that must read 1 after the run (None: no check); ``passive``: workspace
-    indices that must be zero (the passive joints' x)."""
+    indices that must be zero (the passive joints' x); ``owner``: the thread (``threading.get_ident()``) whose
+    calls it takes (None: any thread's)."""
     method = _method()
+    thread = 0 if owner is None else owner - (1 << 64) * (owner >= 1 << 63)  # an unsigned long, as i64 bits
     plan = np.array([ws.ctypes.data, run_address, -1 if status is None else status, len(arguments), id(None),
-                     len(passive)] + [w for a in arguments for w in a.words()] + list(passive), dtype=np.int64)
+                     len(passive), thread] + [w for a in arguments for w in a.words()] + list(passive), dtype=np.int64)
     return Entry(_built["new"](ctypes.addressof(method), plan.ctypes.data, None), plan, ws)

@@ -208,7 +208,7 @@ class CompiledInverseOSIM:
         flag = self._start + self._k ** 2
         self._bound = entry.bind(self._ws, self._native.address[self._entry], flag,  # keeps its plan alive
                                  [entry.Argument(entry.IN, 0, (robot.num_dofs,)),
-                                  entry.Argument(entry.OUT, self._start, (self._k, self._k))])
+                                  entry.Argument(entry.OUT, self._start, (self._k, self._k))], owner=self._owner)
         self._quick = self._bound.call
 
     def _workspace(self) -> np.ndarray:
@@ -218,10 +218,9 @@ class CompiledInverseOSIM:
         return ws
 
     def __call__(self, q) -> np.ndarray:
-        if threading.get_ident() == self._owner:  # one native entry: float64 q of the right length, certified
-            out = np.empty((self._k, self._k))
-            if self._quick(q, out):
-                return self._repeated(out)
+        out = np.empty((self._k, self._k))  # one native entry: the owner's thread, float64 q of the right
+        if self._quick(q, out):              # length, certified
+            return self._repeated(out)
         q = joint_positions(self.robot, "q", q)
         ws = self._ws if threading.get_ident() == self._owner else self._workspace()  # a thread's own
         ws[:self.robot.num_dofs] = q

@@ -125,7 +125,7 @@ class CompiledSolver:
             return None
         arguments = entry.call_plan(self._n, bool(self._base_inputs), self._inverse, outputs)
         passive = [2 * self._n + p for p in self._passive]  # the passive joints' x
-        return entry.bind(self._ws, self._native.address[name], self._status, arguments, passive)
+        return entry.bind(self._ws, self._native.address[name], self._status, arguments, passive, self._owner)
 
     def _workspace_views(self, ws: np.ndarray) -> tuple:
         """Views of ``ws`` a call writes and reads, made once per workspace: q, q̇, x; the base inputs (pose as
@@ -149,7 +149,7 @@ class CompiledSolver:
     def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                  external_wrenches=None):
         quick = self._quick
-        if quick is not None and external_wrenches is None and get_ident() == self._owner:
+        if quick is not None and external_wrenches is None:  # the entry checks the thread
             out = self._empty(self._outputs)
             if quick.call(q, v, x, base_pose, base_twist, base_accel, base_wrench, out):
                 self._last = self._ws
@@ -173,7 +173,7 @@ class CompiledSolver:
         if self._derivative_entry is None:
             self._without_derivatives()
         quick = self._quick_derivatives
-        if quick is not None and external_wrenches is None and self._along is None and get_ident() == self._owner:
+        if quick is not None and external_wrenches is None and self._along is None:  # the entry checks the thread
             outputs, nv, empty = self._outputs, self.robot.nv, self._empty
             value, dq, dv, dx = empty(outputs), empty((outputs, nv)), empty((outputs, nv)), empty((outputs, nv))
             if quick.call(q, v, x, base_pose, base_twist, base_accel, base_wrench, value, dq, dv, dx):
