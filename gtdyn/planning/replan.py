@@ -98,9 +98,12 @@ class Replanner:
     first plan set, each replan one knot shorter, its contact runs and frame goals moved with it (``replan``
     refuses once no step is left). A floating robot's measured base state goes with them: ``base_pose`` (4×4)
     and ``base_twist``. ``hold_acceleration``: each replan's first q̈ is the last plan's there (see above); by
-    default on fixed horizons only. ``iterations``: None, each replan solved to the optimum; k, a real-time iteration of
-    at most k steps (its plan says whether it met ``tolerance``, an option of ``optimize_trajectory``, and warns
-    when not). ``last`` is the latest plan; ``executed``, the steps replanned since ``plan``."""
+    default on fixed horizons only. ``iterations``: None, each replan solved to the optimum; k, a real-time
+    iteration of at most k steps (its plan says whether it met ``tolerance``, an option of
+    ``optimize_trajectory``, and warns when not). ``prepare()``, while a step executes, makes the next
+    ``replan`` the feedback of a prepared step (``gtdyn.planning.prepared``; fixed bases). ``last`` is the latest
+    plan; ``executed``, the steps replanned since ``plan``; ``prepared``, the step ``prepare`` made, until the
+    replan that uses it."""
 
     def __init__(self, robot, *, goal_q=None, goal_v=None, steps: int, dt: float, horizon: str = "receding",
                  hold_acceleration: bool | None = None, iterations: int | None = None, **options):
