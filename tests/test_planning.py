@@ -11,6 +11,7 @@ from references import rel_err
 
 import gtdyn
 from gtdyn.bench.pinocchio import PinocchioModel
+from gtdyn.planning.replan import held_acceleration
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 START, GOAL = np.array([0.0, 0.0]), np.array([1.0, -0.5])
@@ -186,11 +187,11 @@ def test_replanning_from_a_measured_state_starts_from_the_last_plan(rr, hold):
     q, v = first.q[1] + 1e-3, first.v[1] * 0.99
     warm = replanner.replan(q, v)
     cold = gtdyn.optimize_trajectory(robot, q0=q, v0=v, goal_q=GOAL, goal_v=np.zeros(2), steps=30, dt=0.05,
-                                     qdd0=first.qdd[1] if hold else None)
+                                     qdd0=held_acceleration(first) if hold else None)
     assert warm.converged and cold.converged and replanner.last is warm
     # both stop when the merit falls by less than 1e-12 of itself: their q agree to ~1e-7 (seen 2e-9 to 7e-7)
     assert np.max(np.abs(warm.q[0] - q)) < 1e-8 and np.max(np.abs(warm.q - cold.q)) < 1e-6
-    held = np.max(np.abs(warm.qdd[0] - first.qdd[1]))
+    held = np.max(np.abs(warm.qdd[0] - first.qdd[1]))  # rr: both joints actuated, torques inside their limits
     assert held < 1e-8 if hold else held > 1e-3  # free, the first acceleration moves
 
 
@@ -207,7 +208,7 @@ def test_a_fixed_horizon_replan_plans_the_knots_left_to_the_same_goal_time(rr):
     q, v = first.q[1] + 1e-3, first.v[1] * 0.99
     warm = replanner.replan(q, v)
     cold = gtdyn.optimize_trajectory(robot, q0=q, v0=v, goal_q=GOAL, goal_v=np.zeros(2), steps=29, dt=0.05,
-                                     qdd0=first.qdd[1])
+                                     qdd0=held_acceleration(first))
     assert warm.converged and cold.converged and len(warm.t) == 30 and replanner.executed == 1
     assert np.max(np.abs(warm.q[0] - q)) < 1e-8 and np.max(np.abs(warm.q - cold.q)) < 1e-6
     assert np.max(np.abs(warm.q[-1] - GOAL)) < 1e-8 and np.max(np.abs(warm.v[-1])) < 1e-8
@@ -223,6 +224,29 @@ def test_a_fixed_horizon_replan_plans_the_knots_left_to_the_same_goal_time(rr):
         short.replan(plan.q[1], plan.v[1])
     with pytest.raises(gtdyn.ArgumentError, match="^horizon: 'moving' is not one of receding, fixed"):
         Replanner(robot, goal_q=GOAL, steps=3, dt=0.2, horizon="moving")
+
+
+def test_a_fixed_horizon_replan_holds_only_the_accelerations_it_can(tmp_path):
+    """The cart-pole replanned from a state a little off its plan: holding the pole's acceleration too would ask
+    its passive hinge for torque (it did: every replan stopped with a violation of ~1e-3), so only the cart's is
+    held; the replan converges, the hinge carries no torque and the cart's first q̈ is the last plan's. A joint
+    whose torque rides its limit at that knot is left free as well."""
+    from gtdyn.planning import Replanner
+
+    path = tmp_path / "cart_pole.urdf"
+    path.write_text(CART_POLE)
+    robot = gtdyn.load_robot(str(path)).with_actuated(["slider"])
+    replanner = Replanner(robot, goal_q=[0, np.pi], steps=60, dt=0.05, horizon="fixed")
+    first = replanner.plan([0.0, 0.0])
+    held = held_acceleration(first)
+    assert held[0] == first.qdd[1, 0] and np.isnan(held[1])
+    again = replanner.replan(first.q[1] + 1e-3, first.v[1] - 1e-3)
+    assert again.converged and np.max(np.abs(again.tau[:, 1])) < 1e-9 and again.qdd[0, 0] == pytest.approx(
+        first.qdd[1, 0], abs=1e-9)
+    ref = PinocchioModel(str(path), robot)
+    assert max(rel_err(again.tau[k], ref.rnea(again.q[k], again.v[k], again.qdd[k])) for k in range(60)) < TOL
+    riding = dataclasses.replace(first, tau=np.where(np.arange(2) == 0, 30.0, first.tau))  # the cart at its 30 N
+    assert np.all(np.isnan(held_acceleration(riding)))
 
 
 def test_a_real_time_replan_takes_at_most_its_steps_and_says_how_far_it_is(rr):

@@ -93,6 +93,18 @@ def state_batch(n: int, **arrays) -> list[np.ndarray]:
     return out
 
 
+def held_joints(robot: Robot, name: str, x) -> np.ndarray:
+    """``x`` as one float per joint where NaN means "free" (``optimize_trajectory``'s ``qdd0``), or ArgumentError:
+    wrong shape, complex, non-numeric or infinite."""
+    a = real_array(name, x, f"{robot.num_dofs} numbers")
+    if a.shape != (robot.num_dofs,):
+        raise ArgumentError(f"{name}: expected a vector of length {robot.num_dofs}, got shape {a.shape} (one per "
+                            f"joint of '{robot.name}': {', '.join(robot.joint_names)}; NaN leaves one free)")
+    if np.any(np.isinf(a)):
+        raise ArgumentError(f"{name}: infinite values {a.tolist()} (NaN leaves a joint free)")
+    return a
+
+
 def joint_vector(robot: Robot, name: str, x) -> np.ndarray:
     try:
         return finite_vector(name, x, robot.num_dofs)

@@ -33,6 +33,7 @@ from gtdyn.arguments import (
     choice,
     covered,
     gravity_vector,
+    held_joints,
     joint_positions,
     joint_vector,
     positive_number,
@@ -124,8 +125,8 @@ def optimize_trajectory(robot: Robot, *, q0, v0=None, goal_q=None, goal_v=None, 
     ``gtdyn.FrameGoal`` — a frame's position and/or orientation at a knot (the last by default), in task space,
     met exactly like ``goal_q``. ``initial``: a ``PlannedTrajectory`` of the same knots to start from (a warm
     start: ``gtdyn.planning.Replanner``), else a smooth path through the goals. Passive joints carry no torque.
-    ``qdd0`` (and on a floating base ``base_accel0``, root link frame) holds the first knot's accelerations (None:
-    free): a replan that keeps the acceleration under way.
+    ``qdd0`` (and on a floating base ``base_accel0``, root link frame) holds the first knot's accelerations (None,
+    or NaN at a joint: free): a replan that keeps the acceleration under way.
 
     ``real_time_steps``: a real-time iteration for model-predictive control from a warm start ``initial`` — at
     most that many Gauss–Newton steps, stopping at the first point that meets every constraint to ``tolerance``,
@@ -197,7 +198,8 @@ def set_up(robot: Robot, *, q0, v0, goal_q, goal_v, steps, dt, collocation, limi
     bounds = Limits.of(robot, steps + 1) if limits else Limits.none(robot, steps + 1)
     started = time.perf_counter()
     args = (steps, dt, collocation, q0, v0, goal_q, goal_v, weights, bounds)
-    held = np.full(n, np.nan) if qdd0 is None else joint_vector(robot, "qdd0", qdd0)
+    held = np.full(n, np.nan) if qdd0 is None else held_joints(robot, "qdd0", qdd0)
+    qdd0 = None if np.all(np.isnan(held)) else held
     if floating is None:
         # every joint actuated in the solver: its τ are generalized forces, a passive joint's held at zero by a
         # hard row

@@ -7,12 +7,13 @@ time the first plan gave it, as in STEAP, and each replan plans the knots that a
 is the start: by the principle of optimality it is nearly the new optimum when the robot followed the plan), with
 its contact runs and frame goals moved to the new knot numbers.
 
-A fixed-horizon replan holds the acceleration under way: the new first knot's q̈ (and a floating base's
-acceleration) is the last plan's at that knot. Under trapezoidal collocation q̈ is part of the state; a replan that
-freed it would plan a different problem from the last plan's tail (one more free knot), whose optimum lies O(1)
-away even when the robot followed the plan exactly — and the steps to reach it were most of a replan's time. The
-tail also keeps its limits' weight μ (``tail``), the moved-on plan of a receding horizon, whose goal is a step
-later, does not (``shifted``): there the old optimum is not near, and a stiff μ slows the way to the new one.
+A fixed-horizon replan holds the acceleration under way: the new first knot's q̈ is the last plan's at that knot,
+at the actuated joints whose torque there is inside its limit (``held_acceleration``). Under trapezoidal
+collocation q̈ is part of the state; a replan that freed it would plan a different problem from the last plan's
+tail (one more free knot), whose optimum lies O(1) away even when the robot followed the plan exactly — and the
+steps to reach it were most of a replan's time. The tail also keeps its limits' weight μ (``tail``); the moved-on
+plan of a receding horizon, whose goal is a step later, does not (``shifted``): there the old optimum is not near,
+and a stiff μ slows the way to the new one.
 
 ``iterations=k`` makes each replan a real-time iteration: at most k Gauss–Newton steps from the last plan, stopping
 once every constraint holds to the tolerance (``optimize_trajectory``'s ``real_time_steps``)."""
@@ -87,6 +88,22 @@ def options_after(options: dict, done: int, knots: int) -> dict:
                 goals.append(goal if goal.knot < 0 else dataclasses.replace(goal, knot=knot - done))
         out["frame_goals"] = goals
     return out
+
+
+# a joint whose torque is this close to its limit at the knot reached is left free: held, a state a little off the
+# plan could ask it for more than the limit
+RIDING_LIMIT = 0.99
+
+
+def held_acceleration(plan: PlannedTrajectory) -> np.ndarray:
+    """The acceleration under way (``plan``'s at its second knot) at the joints a replan holds — the actuated ones
+    whose torque there is inside their limit — NaN at the others: a passive joint's acceleration, and a floating
+    base's, follow from the state and the torques (held, a state off the plan would ask a passive joint for
+    torque), and a joint whose torque rides its limit could not keep it."""
+    joints = plan.robot.joints
+    effort = np.array([j.effort for j in joints])
+    free = np.array([not j.actuated for j in joints]) | (np.abs(plan.tau[1]) > RIDING_LIMIT * effort)
+    return np.where(free, np.nan, plan.qdd[1])
 
 
 class Replanner:
@@ -166,7 +183,7 @@ class Replanner:
         last plan as the warm start, the acceleration under way where held."""
         last, held = self.last, {}
         if self.hold_acceleration:  # the acceleration under way, at the knot the robot has reached
-            held = {"qdd0": last.qdd[1], "base_accel0": None if last.base_accel is None else last.base_accel[1]}
+            held = {"qdd0": held_acceleration(last)}
         if self.iterations is not None:
             held["real_time_steps"] = self.iterations
         if self.horizon == "receding":
