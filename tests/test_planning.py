@@ -312,6 +312,12 @@ def test_a_prepared_replan_is_one_gauss_newton_step_from_the_measured_state(rr):
     assert np.max(np.abs(fed.q - one_step.q)) < 1e-6 and np.max(np.abs(fed.tau - one_step.tau)) < 1e-3
     again = replanner.replan(fed.q[1], fed.v[1])
     assert again.iterations == 1 and len(again.t) == 29
+    # with iterations=3 the feedback is the first of three steps at most: the rest meet the tolerance
+    more = Replanner(robot, goal_q=GOAL, steps=30, dt=0.05, horizon="fixed", iterations=3)
+    more.plan(START)
+    more.prepare()
+    finished = more.replan(q, v)
+    assert finished.converged and finished.violation <= 1e-8 and 1 < finished.iterations <= 3
 
 
 def test_what_a_prepared_replan_refuses(rr):

@@ -150,9 +150,12 @@ class Replanner:
         prepared, self.prepared = self.prepared, None
         if prepared is not None:
             started = time.perf_counter()
+            setup, steps = prepared.setup, 1
             x, violation = prepared.feedback(q, np.zeros(self.robot.num_dofs) if v is None else v)
-            self.last = dataclasses.replace(finish(prepared.setup, x, 1, violation),
-                                            seconds=time.perf_counter() - started)
+            if (self.iterations or 1) > 1 and violation > setup.tolerance:  # the feedback was the first step
+                x, more, violation = setup.problem.real_time(x, setup.tolerance, self.iterations - 1)
+                steps += more
+            self.last = dataclasses.replace(finish(setup, x, steps, violation), seconds=time.perf_counter() - started)
         else:
             self.last = optimize_trajectory(self.robot, **self._next(q, v, base_pose, base_twist))
         self.executed += self.horizon == "fixed"
@@ -161,7 +164,8 @@ class Replanner:
     def prepare(self) -> None:
         """Before the next state is measured: the next replan prepared at the state the last plan predicts for it
         (``gtdyn.planning.prepared``: linearized, and eliminated but for its first knot), so that the next
-        ``replan`` is only the feedback — one Gauss–Newton step, taken whole, from the measured state. Fixed-base
+        ``replan`` is only the feedback — one Gauss–Newton step, taken whole, from the measured state (with
+        ``iterations=k``, the first of at most k, the others line-searched as ``real_time``'s). Fixed-base
         robots; meant for fixed horizons, whose last plan's tail is nearly the next optimum: a receding horizon's
         goal moves a step later at each replan, and the one step leaves what it cannot reach as violation (about
         0.1 on the 2R arm's 31 knots), which the plan reports and warns of."""
