@@ -41,6 +41,8 @@ def row(robot, path: str, kind: str) -> dict:
             seconds.append(time.perf_counter() - started)
         out[quick, "compile"] = float(np.median(seconds))
         out[quick, "spread"] = (min(seconds), max(seconds))
+        out[quick, "megabytes"] = object_megabytes(checked)
+        out["operations"] = sum(checked.operations.values())
         unchecked = gtdyn.compile(robot, kind, use_cache=False, quick=quick, checks=False)
         timed = measure_interleaved({"checked": lambda: checked(q, v, x), "unchecked": lambda: unchecked(q, v, x),
                                      "pin": pin.single(*pin.vectors(q, v, x))}, REPEAT, INNER, WARMUP)
@@ -49,6 +51,12 @@ def row(robot, path: str, kind: str) -> dict:
             out[quick, key + "_x"] = paired_ratio(timed[key], timed["pin"])
         out["pin"] = timed["pin"].median_us
     return out
+
+
+def object_megabytes(solver) -> float:
+    """The size of a solver's machine code (all its object parts), in MB."""
+    code = solver._record["object"]
+    return sum(len(part) for part in (code if isinstance(code, list) else [code])) / 1e6
 
 
 def main() -> None:
@@ -67,6 +75,7 @@ def main() -> None:
             else:
                 robot, path = load(name)
             results[name, kind] = r = row(robot, str(path), kind)
+            r["joints"] = robot.num_dofs
             progress.step(f"{name} {kind}")
             print(f"{name} {kind}: compile {r[False, 'compile']:.2f} -> {r[True, 'compile']:.2f} s; checked "
                   f"{r[False, 'checked_x']:.2f}x -> {r[True, 'checked_x']:.2f}x Pinocchio", flush=True)
@@ -79,19 +88,61 @@ def main() -> None:
              "generator and no optimization pipeline; the same operations, so the same answers bit for bit "
              "(`tests/test_compiled.py`). Goals: cold compile ≤ 3 s for Talos, ≤ 15 s for a 96-joint chain; per "
              "call on the 96-joint chain ≤ 1.5× Pinocchio.", "",
-             "| robot | problem | compile s: default / quick | checked µs: default / quick (× Pinocchio) | "
-             "unchecked µs: default / quick (× Pinocchio) | Pinocchio µs |", "|---|---|---|---|---|---|"]
+             "| robot | problem | joints | operations | object code MB: default / quick | compile s: default / quick | "
+             "checked µs: default / quick (× Pinocchio) | unchecked µs: default / quick (× Pinocchio) | "
+             "Pinocchio µs |", "|---|---|---|---|---|---|---|---|---|"]
     for (name, kind), r in results.items():
         spread = " / ".join(f"{r[quick, 'compile']:.2f} ({r[quick, 'spread'][0]:.2f}–{r[quick, 'spread'][1]:.2f})"
                             for quick in (False, True))
-        lines.append(f"| {name} | {kind} | {spread} | "
+        lines.append(f"| {name} | {kind} | {r['joints']} | {r['operations']:,} | {r[False, 'megabytes']:.2f} / "
+                     f"{r[True, 'megabytes']:.2f} | {spread} | "
                      f"{r[False, 'checked']:.2f} / {r[True, 'checked']:.2f} ({r[False, 'checked_x']:.2f}× / "
                      f"{r[True, 'checked_x']:.2f}×) | {r[False, 'unchecked']:.2f} / {r[True, 'unchecked']:.2f} "
                      f"({r[False, 'unchecked_x']:.2f}× / {r[True, 'unchecked_x']:.2f}×) | {r['pin']:.2f} |")
+    lines += ["", "![compile time and code size against joints](quick_compile_scaling.png)"]
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "quick_compile.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    print(f"wrote {os.path.join(RESULTS, 'quick_compile.md')}")
+    plot(results)
+    print(f"wrote {os.path.join(RESULTS, 'quick_compile.md')} and quick_compile_scaling.png")
+
+
+def plot(results: dict) -> None:
+    """Compile time, code size and call time against joints: the chains as lines, Talos as points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    chains = sorted(((r["joints"], r) for (name, _), r in results.items() if name.startswith("chain")),
+                    key=lambda item: item[0])
+    others = [(name, kind, r) for (name, kind), r in results.items() if not name.startswith("chain")]
+    panels = [("compile", "cold compile s"), ("megabytes", "object code MB"), ("unchecked", "unchecked call µs")]
+    for ax, (key, label) in zip(axes, panels, strict=True):
+        for quick, style in ((False, "o-"), (True, "s--")):
+            ax.plot([n for n, _ in chains], [r[quick, key] for _, r in chains], style,
+                    label=f"chains, {'quick' if quick else 'default'}")
+            for name, kind, r in others:
+                ax.plot([r["joints"]], [r[quick, key]], "^" if kind == "forward" else "v", color="k" if not quick
+                        else "0.5", label=f"{name} {kind}{', quick' if quick else ''}")
+        if key == "unchecked":
+            ax.plot([n for n, _ in chains], [r["pin"] for _, r in chains], "x:", color="r", label="Pinocchio")
+        ax.set_xlabel("joints")
+        ax.set_ylabel(label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        joints = sorted({r["joints"] for r in results.values()})
+        ax.set_xticks(joints, [str(n) for n in joints])
+        ax.minorticks_off()
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    axes[2].legend(fontsize=7)
+    fig.suptitle("Compiled dynamics against joints (python -m benchmarks.quick_compile)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(RESULTS, "quick_compile_scaling.png"), dpi=120)
 
 
 if __name__ == "__main__":
