@@ -13,7 +13,6 @@ Writes benchmarks/results/replanning.md and replanning.png.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 import warnings
@@ -24,11 +23,10 @@ import numpy as np
 import gtdyn
 from gtdyn.bench.report import machine_description
 from gtdyn.planning import Replanner
-from gtdyn.planning.goals import FrameGoals
-from gtdyn.planning.knots import KnotProblem
 from gtdyn.planning.limits import Limits
 from gtdyn.planning.optimize import PlannedTrajectory, planning_solver
-from gtdyn.planning.replan import tail
+from gtdyn.planning.prepared import step_factors
+from gtdyn.planning.replan import held_acceleration, tail
 from gtdyn.progress import Progress
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -50,11 +48,9 @@ WAYS = [("receding, to the optimum, warm", {}),
 
 def measured(plan: PlannedTrajectory, robot, rng) -> tuple[np.ndarray, np.ndarray]:
     """The state one step on, disturbed, kept within the limits (the plan rides some; a start beyond is refused)."""
-    joints = robot.joints
-    lower, upper = np.array([j.lower for j in joints]), np.array([j.upper for j in joints])
-    speed = np.array([j.velocity for j in joints])
-    q = np.clip(plan.q[1] + rng.uniform(-1, 1, 6) * DISTURBANCE, lower, upper)
-    return q, np.clip(plan.v[1] + rng.uniform(-1, 1, 6) * DISTURBANCE, -speed, speed)
+    bound = Limits.of(robot, 1).bound
+    q = np.clip(plan.q[1] + rng.uniform(-1, 1, 6) * DISTURBANCE, bound["q lower"], bound["q upper"])
+    return q, np.clip(plan.v[1] + rng.uniform(-1, 1, 6) * DISTURBANCE, bound["v lower"], bound["v upper"])
 
 
 def replanner_rows(robot) -> list[dict]:
@@ -96,31 +92,32 @@ def optimum_gap(robot, replanner, last, plan, q, v) -> float:
     """How far a real-time plan's cost is from the optimum of the same problem (solved from the same start), relative;
     below it too, where the plan leaves a constraint unmet."""
     optimum = gtdyn.optimize_trajectory(robot, q0=q, v0=v, goal_q=GOAL, goal_v=np.zeros(6), steps=len(plan.t) - 1,
-                                        dt=DT, qdd0=last.qdd[1], initial=tail(last))
+                                        dt=DT, qdd0=held_acceleration(last), initial=tail(last))
     return abs(plan.cost - optimum.cost) / optimum.cost
 
 
 def incremental_rows(robot) -> dict:
-    """The one-step real-time iteration, prepared: per replan, the preparation's and the feedback's time (iSAM2),
-    the same step by one batch elimination after the measurement, and the violation the step leaves."""
-    solver = planning_solver(robot, (0.0, 0.0, -9.81), None)
-    first = gtdyn.optimize_trajectory(robot, q0=Q0, goal_q=GOAL, goal_v=np.zeros(6), steps=STEPS, dt=DT)
-    plan, rng, runs = first, np.random.default_rng(0), []
+    """iSAM2 on the prepared replan's own step (``Replanner.prepare``'s problem and point): per replan, iSAM2's
+    preparation (the step's factors but the start's, linearized and put in a Bayes tree whose root holds the first
+    knot) and feedback (the measured start's rows: a root update and a back-substitution), the same step by one
+    batch elimination after the measurement, and the violation iSAM2's step leaves. The loop goes on with the
+    library's own feedback."""
+    replanner = Replanner(robot, goal_q=GOAL, steps=STEPS, dt=DT, horizon="fixed", iterations=1)
+    plan, rng, runs = replanner.plan(Q0), np.random.default_rng(0), []
     params = gtsam.ISAM2Params()
     params.setFactorization("QR")  # the hard rows are constrained noise models, which Cholesky cannot take
     params.enableRelinearization = False  # the factors are linear: the step's own
     params.setOptimizationParams(gtsam.ISAM2GaussNewtonParams(0.0))  # back-substitute everything
     for _ in range(REPLANS):
-        steps = len(plan.t) - 2
-        problem = KnotProblem(robot, solver, steps, DT, "trapezoidal", plan.q[1], plan.v[1], GOAL, np.zeros(6),
-                              (1.0, 1e-4), Limits.of(robot, steps + 1), FrameGoals(robot, None, steps + 1),
-                              np.zeros(6, bool), start_accel=plan.qdd[1])
-        x = problem.warm_start(tail(plan), PlannedTrajectory)
+        replanner.prepare()
+        prepared = replanner.prepared
+        problem, x = prepared.setup.problem, prepared.setup.start
         started = time.perf_counter()
-        isam, start_index, graph = prepared(problem, x, params)
+        factors = step_factors(problem, x)
+        isam = isam2_prepared(problem, factors, params)
         prepared_at = time.perf_counter()
         q, v = measured(plan, robot, rng)
-        start = start_factor(problem, x, q, v)
+        start = prepared.start_factor(q, v)
         fed = gtsam.NonlinearFactorGraph()
         fed.add(gtsam.LinearContainerFactor(start, zero_values(problem)))
         isam.update(fed, gtsam.Values())
@@ -128,23 +125,18 @@ def incremental_rows(robot) -> dict:
         step = np.concatenate([estimate.atVector(key) for key, _ in problem.keys])
         fed_at = time.perf_counter()
         whole = gtsam.GaussianFactorGraph()
-        for i in range(graph.size()):
-            whole.add(start if i == start_index else graph.at(i))
-        batch = problem.step(whole, DAMPING)
+        whole.push_back(factors)
+        whole.add(start)
+        delta = whole.optimize(problem.ordering)
+        batch = np.concatenate([delta.at(key) for key, _ in problem.keys])
         batch_at = time.perf_counter()
-        problem.q0, problem.v0 = q, v
-        x = x + step
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gtdyn.ConvergenceWarning)  # the rows report the violation
+            plan = replanner.replan(q, v)  # the library's feedback: the start moved to (q, v) in ``problem`` too
         runs.append({"prepare": 1e3 * (prepared_at - started), "feedback": 1e3 * (fed_at - prepared_at),
-                     "batch": 1e3 * (batch_at - fed_at), "violation": problem.violation(x),
+                     "batch": 1e3 * (batch_at - fed_at), "violation": problem.violation(x + step),
                      "difference": float(np.max(np.abs(step - batch))), "step": float(np.max(np.abs(batch)))})
-        qs, vs, accelerations, torques = problem.unpack(x)
-        plan = dataclasses.replace(plan, t=plan.t[1:] - plan.t[1], q=qs, v=vs, qdd=accelerations, tau=torques,
-                                   multipliers={k: m.copy() for k, m in problem.bounds.multipliers.items()},
-                                   weight=problem.bounds.mu)
     return {"runs": runs}
-
-
-DAMPING = 1e-3  # the Levenberg–Marquardt damping a solve's first step takes (gtdyn.planning.problem)
 
 
 def zero_values(problem) -> gtsam.Values:
@@ -154,33 +146,17 @@ def zero_values(problem) -> gtsam.Values:
     return values
 
 
-def start_factor(problem, x, q, v) -> gtsam.JacobianFactor:
-    """The start rows δq_0 = q − q_0, δq̇_0 = v − q̇_0 (hard)."""
-    s0 = x[problem.s_index[0]]
-    residual = np.concatenate([s0[:6] - q, s0[6:12] - v])
-    return gtsam.JacobianFactor(problem.s_keys[0], problem.position_velocity, -residual,
-                                gtsam.noiseModel.Constrained.All(12))
-
-
-def prepared(problem, x, params):
-    """Every factor of the step at x but the start's (``problem.boundary`` lists it first), with the damping rows,
-    in an iSAM2 whose first knot is eliminated last (the root)."""
-    graph = problem.linearized(x)
-    start_index = next(i for i in range(graph.size()) if list(graph.at(i).keys()) == [problem.s_keys[0]]
-                       and graph.at(i).rows() == 12)
-    values, factors = zero_values(problem), gtsam.NonlinearFactorGraph()
-    for i in range(graph.size()):
-        if i != start_index:
-            factors.add(gtsam.LinearContainerFactor(graph.at(i), values))
-    for key, eye, zero, unit in problem.damping_rows:
-        factors.add(gtsam.LinearContainerFactor(gtsam.JacobianFactor(key, np.sqrt(DAMPING) * eye, zero, unit),
-                                                values))
+def isam2_prepared(problem, factors: gtsam.GaussianFactorGraph, params) -> gtsam.ISAM2:
+    """``factors`` (linear, about δ = 0) in an iSAM2 whose first knot is eliminated last (the root)."""
+    values, wrapped = zero_values(problem), gtsam.NonlinearFactorGraph()
+    for i in range(factors.size()):
+        wrapped.add(gtsam.LinearContainerFactor(factors.at(i), values))
     groups = gtsam.KeyGroupMap()
     for key, _ in problem.keys:
         groups.insert2(key, 1 if key in (problem.s_keys[0], problem.u_keys[0]) else 0)
     isam = gtsam.ISAM2(params)
-    isam.update(factors, values, [], groups)
-    return isam, start_index, graph
+    isam.update(wrapped, values, [], groups)
+    return isam
 
 
 def main() -> None:

@@ -31,15 +31,18 @@ class PreparedStep:
 
     def __init__(self, setup, limits: bool):
         self.setup, self.limits = setup, limits
-        problem, x = setup.problem, setup.start
-        graph = problem.linearized(x, start=False)
-        root = np.sqrt(DAMPING_START)
-        for key, eye, zero, unit in problem.damping_rows:
-            graph.add(gtsam.JacobianFactor(key, root * eye, zero, unit))
+        problem = setup.problem
         first = {problem.u_keys[0], problem.s_keys[0]}
         later = [key for key, _ in reversed(problem.keys) if key not in first]
-        self.bayes_net, self.first_knot = graph.eliminatePartialSequential(gtsam.Ordering(later))
-        self.predicted = x[problem.s_index[0]][:2 * problem.m].copy()
+        self.bayes_net, self.first_knot = step_factors(problem, setup.start).eliminatePartialSequential(
+            gtsam.Ordering(later))
+
+    def start_factor(self, q: np.ndarray, v: np.ndarray) -> gtsam.JacobianFactor:
+        """The start's rows at the measured (q, v): δq₀ = q − q̂₀, δq̇₀ = q̇ − q̂̇₀ (hard), q̂ the predicted state."""
+        problem = self.setup.problem
+        predicted = self.setup.start[problem.s_index[0]][:2 * problem.m]
+        return gtsam.JacobianFactor(problem.s_keys[0], problem.position_velocity,
+                                    np.concatenate([q, v]) - predicted, HARD(2 * problem.m))
 
     def feedback(self, q, v) -> tuple[np.ndarray, float]:
         """The step from the measured (q, v): the start's rows added to the first knot's factor, that solved, the
@@ -52,11 +55,16 @@ class PreparedStep:
             within_limits(robot, {"q": q}, {"v": v})
         first = gtsam.GaussianFactorGraph()
         first.push_back(self.first_knot)
-        first.add(gtsam.JacobianFactor(problem.s_keys[0], problem.position_velocity,
-                                       np.concatenate([q, v]) - self.predicted, HARD(2 * problem.m)))
+        first.add(self.start_factor(q, v))
         delta = self.bayes_net.optimize(first.optimize())
         x = setup.start + np.concatenate([delta.at(key) for key, _ in problem.keys])
         problem.q0, problem.v0 = q, v
-        violation = problem.violation(x)
-        problem.settled(x, setup.tolerance)  # the multipliers' update, for the replan after, where not met
+        _, violation = problem.settled(x, setup.tolerance)  # where not met, the multipliers' update for the next
         return x, violation
+
+
+def step_factors(problem, x: np.ndarray) -> gtsam.GaussianFactorGraph:
+    """A Gauss–Newton step's factors at x but the start's rows, with the damping a solve's first step takes."""
+    graph = problem.linearized(x, start=False)
+    problem.add_damping(graph, DAMPING_START)
+    return graph

@@ -91,10 +91,10 @@ class TrajectoryProblem(ABC):
         self.merit_penalty = max(self.merit_penalty,
                                  MERIT_MARGIN * float(np.max(np.abs(self.multiplier_estimates(x)), initial=0.0)))
 
-    def violation(self, x: np.ndarray) -> float:
-        """The largest hard residual or inequality violation."""
-        return max([float(np.max(np.abs(self.hard_residuals(x))))]
-                   + [terms.violation(*args) for terms, args in self.inequalities(x)])
+    def violation(self, x: np.ndarray, hard: float | None = None) -> float:
+        """The largest hard residual (``hard``, if the caller has it) or inequality violation."""
+        hard = float(np.max(np.abs(self.hard_residuals(x)))) if hard is None else hard
+        return max([hard] + [terms.violation(*args) for terms, args in self.inequalities(x)])
 
     # -- steps ----------------------------------------------------------------------------------------------
 
@@ -103,11 +103,15 @@ class TrajectoryProblem(ABC):
         every variable (the hard rows stay exact)."""
         damped = gtsam.GaussianFactorGraph()
         damped.push_back(graph)
-        root = np.sqrt(damping)
-        for key, eye, zero, unit in self.damping_rows:
-            damped.add(gtsam.JacobianFactor(key, root * eye, zero, unit))
+        self.add_damping(damped, damping)
         delta = damped.optimize(self.ordering)
         return np.concatenate([delta.at(key) for key, _ in self.keys])
+
+    def add_damping(self, graph: gtsam.GaussianFactorGraph, damping: float) -> None:
+        """The Levenberg–Marquardt rows √damping · δ = 0 on every variable, added to ``graph``."""
+        root = np.sqrt(damping)
+        for key, eye, zero, unit in self.damping_rows:
+            graph.add(gtsam.JacobianFactor(key, root * eye, zero, unit))
 
     def solve(self, x: np.ndarray, tolerance: float, max_iterations: int) -> tuple[np.ndarray, int, float]:
         """Augmented-Lagrangian rounds, each of damped Gauss–Newton steps until the merit stops falling (a step is
@@ -140,25 +144,26 @@ class TrajectoryProblem(ABC):
         ``steps`` damped Gauss–Newton steps, the inequalities' multipliers updated after each (their weight kept),
         stopping at the first point that meets every constraint to ``tolerance`` — its cost not polished further.
         Returns what ``solve`` returns."""
-        taken = 0
+        taken, violation = 0, np.inf
         while taken < steps:
             x, made = self._descend(self.rebase(x), 1, 0.0)
             taken += made
-            if self.settled(x, tolerance):
+            met, violation = self.settled(x, tolerance)
+            if met:
                 break
-        return x, taken, self.violation(x)
+        return x, taken, violation
 
-    def settled(self, x: np.ndarray, tolerance: float) -> bool:
-        """Whether every constraint holds at x to ``tolerance`` (the hard rows, and the inequalities' KKT residual);
-        if not, the inequalities' multipliers take their first-order update, λ ← max(0, λ + μ c), for the next
-        step."""
-        sets = self.inequalities(x)
-        if float(np.max(np.abs(self.hard_residuals(x)))) <= tolerance and \
-                max([0.0] + [terms.kkt_residual(*args) for terms, args in sets]) <= tolerance:
-            return True
+    def settled(self, x: np.ndarray, tolerance: float) -> tuple[bool, float]:
+        """Whether every constraint holds at x to ``tolerance`` (the hard rows, and the inequalities' KKT residual),
+        and the largest violation there (``violation``); if not met, the inequalities' multipliers take their
+        first-order update, λ ← max(0, λ + μ c), for the next step."""
+        hard, sets = float(np.max(np.abs(self.hard_residuals(x)))), self.inequalities(x)
+        violation = self.violation(x, hard)
+        if hard <= tolerance and max([0.0] + [terms.kkt_residual(*args) for terms, args in sets]) <= tolerance:
+            return True, violation
         for terms, args in sets:
             terms.update_multipliers(*args)
-        return False
+        return False, violation
 
     def _trial(self, x: np.ndarray, delta: np.ndarray, merit: float,
                backtrack: bool = False) -> tuple[np.ndarray, float] | None:

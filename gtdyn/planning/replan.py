@@ -174,9 +174,7 @@ class Replanner:
         if self.options.get("limits", True):  # a plan keeps its limits to its tolerance; a start must keep them
             bound = Limits.of(self.robot, 1).bound
             q, v = np.clip(q, bound["q lower"], bound["q upper"]), np.clip(v, bound["v lower"], bound["v upper"])
-        request = self._next(q, v, None, None)
-        request.pop("real_time_steps", None)
-        asked = inspect.signature(optimize_trajectory).bind(self.robot, **request)
+        asked = inspect.signature(optimize_trajectory).bind(self.robot, **self._next(q, v, None, None))
         asked.apply_defaults()
         arguments = dict(asked.arguments)
         del arguments["robot"], arguments["real_time_steps"]
