@@ -22,10 +22,6 @@ from gtdyn.problem import Problem
 CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
 CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
-# The bound of ``main`` is used where it would certify the build's random sample states with room to spare (a
-# tenth of CONDITION_LIMIT); where it is far looser than the estimate (long chains: |R| products grow with
-# depth), it would only add a pass before ``exact``.
-USEFUL_BOUND = CONDITION_LIMIT / 10
 
 
 def coupling_ok(robot: Robot, q: list, v: list, problem: Problem):
@@ -145,12 +141,13 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     κ_ref the reference path's estimate (inverse iteration gives a lower bound of 1/σ_min) and Ŝ1 one pass of
     ``solve_abs``. So u ≤ ``CONDITION_LIMIT`` proves that the reference path would not warn, and u · backward
     error ≤ ``ERROR_BOUND`` that the answer holds its digits: the same verdicts as the estimate's, for one pass
-    instead of eight. Where the bound is useless at the build's sample states (``_bound_is_useful``), ``main``
-    is the estimate's certificate alone and ``solve_abs`` is dropped from ``functions``."""
+    instead of eight. Where trying the bound first would not make the average call cheaper
+    (``_bound_is_useful``), ``main`` is the estimate's certificate alone and ``solve_abs`` is dropped from
+    ``functions``."""
     fn = trace.Function("main")
     fn.call(functions["factor"])
     squared_norms = _column_norms(fn, plan, column, slots)
-    if not _bound_is_useful(functions["solve_abs"], layout, squared_norms):
+    if not _bound_is_useful(functions, layout, squared_norms):
         del functions["solve_abs"]
         fn.comment("at the build's sample states the bound would not certify: the estimate decides every call")
         _estimate(fn, functions, plan, column, layout, slots, closure, outputs, coupled, squared_norms)
@@ -175,15 +172,25 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     return {"exact": exact, "main": fn}  # callees first
 
 
-def _bound_is_useful(solve_abs: trace.Function, layout: Layout, squared_norms: list) -> bool:
-    """Whether the bound stays under ``USEFUL_BOUND`` at every sample state the build traced (the values
-    ``solve_abs`` stores, with the column norms')."""
+def _bound_is_useful(functions: dict, layout: Layout, squared_norms: list) -> bool:
+    """Whether trying the bound first makes the average call cheaper: the bound's pass (a solve, a residual and
+    ``solve_abs``: B operations) is paid by every call and saves the estimate's (E) on the share f of calls it
+    certifies, so it pays when f · E > B. f is the share of the build's sample states where the bound is under
+    ``CONDITION_LIMIT`` (the values ``solve_abs`` stores, with the column norms'); the samples are eight, and on the
+    robots measured they overstate the share of random states (Talos forward: 7 of 8, against 52 % of states within
+    the limits), so the bound must pay twice over: f · E > 2 B. Deep trees certify some states and not others (|R|
+    products grow with depth: benchmarks/results/design_measurements.md); long chains none."""
     start, count = layout.start["sol"], len(squared_norms)
+    solve_abs = functions["solve_abs"]
     magnitudes = {op[1] - start: op[2] for op in solve_abs.ops if op[0] == "store" and start <= op[1] < start + count}
     with np.errstate(all="ignore"):
         squared = sum((trace.value(norm) * trace.value(magnitudes[k]) ** 2 for k, norm in enumerate(squared_norms)),
                       0.0)
-        return bool(np.all(np.sqrt(squared) <= USEFUL_BOUND))
+        certified = float(np.mean(np.sqrt(squared) <= CONDITION_LIMIT))
+    solve, residual = functions["solve"].count(), functions["residual"].count()
+    bound_pass = solve + residual + solve_abs.count()
+    estimate = (2 + INVERSE_ITERATIONS) * solve + 2 * residual + INVERSE_ITERATIONS * functions["solve_t"].count()
+    return certified * estimate > 2 * bound_pass
 
 
 def _estimate(fn: trace.Function, functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict,

@@ -6,10 +6,10 @@ Every operation becomes the same IEEE operation on a vector (no fast-math, no fu
 them apart), so each lane's answer is bit for bit the scalar code's; sin and cos become calls of the same libm
 functions. The workspace interleaves the lanes: value ``i`` of lane ``w`` lives at ``ws[i · WIDTH + w]``.
 
-``main``'s one branch (``exact``, where the bound cannot certify) has no lane form — lanes disagree about it —
-so in lanes ``main`` ends at the bound's status, and a state whose lane says 0 is solved again by the scalar
-``main``, which takes the branch (and, if that fails too, the caller asks the reference path). The verdicts are
-the scalar code's.
+``main``'s one branch (``exact``, where the bound cannot certify) is taken by a lane group when any of its lanes
+asks for it: ``exact`` runs on all four, and the lanes the bound certified get back what ``main`` had stored, so
+each lane ends as the scalar ``main`` would. A state whose lane still says 0 is solved again by the scalar
+``main`` (and then by the reference path). The verdicts are the scalar code's.
 
 ``gtdyn.compile(..., lanes=True)`` also compiles the lane module (about as long again as the scalar one) and keeps it
 in the solver's record and the cache; its batches then run whole lane groups in lanes.
@@ -28,16 +28,16 @@ _INTRINSIC = {"sin": "sin", "cos": "cos", "sqrt": "sqrt", "abs": "fabs"}
 
 
 def reachable(functions: dict, entries=ENTRIES) -> list[str]:
-    """The functions the entries call, directly or not, callees first (the derivatives' are left out, and
-    ``call_unless``'s, which lanes skip)."""
+    """The functions the entries call, directly or not (``call_unless``'s too), callees first (the derivatives'
+    are left out)."""
     order: list[str] = []
 
     def visit(name: str) -> None:
         if name in order:
             return
         for op in functions[name].ops:
-            if op[0] == "call":
-                visit(op[1])
+            if op[0] in ("call", "call_unless"):
+                visit(op[1] if op[0] == "call" else op[2])
         order.append(name)
 
     for entry in entries:
@@ -53,8 +53,9 @@ def _splat(x: float, width: int) -> str:
     return "<" + ", ".join([f"double {native.constant(x)}"] * width) + ">"
 
 
-def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH) -> str:
-    """``fn`` on ``width`` interleaved lanes: ``{prefix}{name}_x{width}(ws)``."""
+def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: dict | None = None) -> str:
+    """``fn`` on ``width`` interleaved lanes: ``{prefix}{name}_x{width}(ws)`` (``functions``: the program's, for
+    the callee of a ``call_unless``)."""
     vt = _vector(width)
 
     def operand(a) -> str:
@@ -70,12 +71,14 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH) -> str:
     moved = {i for stores in early.values() for i in stores}
     for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
         kind = op[0]
-        if kind in ("#", "call_unless") or not keep or i in moved:  # call_unless: see the module's docstring
+        if kind == "#" or not keep or i in moved:
             continue
         if kind in ("load", "store"):
             body += access(i, op)
         elif kind == "call":
             body.append(f"  call void @{prefix}{op[1]}_x{width}(ptr %ws)")
+        elif kind == "call_unless":
+            body += _call_unless(fn, i, stored(functions[op[2]]), prefix, width, operand)
         elif kind in _INFIX:
             body.append(f"  %r{i} = {_INFIX[kind]} {vt} {operand(op[1])}, {operand(op[2])}")
         elif kind == "neg":
@@ -95,11 +98,38 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH) -> str:
     return "\n".join(body)
 
 
+def stored(fn: trace.Function) -> set[int]:
+    """The workspace indices ``fn`` stores to."""
+    return {op[1] for op in fn.ops if op[0] == "store"}
+
+
+def _call_unless(fn: trace.Function, i: int, overwritten: set[int], prefix: str, width: int, operand) -> list[str]:
+    """``call_unless(flag, callee)`` on lanes: the callee runs when any lane's flag is not 1 (NaN included, as the
+    scalar ``!= 1``); afterwards each lane whose flag was 1 gets back the values ``fn`` had stored, before the
+    call, where the callee wrote — the answer and its status, so every lane's are the scalar code's. Scratch that
+    only the callee writes is the callee's in every lane; no call reads scratch it did not write first."""
+    flag, callee = fn.ops[i][1], fn.ops[i][2]
+    vt, mask = _vector(width), f"<{width} x i1>"
+    kept = {op[1]: op[2] for op in fn.ops[:i] if op[0] == "store" and op[1] in overwritten}
+    body = [f"  %ask{i} = fcmp une {vt} {operand(flag)}, {_splat(1.0, width)}",
+            f"  %any{i} = call i1 @llvm.vector.reduce.or.v{width}i1({mask} %ask{i})",
+            f"  br i1 %any{i}, label %call{i}, label %after{i}", f"call{i}:",
+            f"  call void @{prefix}{callee}_x{width}(ptr %ws)"]
+    for index, value in sorted(kept.items()):
+        name = f"{i}_{index}"
+        body += [f"  %kp{name} = getelementptr inbounds double, ptr %ws, i64 {index * width}",
+                 f"  %kn{name} = load {vt}, ptr %kp{name}, align 8",
+                 f"  %ks{name} = select {mask} %ask{i}, {vt} %kn{name}, {vt} {operand(value)}",
+                 f"  store {vt} %ks{name}, ptr %kp{name}, align 8"]
+    return body + [f"  br label %after{i}", f"after{i}:"]
+
+
 def module_ir(functions: dict, prefix: str, width: int = WIDTH) -> str:
     """The lane module of a program's functions: each function the entries reach, and a batch loop per entry."""
     vt = _vector(width)
     head = [f"declare {vt} @llvm.{name}.v{width}f64({vt})" for name in _INTRINSIC.values()]
-    bodies = [function_ir(functions[name], prefix, width) for name in reachable(functions)]
+    head.append(f"declare i1 @llvm.vector.reduce.or.v{width}i1(<{width} x i1>)")
+    bodies = [function_ir(functions[name], prefix, width, functions) for name in reachable(functions)]
     return "\n".join(head + bodies + [native.batch_ir(prefix, entry, width) for entry in ENTRIES])
 
 
