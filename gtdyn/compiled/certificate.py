@@ -153,22 +153,22 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         _estimate(fn, functions, plan, column, layout, slots, closure, outputs, coupled, squared_norms)
         return {"main": fn}
     calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
-    b = [slots.use(fn, row.rhs) for row in plan.rows]
-    x = calls.solve(b)
-    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
-    backward = _backward_error(b, x, calls.residual(x), squared_norms)
     fn.comment("the bound u = ‖D Ŝ1‖₂ ≥ 1/σ_min(A D⁻¹)")
     fn.call(functions["solve_abs"])
     magnitudes = [fn.load(layout.start["sol"] + k) for k in range(len(column))]
     bound = trace.sqrt(trace.dot(squared_norms, [m * m for m in magnitudes]))
+    b = [slots.use(fn, row.rhs) for row in plan.rows]
+    x = calls.solve(b)  # after solve_abs, so that ws keeps x and its residual for exact
+    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
+    backward = _backward_error(b, x, calls.residual(x), squared_norms)
     ok = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, backward, by_bound=True)
     exact = trace.Function("exact")
     norms = [slots.use(exact, s) for s in squared_norms]  # stored by main before it may call exact, not after
     fn.comment("where the bound cannot certify, the reference path's estimate decides")
     fn.call_unless(ok, exact)
-    exact.comment("the estimate's certificate on the factors main left in ws (main's column norms too): for calls "
-                  "the bound cannot certify, and solver.condition")
-    _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled, norms)
+    exact.comment("the estimate's certificate on the factors main left in ws (main's column norms, x and its "
+                  "residual too): for calls the bound cannot certify, and solver.condition")
+    _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled, norms, solved=True)
     return {"exact": exact, "main": fn}  # callees first
 
 
@@ -194,15 +194,22 @@ def _bound_is_useful(functions: dict, layout: Layout, squared_norms: list) -> bo
 
 
 def _estimate(fn: trace.Function, functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict,
-              outputs, coupled, squared_norms: list) -> None:
+              outputs, coupled, squared_norms: list, solved: bool = False) -> None:
     """The certificate with the reference path's own estimate, on the factors in ``ws``: solve, refine once, the
-    backward error, and κ by the reference path's inverse iteration (same start vector, same steps)."""
+    backward error, and κ by the reference path's inverse iteration (same start vector, same steps). ``solved``:
+    ``main`` left the solve's x and its residual in ``ws`` (the same operations, so the same bits): start from
+    them."""
     calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
     b = [slots.use(fn, row.rhs) for row in plan.rows]
     start, M = layout.start, len(plan.rows)
     fn.comment("solve, then one step of iterative refinement with the original rows")
-    x = calls.solve(b)
-    x = [a + d for a, d in zip(x, calls.solve(calls.residual(x)))]
+    if solved:
+        x = [fn.load(start["sol"] + k) for k in range(len(column))]
+        residual = [fn.load(start["res"] + i) for i in range(M)]
+    else:
+        x = calls.solve(b)
+        residual = calls.residual(x)
+    x = [a + d for a, d in zip(x, calls.solve(residual))]
     fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
     backward = _backward_error(b, x, calls.residual(x), squared_norms)
     fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
