@@ -122,3 +122,27 @@ def test_call_unless_branches_in_machine_code_and_in_the_rendered_source():
         python = np.array([5.0, flag, 0.0])
         space["main"](python)
         assert ws[2] == expected and python[2] == expected
+
+
+def test_a_plan_whose_bound_settles_some_states_answers_every_state_as_the_reference_path(tmp_path):
+    """An 11-link chain's RNEA: its bound is tried first (it pays on average at the build's samples) and settles most
+    states, the estimate the rest (``exact``, starting from main's solve); either way the answer and κ are the
+    reference path's."""
+    from gtdyn.bench.compiled import batch_states, chain_with_urdf
+
+    robot = chain_with_urdf(11, str(tmp_path))[0]
+    solver = gtdyn.compile(robot, "inverse")
+    assert "solve_abs" in solver.operations and "exact" in solver.operations
+    Q, V, X = batch_states(robot, "inverse", None, 300)
+    ways = {0.0: 0, 1.0: 0}
+    for q, v, x in zip(Q, V, X):
+        tau = solver(q, v, x)
+        ways[solver._ws[solver._bounded]] += 1
+        if solver._ws[solver._bounded] == 0.0 or ways[1.0] <= 5:
+            result = gtdyn.inverse_dynamics(robot, q, v, x)
+            assert np.allclose(tau, result.tau, rtol=1e-12, atol=1e-12)
+            assert solver.condition == pytest.approx(result.condition, rel=1e-6)
+            if solver._ws[solver._bounded] == 1.0:
+                assert solver._ws[solver._status + 1] >= solver.condition
+    assert ways[0.0] >= 1 and ways[1.0] >= 250  # both ways ran: the test is not vacuous
+    assert solver.fallbacks == 0
