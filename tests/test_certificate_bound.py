@@ -18,7 +18,7 @@ def calls(solver, states, **base):
     settled = []
     for q, v, x in states:
         solver(q, v, x, **base)
-        if solver._ws[solver._bounded] == 1.0:
+        if solver._ws[solver._bounded] != 0.0:
             settled.append((solver._ws[solver._status + 1], solver.condition))
     return settled
 
@@ -78,16 +78,16 @@ def test_solve_abs_bounds_the_solve_entry_by_entry():
     assert np.max(bound / np.abs(S).sum(axis=1)) > 1  # a bound, not an equality: the test can tell them apart
 
 
-def test_where_the_bound_is_loose_the_estimate_decides(tmp_path):
-    """A 12-link chain: |R| products make the bound useless at the build's sample states, so main is the
+def test_where_the_bounds_are_loose_the_estimate_decides(tmp_path):
+    """A 24-link chain: |R| products make both bounds useless at the build's sample states, so main is the
     estimate's certificate alone (no solve_abs, no branch), with the reference path's κ."""
     from gtdyn.bench.compiled import chain_with_urdf
 
-    robot = chain_with_urdf(12, str(tmp_path))[0]
+    robot = chain_with_urdf(24, str(tmp_path))[0]
     solver = gtdyn.compile(robot, "inverse")
-    assert "solve_abs" not in solver.operations and "exact" not in solver.operations
+    assert not {"solve_abs", "solve_t_abs", "schur", "exact"} & set(solver.operations)
     assert "solve_t(ws)" in solver.code("main")
-    q, v, x = random_states(12, 1, seed=1)[0]
+    q, v, x = random_states(24, 1, seed=1)[0]
     result = gtdyn.inverse_dynamics(robot, q, v, x)
     assert np.allclose(solver(q, v, x), result.tau, rtol=1e-12, atol=1e-12)
     assert solver._ws[solver._bounded] == 0.0 and solver.condition == pytest.approx(result.condition, rel=1e-6)
@@ -124,25 +124,36 @@ def test_call_unless_branches_in_machine_code_and_in_the_rendered_source():
         assert ws[2] == expected and python[2] == expected
 
 
-def test_a_plan_whose_bound_settles_some_states_answers_every_state_as_the_reference_path(tmp_path):
-    """An 11-link chain's RNEA: its bound is tried first (it pays on average at the build's samples) and settles most
-    states, the estimate the rest (``exact``, starting from main's solve); either way the answer and κ are the
-    reference path's."""
+def test_a_plan_certified_three_ways_answers_every_state_as_the_reference_path(tmp_path):
+    """A 12-link chain's RNEA: u certifies some states, Schur's u_S (``schur``) most of the rest, the estimate
+    (``exact``, from main's solve) the others; every way, the answer and κ are the reference path's, and each
+    bound is at least the estimate. A state beyond ``MAX_ANGLE`` that u_S would certify still goes to the
+    reference path, which raises: u_S's verdict keeps main's other checks."""
     from gtdyn.bench.compiled import batch_states, chain_with_urdf
+    from gtdyn.compiled.certificate import BY_BOUND, BY_SCHUR
+    from gtdyn.errors import ArgumentError
 
-    robot = chain_with_urdf(11, str(tmp_path))[0]
+    robot = chain_with_urdf(12, str(tmp_path))[0]
     solver = gtdyn.compile(robot, "inverse")
-    assert "solve_abs" in solver.operations and "exact" in solver.operations
+    assert {"solve_abs", "solve_t_abs", "schur", "exact"} <= set(solver.operations)
     Q, V, X = batch_states(robot, "inverse", None, 300)
-    ways = {0.0: 0, 1.0: 0}
-    for q, v, x in zip(Q, V, X):
-        tau = solver(q, v, x)
-        ways[solver._ws[solver._bounded]] += 1
-        if solver._ws[solver._bounded] == 0.0 or ways[1.0] <= 5:
-            result = gtdyn.inverse_dynamics(robot, q, v, x)
+    ways = {0.0: [], BY_BOUND: [], BY_SCHUR: []}
+    for k, (q, v, x) in enumerate(zip(Q, V, X)):
+        solver(q, v, x)
+        ways[solver._ws[solver._bounded]].append(k)
+    assert all(len(states) >= 3 for states in ways.values())  # each way ran: the test is not vacuous
+    for way, states in ways.items():
+        for k in states[:8]:
+            tau = solver(Q[k], V[k], X[k])
+            bound = solver._ws[solver._status + 1]
+            result = gtdyn.inverse_dynamics(robot, Q[k], V[k], X[k])
             assert np.allclose(tau, result.tau, rtol=1e-12, atol=1e-12)
             assert solver.condition == pytest.approx(result.condition, rel=1e-6)
-            if solver._ws[solver._bounded] == 1.0:
-                assert solver._ws[solver._status + 1] >= solver.condition
-    assert ways[0.0] >= 1 and ways[1.0] >= 250  # both ways ran: the test is not vacuous
+            if way != 0.0:
+                assert CONDITION_LIMIT >= bound >= solver.condition
+                assert solver.backward_error == solver._ws[solver._status + 2] < 1e-15
     assert solver.fallbacks == 0
+    q = Q[ways[BY_SCHUR][0]].copy()
+    q[3] = 2e6
+    with pytest.raises(ArgumentError):
+        solver(q, V[ways[BY_SCHUR][0]], X[ways[BY_SCHUR][0]])

@@ -22,6 +22,7 @@ from gtdyn.problem import Problem
 CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
 CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
+BY_BOUND, BY_SCHUR = 1.0, 2.0  # ws["bounded"] of a call u or u_S certified (0: the estimate, or not certified)
 
 
 def coupling_ok(robot: Robot, q: list, v: list, problem: Problem):
@@ -112,26 +113,35 @@ def _backward_error(b: list, x: list, r: list, squared_norms: list):
                      + 1e-300)
 
 
-def _conclude(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, coupled, outputs, x, condition,
-              backward, by_bound: bool):
-    """The certificate — well conditioned, accurate, valid inputs, transmissions kept, every loop closed — and
-    the answer, status, κ (or the bound), backward error and whether the bound settled it, stored; the status."""
-    fn.comment("certificate: well conditioned, accurate, and every loop closed")
-    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) \
-        * valid_inputs(fn, layout) * slots.use(fn, coupled)
+def _other_checks(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, coupled):
+    """1.0 if the inputs are valid, every transmission kept and every loop closed, else 0.0."""
+    ok = valid_inputs(fn, layout) * slots.use(fn, coupled)
     for pose_gap, twist_gap in closure.values():
         gaps = [slots.use(fn, g) for g in pose_gap + twist_gap]
         ok = ok * trace.le(squared_norm(gaps), CLOSURE_LIMIT ** 2)
-    store_outputs(fn, layout, outputs, x)
+    return ok
+
+
+def _conclude(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, coupled, outputs, x, condition,
+              backward, way: float, others=None):
+    """The certificate — well conditioned, accurate, and ``others`` (default ``_other_checks``) — and the answer
+    (unless ``x`` is None: stored already), status, κ (or the bound), backward error and, where it certifies,
+    which way (``way``: 0 the estimate, ``BY_BOUND`` u, ``BY_SCHUR`` u_S), stored; the status."""
+    fn.comment("certificate: well conditioned, accurate, and every loop closed")
+    if others is None:
+        others = _other_checks(fn, layout, slots, closure, coupled)
+    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) * others
+    if x is not None:
+        store_outputs(fn, layout, outputs, x)
     fn.store(layout.status, ok)
     fn.store(layout.status + 1, condition)
     fn.store(layout.status + 2, backward)
-    fn.store(layout.start["bounded"], ok if by_bound else 0.0)
+    fn.store(layout.start["bounded"], ok * way)
     return ok
 
 
 def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict, outputs,
-                 coupled=1.0) -> dict[str, trace.Function]:
+                 coupled=1.0, transposed_abs=None) -> dict[str, trace.Function]:
     """The checked call's functions: ``main``, certified by a bound rather than an estimate, and ``exact``, the
     estimate, for calls the bound cannot certify. For S the left inverse the solve applies and D the column norms
     of A,
@@ -141,15 +151,25 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     κ_ref the reference path's estimate (inverse iteration gives a lower bound of 1/σ_min) and Ŝ1 one pass of
     ``solve_abs``. So u ≤ ``CONDITION_LIMIT`` proves that the reference path would not warn, and u · backward
     error ≤ ``ERROR_BOUND`` that the answer holds its digits: the same verdicts as the estimate's, for one pass
-    instead of eight. Where trying the bound first would not make the average call cheaper
-    (``_bound_is_useful``), ``main`` is the estimate's certificate alone and ``solve_abs`` is dropped from
-    ``functions``."""
+    instead of eight.
+
+    Where u is too loose (deep trees: |R| products grow with depth), a call u cannot certify takes a second pass
+    on magnitudes, ``solve_t_abs`` (``transposed_abs``: z's sample values → the function), in ``schur``: with
+    p = D Ŝ1 ≥ |D S| 1 and |D S|ᵀ p ≤ Ŝᵀ D² Ŝ1 = g, Schur's test gives
+
+        ‖D S‖₂ ≤ √(max_j g_j) = u_S ≤ u
+
+    (u² is the sum of the same g_j). ``_cheapest_way`` picks the estimate alone, u, or u then u_S by their cost per
+    call at the build's sample states; the passes a plan does not use are dropped from ``functions``."""
     fn = trace.Function("main")
     fn.call(functions["factor"])
     squared_norms = _column_norms(fn, plan, column, slots)
-    if not _bound_is_useful(functions, layout, squared_norms):
+    way = _cheapest_way(functions, layout, squared_norms, transposed_abs)
+    if way != "schur":
+        functions.pop("solve_t_abs", None)
+    if way == "estimate":
         del functions["solve_abs"]
-        fn.comment("at the build's sample states the bound would not certify: the estimate decides every call")
+        fn.comment("at the build's sample states no bound would pay: the estimate decides every call")
         _estimate(fn, functions, plan, column, layout, slots, closure, outputs, coupled, squared_norms)
         return {"main": fn}
     calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
@@ -157,40 +177,79 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     fn.call(functions["solve_abs"])
     magnitudes = [fn.load(layout.start["sol"] + k) for k in range(len(column))]
     bound = trace.sqrt(trace.dot(squared_norms, [m * m for m in magnitudes]))
+    if way == "schur":
+        for k, (norm, magnitude) in enumerate(zip(squared_norms, magnitudes)):
+            fn.store(layout.start["zt"] + k, norm * magnitude)  # D² Ŝ1: for schur, if u cannot certify
     b = [slots.use(fn, row.rhs) for row in plan.rows]
-    x = calls.solve(b)  # after solve_abs, so that ws keeps x and its residual for exact
+    x = calls.solve(b)  # after the bound's pass, so that ws keeps x and its residual for exact
     fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
     backward = _backward_error(b, x, calls.residual(x), squared_norms)
-    ok = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, backward, by_bound=True)
+    others = _other_checks(fn, layout, slots, closure, coupled)
+    ok = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, backward, BY_BOUND, others)
     exact = trace.Function("exact")
     norms = [slots.use(exact, s) for s in squared_norms]  # stored by main before it may call exact, not after
-    fn.comment("where the bound cannot certify, the reference path's estimate decides")
-    fn.call_unless(ok, exact)
+    fallback = exact
+    if way == "schur":
+        fallback = _schur(functions, layout, len(plan.rows), slots, closure, coupled, outputs,
+                          [backward, others], exact)
+        fn.comment("where u cannot certify, Schur's test; where that cannot, the reference path's estimate")
+    else:
+        fn.comment("where the bound cannot certify, the reference path's estimate decides")
+    fn.call_unless(ok, fallback)
     exact.comment("the estimate's certificate on the factors main left in ws (main's column norms, x and its "
-                  "residual too): for calls the bound cannot certify, and solver.condition")
+                  "residual too): for calls the bounds cannot certify, and solver.condition")
     _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled, norms, solved=True)
-    return {"exact": exact, "main": fn}  # callees first
+    return {"exact": exact, **({"schur": fallback} if way == "schur" else {}), "main": fn}  # callees first
 
 
-def _bound_is_useful(functions: dict, layout: Layout, squared_norms: list) -> bool:
-    """Whether trying the bound first makes the average call cheaper: the bound's pass (a solve, a residual and
-    ``solve_abs``: B operations) is paid by every call and saves the estimate's (E) on the share f of calls it
-    certifies, so it pays when f · E > B. f is the share of the build's sample states where the bound is under
-    ``CONDITION_LIMIT`` (the values ``solve_abs`` stores, with the column norms'); the samples are eight, and on the
-    robots measured they overstate the share of random states (Talos forward: 7 of 8, against 52 % of states within
-    the limits), so the bound must pay twice over: f · E > 2 B. Deep trees certify some states and not others (|R|
-    products grow with depth: benchmarks/results/design_measurements.md); long chains none."""
+def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: dict, coupled, outputs,
+           main_values: list, exact: trace.Function) -> trace.Function:
+    """``schur``: u_S = √(max_j g_j), g = Ŝᵀ (D² Ŝ1) by ``solve_t_abs`` from the D² Ŝ1 main stored, and the
+    certificate with it and main's backward error and other checks (``main_values``, main's values as slots);
+    ``exact`` where u_S cannot certify either. u_S is NaN unless every g_j is finite (a running maximum would step
+    over a NaN)."""
+    fn = trace.Function("schur")
+    backward, others = (slots.use(fn, value) for value in main_values)
+    fn.call(functions["solve_t_abs"])
+    g = [fn.load(layout.start["yt"] + i) for i in range(rows)]
+    largest = g[0]
+    for value in g[1:]:
+        largest = trace.select(trace.le(largest, value), value, largest)
+    bound = trace.sqrt(largest + 0.0 * sum(g[1:], g[0]))  # + 0 · Σ g: NaN where some g_j is not finite
+    ok = _conclude(fn, layout, slots, closure, coupled, outputs, None, bound, backward, BY_SCHUR, others)
+    fn.call_unless(ok, exact)
+    return fn
+
+
+def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transposed_abs) -> str:
+    """"estimate", "bound" (u) or "schur" (u, then u_S where u cannot certify), whichever makes the average call
+    cheapest: a bound's passes save the estimate's on the share f of calls it certifies. f is the share of the
+    build's sample states where the bound is under half ``CONDITION_LIMIT`` (the samples are eight: the margin
+    keeps a bound that only just certifies them from counting; on Talos forward dynamics u certified 7 of 8 under
+    the limit, and 52 % of random states within the joint limits). Costs are operations. Long chains certify with
+    neither bound (benchmarks/results/design_measurements.md)."""
     start, count = layout.start["sol"], len(squared_norms)
     solve_abs = functions["solve_abs"]
-    magnitudes = {op[1] - start: op[2] for op in solve_abs.ops if op[0] == "store" and start <= op[1] < start + count}
+    stored = {op[1] - start: op[2] for op in solve_abs.ops if op[0] == "store" and start <= op[1] < start + count}
     with np.errstate(all="ignore"):
-        squared = sum((trace.value(norm) * trace.value(magnitudes[k]) ** 2 for k, norm in enumerate(squared_norms)),
-                      0.0)
-        certified = float(np.mean(np.sqrt(squared) <= CONDITION_LIMIT))
-    solve, residual = functions["solve"].count(), functions["residual"].count()
+        norms = [trace.value(norm) for norm in squared_norms]
+        magnitudes = [trace.value(stored[k]) for k in range(count)]
+        u = np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
+        z = [np.broadcast_to(n * m, np.shape(u)) for n, m in zip(norms, magnitudes)]
+    solve_t_abs = functions["solve_t_abs"] = transposed_abs(z)
+    first = layout.start["yt"]
+    g = np.array([np.broadcast_to(trace.value(op[2]), np.shape(u)) for op in solve_t_abs.ops
+                  if op[0] == "store" and op[1] >= first])
+    with np.errstate(all="ignore"):
+        u_schur = np.minimum(np.sqrt(np.max(g, axis=0)), u) if g.size else u  # no rows: a robot without joints
+    f_u, f_s = (float(np.mean(bound <= CONDITION_LIMIT / 2)) for bound in (u, u_schur))
+    solve, residual, solve_t = (functions[name].count() for name in ("solve", "residual", "solve_t"))
+    uncertified = (1 + INVERSE_ITERATIONS) * solve + residual + INVERSE_ITERATIONS * solve_t  # exact, after main
     bound_pass = solve + residual + solve_abs.count()
-    estimate = (2 + INVERSE_ITERATIONS) * solve + 2 * residual + INVERSE_ITERATIONS * functions["solve_t"].count()
-    return certified * estimate > 2 * bound_pass
+    cost = {"estimate": (2 + INVERSE_ITERATIONS) * solve + 2 * residual + INVERSE_ITERATIONS * solve_t,
+            "bound": bound_pass + (1 - f_u) * uncertified,
+            "schur": bound_pass + count + (1 - f_u) * (solve_t_abs.count() + 3 * len(g)) + (1 - f_s) * uncertified}
+    return min(cost, key=cost.get)
 
 
 def _estimate(fn: trace.Function, functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict,
@@ -227,4 +286,4 @@ def _estimate(fn: trace.Function, functions, plan: Plan, column: dict, layout: L
         growth = trace.sqrt(squared_norm(z))
         y = [trace.div(value, growth) for value in u]
     condition = trace.sqrt(growth)
-    _conclude(fn, layout, slots, closure, coupled, outputs, x, condition, backward, by_bound=False)
+    _conclude(fn, layout, slots, closure, coupled, outputs, x, condition, backward, 0.0)

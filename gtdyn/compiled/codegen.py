@@ -123,7 +123,9 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions["solve_t"] = solve_transposed(plan, column, layout, slots)
     functions["solve_abs"] = _solve(plan, column, layout, slots, absolute=True)
     functions["residual"] = _residual(plan, column, layout, slots)
-    functions.update(checked_call(functions, plan, column, layout, slots, closure, outputs, coupled))
+    functions.update(checked_call(functions, plan, column, layout, slots, closure, outputs, coupled,
+                                  lambda z: solve_transposed(plan, column, layout, slots, "solve_t_abs",
+                                                             magnitudes_of=z)))
     functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
     if derivatives:
         def transposed(name: str, seeds: set[int]) -> trace.Function:
@@ -241,24 +243,36 @@ def off_pivot(row: dict, key: int, c: int):
 
 
 def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, name: str = "solve_t",
-                     seeds: set[int] | None = None) -> trace.Function:
+                     seeds: set[int] | None = None, magnitudes_of=None) -> trace.Function:
     """Aᵀ y = z: with M A = U (M the row operations), y = Mᵀ U⁻ᵀ z. With ``seeds`` (columns), the other entries
     of z are known zeros: the code is only what those right-hand sides need, and only the entries of y that are
-    not zero by structure are stored (the derivatives' λ = A⁻ᵀ e, ``gtdyn.compiled.derivatives``)."""
+    not zero by structure are stored (the derivatives' λ = A⁻ᵀ e, ``gtdyn.compiled.derivatives``).
+
+    ``magnitudes_of`` (z's values at the build's sample states, z ≥ 0): the same steps on magnitudes (|l|, |c|,
+    |pivot|, sums), Ŝᵀz ≥ |S|ᵀ z entry by entry for the Ŝ of ``solve_abs`` — the certificate's second pass
+    (``gtdyn.compiled.certificate``)."""
+    absolute = magnitudes_of is not None
     fn = trace.Function(name)
-    z = {kc: fn.load(layout.start["zt"] + col) if seeds is None or col in seeds else 0.0
-         for kc, col in column.items()}
+    z = {kc: (fn.load(layout.start["zt"] + col, magnitudes_of[col]) if absolute else fn.load(layout.start["zt"] + col))
+         if seeds is None or col in seeds else 0.0 for kc, col in column.items()}
+
+    def coefficient_of(value):
+        return trace.fabs(slots.use(fn, value)) if absolute else slots.use(fn, value)
+
+    def minus(a, b):
+        return a + b if absolute else a - b
+
     w = [0.0] * len(plan.rows)
     earlier: dict[tuple[int, int], list[tuple[int, object]]] = {}
     for key, c, p in plan.pivots:
         total = z[key, c]
         for q, coefficient in earlier.get((key, c), []):
-            total = total - slots.use(fn, coefficient) * w[q]
-        w[p] = trace.div(total, slots.use(fn, plan.work[p][key][c]))
+            total = minus(total, coefficient_of(coefficient) * w[q])
+        w[p] = trace.div(total, coefficient_of(plan.work[p][key][c]))
         for other, coefficient in off_pivot(plan.work[p], key, c):
             earlier.setdefault(other, []).append((p, coefficient))
     for i, p, multiplier in reversed(plan.tape):
-        w[p] = w[p] - slots.use(fn, multiplier) * w[i]
+        w[p] = minus(w[p], coefficient_of(multiplier) * w[i])
     for i, value in enumerate(w):
         if seeds is None or trace.is_sym(value):
             fn.store(layout.start["yt"] + i, value)

@@ -6,10 +6,10 @@ Every operation becomes the same IEEE operation on a vector (no fast-math, no fu
 them apart), so each lane's answer is bit for bit the scalar code's; sin and cos become calls of the same libm
 functions. The workspace interleaves the lanes: value ``i`` of lane ``w`` lives at ``ws[i · WIDTH + w]``.
 
-``main``'s one branch (``exact``, where the bound cannot certify) is taken by a lane group when any of its lanes
-asks for it: ``exact`` runs on all four, and the lanes the bound certified get back what ``main`` had stored, so
-each lane ends as the scalar ``main`` would. A state whose lane still says 0 is solved again by the scalar
-``main`` (and then by the reference path). The verdicts are the scalar code's.
+The certificate's branches (``schur`` where u cannot certify, ``exact`` where no bound can) are taken by a lane
+group when any of its lanes asks: the branch runs on all four, and the lanes that did not ask get back the
+answer and status they had, so each lane ends as the scalar ``main`` would. A state whose lane still says 0 is
+solved again by the scalar ``main`` (and then by the reference path). The verdicts are the scalar code's.
 
 ``gtdyn.compile(..., lanes=True)`` also compiles the lane module (about as long again as the scalar one) and keeps it
 in the solver's record and the cache; its batches then run whole lane groups in lanes.
@@ -78,7 +78,7 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: 
         elif kind == "call":
             body.append(f"  call void @{prefix}{op[1]}_x{width}(ptr %ws)")
         elif kind == "call_unless":
-            body += _call_unless(fn, i, stored(functions[op[2]]), prefix, width, operand)
+            body += _call_unless(fn, i, written(functions, op[2]) & observed(functions), prefix, width, operand)
         elif kind in _INFIX:
             body.append(f"  %r{i} = {_INFIX[kind]} {vt} {operand(op[1])}, {operand(op[2])}")
         elif kind == "neg":
@@ -88,6 +88,9 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: 
         elif kind == "le":
             body += [f"  %c{i} = fcmp ole {vt} {operand(op[1])}, {operand(op[2])}",
                      f"  %r{i} = uitofp <{width} x i1> %c{i} to {vt}"]
+        elif kind == "select":  # as the scalar code: the first where the condition is not 0
+            body += [f"  %c{i} = fcmp one {vt} {operand(op[1])}, {_splat(0.0, width)}",
+                     f"  %r{i} = select <{width} x i1> %c{i}, {vt} {operand(op[2])}, {vt} {operand(op[3])}"]
         elif kind in _INTRINSIC:
             body.append(f"  %r{i} = call {vt} @llvm.{_INTRINSIC[kind]}.v{width}f64({vt} {operand(op[1])})")
         else:
@@ -103,23 +106,40 @@ def stored(fn: trace.Function) -> set[int]:
     return {op[1] for op in fn.ops if op[0] == "store"}
 
 
-def _call_unless(fn: trace.Function, i: int, overwritten: set[int], prefix: str, width: int, operand) -> list[str]:
+def written(functions: dict, name: str) -> set[int]:
+    """The workspace indices function ``name`` stores to, itself or through the functions it calls."""
+    indices = set()
+    for callee in reachable(functions, (name,)):
+        indices |= stored(functions[callee])
+    return indices
+
+
+def observed(functions: dict) -> set[int]:
+    """What a branch must leave as the scalar code does: the indices stored by the functions that branch (the
+    answer, its status and verdicts, and what they pass to the functions they call)."""
+    return set().union(*(stored(fn) for fn in functions.values()
+                         if isinstance(fn, trace.Function) and any(op[0] == "call_unless" for op in fn.ops)))
+
+
+def _call_unless(fn: trace.Function, i: int, restored: set[int], prefix: str, width: int, operand) -> list[str]:
     """``call_unless(flag, callee)`` on lanes: the callee runs when any lane's flag is not 1 (NaN included, as the
-    scalar ``!= 1``); afterwards each lane whose flag was 1 gets back the values ``fn`` had stored, before the
-    call, where the callee wrote — the answer and its status, so every lane's are the scalar code's. Scratch that
-    only the callee writes is the callee's in every lane; no call reads scratch it did not write first."""
+    scalar ``!= 1``); afterwards each lane whose flag was 1 gets back, at each index of ``restored`` (what the
+    callee writes that the branching functions store: ``written`` ∩ ``observed``), the value it had before the
+    call — so every lane's answer and status are the scalar code's. Scratch only the callee's functions store is
+    theirs in every lane; no call reads scratch it did not write first."""
     flag, callee = fn.ops[i][1], fn.ops[i][2]
     vt, mask = _vector(width), f"<{width} x i1>"
-    kept = {op[1]: op[2] for op in fn.ops[:i] if op[0] == "store" and op[1] in overwritten}
     body = [f"  %ask{i} = fcmp une {vt} {operand(flag)}, {_splat(1.0, width)}",
             f"  %any{i} = call i1 @llvm.vector.reduce.or.v{width}i1({mask} %ask{i})",
-            f"  br i1 %any{i}, label %call{i}, label %after{i}", f"call{i}:",
-            f"  call void @{prefix}{callee}_x{width}(ptr %ws)"]
-    for index, value in sorted(kept.items()):
+            f"  br i1 %any{i}, label %call{i}, label %after{i}", f"call{i}:"]
+    for index in sorted(restored):
+        body += [f"  %kp{i}_{index} = getelementptr inbounds double, ptr %ws, i64 {index * width}",
+                 f"  %ko{i}_{index} = load {vt}, ptr %kp{i}_{index}, align 8"]
+    body.append(f"  call void @{prefix}{callee}_x{width}(ptr %ws)")
+    for index in sorted(restored):
         name = f"{i}_{index}"
-        body += [f"  %kp{name} = getelementptr inbounds double, ptr %ws, i64 {index * width}",
-                 f"  %kn{name} = load {vt}, ptr %kp{name}, align 8",
-                 f"  %ks{name} = select {mask} %ask{i}, {vt} %kn{name}, {vt} {operand(value)}",
+        body += [f"  %kn{name} = load {vt}, ptr %kp{name}, align 8",
+                 f"  %ks{name} = select {mask} %ask{i}, {vt} %kn{name}, {vt} %ko{name}",
                  f"  store {vt} %ks{name}, ptr %kp{name}, align 8"]
     return body + [f"  br label %after{i}", f"after{i}:"]
 

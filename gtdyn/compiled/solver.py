@@ -90,7 +90,7 @@ class CompiledSolver:
         self.lanes = 0 if self._batches.lanes is None else lanes.WIDTH
         self._size, self._n = record["size"], robot.num_dofs
         self._out, self._status = record["start"]["out"], record["status"]
-        self._bounded = record["start"]["bounded"]  # 1: the certificate's bound settled the call
+        self._bounded = record["start"]["bounded"]  # not 0: a bound settled the call (certificate.BY_BOUND, BY_SCHUR)
         self._outputs = record["outputs"]
         self._ws = np.zeros(self._size)
         self._pointer = self._ws.ctypes.data
@@ -326,7 +326,7 @@ class CompiledSolver:
         that the certificate's bound settled did not estimate κ (``gtdyn.compiled.certificate.main``): reading
         it runs the reference path's estimate on that call's factors, kept in its workspace (a copy)."""
         ws = self._last
-        if ws[self._bounded] == 1.0:
+        if ws[self._bounded] != 0.0:
             ws = ws.copy()
             self._native.function("exact")(ws.ctypes.data)
         return float(ws[self._status + 1])
