@@ -1,4 +1,4 @@
-"""From a robot, a problem and an ordering to straight-line code: eight functions over one array ``ws``.
+"""From a robot, a problem and an ordering to straight-line code: up to ten functions over one array ``ws``.
 
 * ``factor``: forward kinematics, the eq. 5–7 rows and the elimination (multipliers and pivot rows);
 * ``solve``: the elimination's row operations on a right-hand side, then back-substitution — for ``rnea``
@@ -6,14 +6,20 @@
 * ``solve_t``: the same factorization transposed, Aᵀ y = z;
 * ``residual``: r = b − A x with the original rows;
 * ``solve_abs``: the solve's steps on magnitudes from a right-hand side of ones, Ŝ1 ≥ |A⁻¹| 1 entry by entry;
+* ``solve_t_abs``: ``solve_t``'s steps on magnitudes, Ŝᵀ z ≥ |A⁻¹|ᵀ z, for Schur's bound;
 * ``fast``: ``factor`` and ``solve`` only, for ``checks=False``;
 * ``main``: x = A⁻¹ b, the backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) and the bound u = ‖D Ŝ1‖₂ ≥
   1/σ_min(A D⁻¹) ≥ the reference path's estimate κ (``gtdyn.compiled.certificate.checked_call``), the loop-closure gaps
   — and a status: 1 when the answer is certified (u ≤ ``CONDITION_LIMIT``, u · backward error ≤
-  ``ERROR_BOUND``, every loop closed, every input finite); where the bound cannot certify, ``exact``:
+  ``ERROR_BOUND``, every loop closed, every input finite); where u cannot certify, ``schur`` or ``exact``:
+* ``schur``: Schur's bound u_S = √(max_j (Ŝᵀ D² Ŝ1)_j) ≤ u in its place (plans whose u is loose on some states:
+  deep trees); where that cannot certify either, ``exact``:
 * ``exact``: one step of iterative refinement, and κ by the reference path's inverse iteration (same start
   vector, same three steps) in place of the bound; its status 0 means the caller must ask the reference path,
   which then answers, warns or raises exactly as it always does.
+
+A plan keeps the bounds that pay at its build's sample states (``certificate._cheapest_way``): ``main`` may be the
+estimate alone, without ``solve_abs``, ``solve_t_abs``, ``schur`` or ``exact``.
 
 Layout of ``ws``: inputs q, q̇, x (3n), a floating base's pose, twist and given acceleration or wrench, and the
 external wrenches on the compiled frames (``gtdyn.compiled.wrench_inputs``); outputs (a
