@@ -4,7 +4,8 @@
   ``pin.rnea`` / ``pin.aba`` (paired ratios);
 * per state in a batch of N random states, one thread and two: ``solver.batch`` state by state and in SIMD lanes
   (``compile(..., lanes=True)``), checked and unchecked, against ``pin.rneaInParallel`` / ``pin.abaInParallel``;
-* how many of the batch's states the certificate's bound settled (the rest took the estimate's branch).
+* how many of the batch's states a bound settled (u, or Schur's u_S behind it; the rest took the estimate's
+  branch).
 
     python -m benchmarks.checked_call [--quick]      # PUMA 560, UR5, Talos; --quick: PUMA and UR5
 
@@ -73,10 +74,9 @@ def report(results: dict, header: str) -> str:
              "Python at `benchmark_state` against `pin.rnea` / `pin.aba`. Batches: per state, "
              f"{BATCH} random states, against `pin.rneaInParallel` / `pin.abaInParallel` with the same threads; "
              "*scalar* runs state by state, *lanes* four states per pass (`compile(..., lanes=True)`, the same "
-             "answers bit for bit). *Bound*: the share of the batch's states the certificate's bound settled in a "
-             "single call (the rest took the estimate's branch as well); the per-call figure is marked with the way "
-             "`benchmark_state` was certified — where the bound settles only some states, the others cost "
-             "about what the scalar batch's figure shows. Goals (issue 24): "
+             "answers bit for bit). *Bound*: the share of the batch's states a bound (u, or Schur's u_S behind "
+             "it) settled in a single call (the rest took the estimate's branch as well); the per-call figure is "
+             "marked with the way `benchmark_state` was certified (bound, Schur or estimate). Goals (issue 24): "
              "checked call ≤ 1.5×, unchecked ≤ 1.0×, checked scalar batch ≤ 1.0×, lanes unchecked ≤ 0.35× and "
              "checked ≤ 0.7× on one thread.", "",
              "| robot | problem | Pinocchio µs | call checked | call unchecked | 1 thread: scalar checked / unchecked "
