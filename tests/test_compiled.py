@@ -687,13 +687,14 @@ def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_pat
     compile_object = objects.compile_object
     monkeypatch.setattr(objects, "compile_object", lambda ir, quick=False: here.append(ir) or compile_object(ir, quick))
     parts = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
-    assert len(parts._record["object"]) == 2 and len(here) == 1  # the worker compiled the other
+    # two parts and the rare one (exact, solve_t: quickly compiled); workers compiled all but the first
+    assert len(parts._record["object"]) == 3 and len(here) == 1
     again = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
     assert again.from_cache
     travelled = pickle.loads(pickle.dumps(parts))
     monkeypatch.setattr(objects, "_BOOT", "raise SystemExit(3)")  # every worker fails
     alone = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True, use_cache=False)
-    assert len(here) == 3  # both parts here
+    assert len(here) == 4  # all three parts here
     s = sample_states(puma, "forward", (), count=5, seed=7)
     for k in range(5):
         q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
@@ -701,6 +702,9 @@ def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_pat
         for solver in (parts, again, travelled, alone):
             assert all(np.array_equal(a, b) for a, b in zip(solver.derivatives(q, v, x), expected))
     assert np.array_equal(parts.batch(s["q"].T, s["v"].T, s["x"].T), whole.batch(s["q"].T, s["v"].T, s["x"].T))
+    for solver in (whole, parts, alone):  # κ runs exact, which the parts compiled quickly: the same bits
+        solver(q, v, x)
+    assert whole.condition == parts.condition == alone.condition
 
 
 def test_stores_move_to_their_values_only_where_that_changes_nothing():

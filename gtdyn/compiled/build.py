@@ -139,7 +139,7 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
            wrench_axes: str, derivatives: bool, in_lanes: bool = False, quick: bool = False) -> dict:
     program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes, derivatives)
     prefix = f"g{name[:12]}_"
-    obj = native.compile_module(program.functions, prefix, quick=quick)
+    obj = native.compile_module(program.functions, prefix, quick=quick, rare=program.rare)
     lane_object = [native.compile_object(lanes.module_ir(program.functions, prefix), quick)] if in_lanes else []
     layout = program.layout
     return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,

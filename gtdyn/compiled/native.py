@@ -160,10 +160,11 @@ def module_ir(functions: dict, prefix: str, entries: tuple[str, ...] | None = No
 
 
 def module_parts(functions: dict, prefix: str, entries: tuple[str, ...] | None = None, parts: int = 1,
-                 above: int = 0) -> list[str]:
+                 above: int = 0, rare: frozenset = frozenset()) -> list[str]:
     """``module_ir``'s program as ``parts`` modules of about equal size (IR text) if it is larger than ``above``
     (else one): each function in one, the batch loops in the first, and each module declaring the functions it
-    calls in the others (the loader links them)."""
+    calls in the others (the loader links them). The functions named in ``rare`` (those of ``functions``) then go
+    to one more module, last, which ``compile_module`` compiles quickly."""
     head = [f"declare double @{name}(double)" for name in _INTRINSIC.values()]
     head.append("declare double @atan2(double, double)")
     entries = entries_of(functions) if entries is None else entries
@@ -172,10 +173,11 @@ def module_parts(functions: dict, prefix: str, entries: tuple[str, ...] | None =
               for name, fn in functions.items()}
     if parts == 1 or sum(map(len, bodies.values())) <= above:
         return ["\n".join(head + list(bodies.values()) + loops)]
-    share: list[list[str]] = [[] for _ in range(parts)]
+    rare = sorted(rare & set(bodies))
+    share: list[list[str]] = [[] for _ in range(parts)] + ([rare] if rare else [])
     size = [len("\n".join(loops))] + [0] * (parts - 1)
-    for name in sorted(bodies, key=lambda n: -len(bodies[n])):  # the largest first, each to the lightest part
-        k = size.index(min(size))
+    for name in sorted(set(bodies) - set(rare), key=lambda n: -len(bodies[n])):  # the largest first, each to
+        k = size.index(min(size))  # the lightest part
         share[k].append(name)
         size[k] += len(bodies[name])
     modules = []
@@ -192,12 +194,18 @@ def _ops(fn) -> list:
 
 
 def compile_module(functions: dict, prefix: str, entries: tuple[str, ...] | None = None,
-                   quick: bool = False) -> list[bytes]:
+                   quick: bool = False, rare: frozenset = frozenset()) -> list[bytes]:
     """``module_ir``'s program as object code: one object, or for a big program (``objects.PARALLEL_ABOVE``) one
-    per part, compiled side by side (``objects.compile_objects``); ``Loaded`` takes either."""
+    per part, compiled side by side (``objects.compile_objects``); ``Loaded`` takes either. A big program's
+    ``rare`` functions (the certificate's estimate, run on the few calls no bound certifies) are compiled
+    quickly, in a part of their own: LLVM's -O0 code generator, the same IEEE operations so the same bits, slower
+    code (benchmarks/results/design_measurements.md)."""
     with trace.collector_paused():
-        parts = module_parts(functions, prefix, entries, parts=objects.workers(), above=objects.PARALLEL_ABOVE)
-        return [compile_object(parts[0], quick)] if len(parts) == 1 else objects.compile_objects(parts, quick)
+        workers = objects.workers()
+        parts = module_parts(functions, prefix, entries, parts=workers, above=objects.PARALLEL_ABOVE, rare=rare)
+        if len(parts) == 1:
+            return [compile_object(parts[0], quick)]
+        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers))
 
 
 # the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;

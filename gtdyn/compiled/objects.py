@@ -137,19 +137,19 @@ def workers() -> int:
     return max(1, min(cores, 2))
 
 
-def compile_objects(parts: list[str], quick: bool = False) -> list[bytes]:
+def compile_objects(parts: list[str], quick: list[bool]) -> list[bytes]:
     """The object code of each module in ``parts`` (IR text; together one program, each declaring what it calls
-    in the others): the first compiled in this process, the others meanwhile in worker processes. A worker that
-    fails leaves its part to this process (the same code, later)."""
+    in the others; ``quick``: each one's ``compile_object`` flag): the first compiled in this process, the others
+    meanwhile in worker processes. A worker that fails leaves its part to this process (the same code, later)."""
     settings = {"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL, "block": BLOCK,
-                "split_above": SPLIT_ABOVE, "quick": quick}
+                "split_above": SPLIT_ABOVE}
     results: dict[int, bytes | None] = {}
 
     def in_worker(k: int) -> None:
         try:
+            header = json.dumps({**settings, "quick": quick[k]})
             done = subprocess.run([sys.executable, "-I", "-c", _BOOT, __file__],
-                                  input=(json.dumps(settings) + "\n" + parts[k]).encode(), capture_output=True,
-                                  timeout=3600)
+                                  input=(header + "\n" + parts[k]).encode(), capture_output=True, timeout=3600)
             results[k] = done.stdout if done.returncode == 0 and done.stdout else None
             if results[k] is None:
                 LOG.info("gtdyn.compiled: a compile worker failed (%s); compiling its part here",
@@ -161,10 +161,10 @@ def compile_objects(parts: list[str], quick: bool = False) -> list[bytes]:
     threads = [threading.Thread(target=in_worker, args=(k,), daemon=True) for k in range(1, len(parts))]
     for thread in threads:
         thread.start()
-    first = compile_object(parts[0], quick)
+    first = compile_object(parts[0], quick[0])
     for thread in threads:
         thread.join()
-    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick)
+    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick[k])
                       for k in range(1, len(parts))]
 
 
