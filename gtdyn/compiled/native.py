@@ -175,11 +175,11 @@ def module_parts(functions: dict, prefix: str, entries: tuple[str, ...] | None =
         return ["\n".join(head + list(bodies.values()) + loops)]
     rare = sorted(rare & set(bodies))
     share: list[list[str]] = [[] for _ in range(parts)] + ([rare] if rare else [])
-    size = [len("\n".join(loops))] + [0] * (parts - 1)
-    for name in sorted(set(bodies) - set(rare), key=lambda n: -len(bodies[n])):  # the largest first, each to
-        k = size.index(min(size))  # the lightest part
+    size = [0] * parts
+    for name in sorted(set(bodies) - set(rare), key=lambda n: -_compile_weight(functions[n])):  # the largest
+        k = size.index(min(size))  # first, each to the lightest part
         share[k].append(name)
-        size[k] += len(bodies[name])
+        size[k] += _compile_weight(functions[name])
     modules = []
     for k, names in enumerate(share):
         called = {op[1] if op[0] == "call" else op[2] for name in names for op in _ops(functions[name])
@@ -187,6 +187,13 @@ def module_parts(functions: dict, prefix: str, entries: tuple[str, ...] | None =
         declared = [f"declare void @{prefix}{name}(ptr)" for name in sorted(called - set(names))]
         modules.append("\n".join(head + declared + [bodies[name] for name in names] + (loops if k == 0 else [])))
     return modules
+
+
+def _compile_weight(fn) -> int:
+    """About what ``fn`` costs the code generator: its operations, three times over for a function with a branch,
+    which ``objects.split_blocks`` leaves whole (whole functions cost about three times as much per operation as
+    ones cut into blocks: benchmarks/results/design_measurements.md)."""
+    return fn.count() * (3 if any(op[0] == "call_unless" for op in _ops(fn)) else 1)
 
 
 def _ops(fn) -> list:

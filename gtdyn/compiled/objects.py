@@ -29,7 +29,8 @@ CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
 # benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``)
 PIPELINE_SPEED_LEVEL = 1
 BLOCK = 1000
-SPLIT_ABOVE = 20_000  # smaller functions compile fast whole, and whole their code is a few per cent faster
+SPLIT_ABOVE = 5_000  # smaller functions compile fast whole; above it, blocks compile 2-3x faster and run as
+# fast (benchmarks/results/design_measurements.md)
 # A program of more IR text than this (a Talos-sized robot's) is compiled in parts on ``workers()`` processes.
 # Smaller ones gain less on an idle machine, and on a busy one (a test suite on every core) a worker only adds
 # processes (benchmarks/results/design_measurements.md)
