@@ -687,7 +687,7 @@ def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_pat
     compile_object = objects.compile_object
     monkeypatch.setattr(objects, "compile_object", lambda ir, quick=False: here.append(ir) or compile_object(ir, quick))
     parts = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
-    # two parts and the rare one (exact, solve_t: quickly compiled); workers compiled all but the first
+    # two parts and the rare one (exact, quickly compiled); workers compiled all but the first
     assert len(parts._record["object"]) == 3 and len(here) == 1
     again = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
     assert again.from_cache

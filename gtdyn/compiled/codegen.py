@@ -63,14 +63,9 @@ class Program:
 
     @property
     def rare(self) -> frozenset:
-        """The functions only calls that no bound certifies run: ``exact``, and ``solve_t`` where nothing else
-        calls it (``native.compile_module`` compiles them quickly)."""
-        if "exact" not in self.functions:
-            return frozenset()
-        callers = {name for name, fn in self.functions.items()
-                   if any(op[0] == "call" and op[1] == "solve_t"
-                          for op in (fn.fn if isinstance(fn, trace.Lanes) else fn).ops)}
-        return frozenset({"exact"} | ({"solve_t"} if callers <= {"exact"} else set()))
+        """The functions only calls that no bound certifies run: ``exact`` (``native.compile_module`` compiles it
+        quickly; the solves it calls stay optimized)."""
+        return frozenset({"exact"} & set(self.functions))
 
 
 def _identifier(text: str, fallback: str) -> str:
