@@ -25,6 +25,7 @@ from gtdyn.bench.compiled import PinocchioBaseline, batch_states, given_vector
 from gtdyn.bench.orderings import benchmark_state
 from gtdyn.bench.report import machine_description
 from gtdyn.bench.timing import measure_interleaved, paired_ratio
+from gtdyn.compiled.certificate import BY_BOUND, BY_SCHUR
 from gtdyn.progress import Progress
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,7 +48,7 @@ def measure(robot: gtdyn.Robot, path: str, kind: str) -> dict:
     out = {key: paired_ratio(single[key], single["pin"]) for key in ("call", "fast")}
     out["pin_us"] = single["pin"].median_us
     checked(state.q, state.v, x)
-    out["call_way"] = {0.0: "estimate", 1.0: "bound", 2.0: "Schur"}[checked._ws[checked._bounded]]  # which one timed
+    out["call_way"] = {0.0: "estimate", BY_BOUND: "bound", BY_SCHUR: "Schur"}[checked._ws[checked._bounded]]
     Q, V, X = batch_states(robot, kind, None, BATCH)
     QP, VP, XP = pin.vectors(Q, V, X)
     for t in (1, 2):

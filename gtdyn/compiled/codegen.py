@@ -265,7 +265,7 @@ def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, nam
     (``gtdyn.compiled.certificate``)."""
     absolute = magnitudes_of is not None
     fn = trace.Function(name)
-    z = {kc: (fn.load(layout.start["zt"] + col, magnitudes_of[col]) if absolute else fn.load(layout.start["zt"] + col))
+    z = {kc: fn.load(layout.start["zt"] + col, magnitudes_of[col] if absolute else None)
          if seeds is None or col in seeds else 0.0 for kc, col in column.items()}
 
     def coefficient_of(value):
