@@ -2,7 +2,8 @@
 runs, and why stores are written next to their values (``gtdyn.compiled.trace.EARLY_STORES``): compile time and
 the speed of the code each setting makes, on a robot's forward and inverse dynamics (with derivatives).
 
-    python -m benchmarks.codegen_options [robot ...]     (default: ur5 talos; a bundled name or a URDF path)
+    python -m benchmarks.codegen_options [--last N] [robot ...]
+        (default: ur5 talos; a bundled name or a URDF path; --last N: only the last N settings)
 
 LLVM options are global to a process, so each setting compiles in a fresh process (no cache). There the native
 entry points (``fast``: factor and solve; ``main``: the checked solve; ``dfast``: the unchecked solve and its
@@ -56,18 +57,23 @@ print(json.dumps(rows))
 SETTINGS = {"LLVM's default (-O2)": ((), 2, False),
             "post-RA scheduler off, -O2": (("-post-RA-scheduler=false",), 2, False),
             "post-RA scheduler off, -O1": (("-post-RA-scheduler=false",), 1, False),
-            "post-RA scheduler off, -O1, stores early (gtdyn's)": (("-post-RA-scheduler=false",), 1, True)}
+            "post-RA scheduler off, -O1, stores early": (("-post-RA-scheduler=false",), 1, True),
+            "post-RA scheduler off, no pipeline (-O0), stores early": (("-post-RA-scheduler=false",), 0, True),
+            "the same and fast instruction selection": (("-post-RA-scheduler=false", "-fast-isel"), 0, True)}
 
 
 def main(argv: list[str]) -> None:
     import os
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    last = 0  # --last N: only the last N settings
+    if argv[:1] == ["--last"]:
+        last, argv = int(argv[1]), argv[2:]
     robots = argv or ["ur5", "talos"]
     print("| robot | problem | setting | compile s | with derivatives s | fast µs | main µs | dfast µs |")
     print("|---|---|---|---|---|---|---|---|")
     for robot in robots:
-        for setting, (options, level, early) in SETTINGS.items():
+        for setting, (options, level, early) in list(SETTINGS.items())[-last:]:
             code = f"OPTIONS, LEVEL, EARLY, ROOT, ROBOT = {options!r}, {level}, {early}, {root!r}, {robot!r}\n" + CHILD
             done = subprocess.run([sys.executable, "-c", code],
                                   capture_output=True, text=True)

@@ -685,7 +685,7 @@ def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_pat
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
     here = []  # the parts compiled in this process
     compile_object = objects.compile_object
-    monkeypatch.setattr(objects, "compile_object", lambda ir, quick=False: here.append(ir) or compile_object(ir, quick))
+    monkeypatch.setattr(objects, "compile_object", lambda ir, *mode: here.append(ir) or compile_object(ir, *mode))
     parts = gtdyn.compile(puma, "forward", ordering="aba", derivatives=True)
     # two parts and the rare one (exact, quickly compiled); workers compiled all but the first
     assert len(parts._record["object"]) == 3 and len(here) == 1

@@ -210,9 +210,21 @@ def compile_module(functions: dict, prefix: str, entries: tuple[str, ...] | None
     with trace.collector_paused():
         workers = objects.workers()
         parts = module_parts(functions, prefix, entries, parts=workers, above=objects.PARALLEL_ABOVE, rare=rare)
+        optimize = optimizing(functions)
         if len(parts) == 1:
-            return [compile_object(parts[0], quick)]
-        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers))
+            return [compile_object(parts[0], quick, optimize)]
+        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers), optimize)
+
+
+def optimizing(functions: dict) -> bool:
+    """Whether a program gets LLVM's optimization pipeline: up to ``OPTIMIZE_UP_TO`` operations. Beyond, the code
+    runs as fast without it (its speed is its size: long chains' code streams in from beyond L2) and compiles
+    about a fifth faster; below, Talos' forward dynamics ran 10 % slower without it
+    (benchmarks/results/design_measurements.md)."""
+    return sum(fn.count() for fn in functions.values()) <= OPTIMIZE_UP_TO
+
+
+OPTIMIZE_UP_TO = 100_000  # operations: Talos' forward dynamics 74,000, a 48-joint chain's 123,000
 
 
 # the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;

@@ -260,6 +260,9 @@ class Function:
         self.names: dict[int, str] = {}
         self.samples = samples
         self._seen: dict[tuple, Sym] = {}
+        # live() and count() as of how many operations: asked for often, on the biggest functions too
+        self._live: tuple[int, list[bool]] = (-1, [])
+        self._count: tuple[int, int] = (-1, 0)
 
     def emit(self, op: str, *args) -> Sym:
         key = (op,) + tuple(a.id if type(a) is Sym else (a,) for a in args)
@@ -273,36 +276,37 @@ class Function:
                 raise ValueError(f"{a} belongs to function {a.fn.name}, not {self.name}")
         fn = UNARY.get(op) or BINARY.get(op) or TERNARY[op]
         val = fn(*(a.val if type(a) is Sym else a for a in args))  # numpy's warnings: see ``tracing``
-        sym = self._append((op, *args), val)
+        sym = self.append((op, *args), val)
         self._seen[key] = sym
         return sym
 
-    def _append(self, op: tuple, val) -> Sym | None:
+    def append(self, op: tuple, val=None) -> Sym | None:
+        """``op`` as it is (not folded or shared); ``val``: its sample values, None for one without a value."""
         sym = Sym(self, len(self.ops), val) if val is not None else None
         self.ops.append(op)
         self.syms.append(sym)
         return sym
 
     def load(self, index: int, val=None, name: str | None = None) -> Sym:
-        sym = self._append(("load", int(index)), np.full(self.samples, np.nan) if val is None else val)
+        sym = self.append(("load", int(index)), np.full(self.samples, np.nan) if val is None else val)
         if name:
             self.names[sym.id] = name
         return sym
 
     def store(self, index: int, x) -> None:
-        self._append(("store", int(index), x if type(x) is Sym else float(x)), None)
+        self.append(("store", int(index), x if type(x) is Sym else float(x)), None)
 
     def call(self, other: Function) -> None:
-        self._append(("call", other.name), None)
+        self.append(("call", other.name), None)
         self._seen.clear()  # nothing loaded before the call may be reused after it
 
     def call_unless(self, flag, other: Function) -> None:
         """Call ``other`` unless ``flag`` is 1.0 (the code's one branch: the certificate's exact path)."""
-        self._append(("call_unless", flag, other.name), None)
+        self.append(("call_unless", flag, other.name), None)
         self._seen.clear()
 
     def comment(self, text: str) -> None:
-        self._append(("#", text), None)
+        self.append(("#", text), None)
 
     def label(self, x, name: str):
         """Give a traced value a readable name in the rendered source (``F3_2``, ``q̈1``)."""
@@ -313,18 +317,23 @@ class Function:
     def live(self) -> list[bool]:
         """Which operations matter: stores, calls and comments, and what they use (folding leaves some values
         unused, e.g. x − y once −(x − y) became y − x)."""
+        if self._live[0] == len(self.ops):
+            return self._live[1]
         alive = [op[0] in ("store", "call", "call_unless", "#") for op in self.ops]
         for i in range(len(self.ops) - 1, -1, -1):
             if alive[i]:
                 for a in self.ops[i][1:]:
                     if type(a) is Sym:
                         alive[a.id] = True
+        self._live = (len(self.ops), alive)
         return alive
 
     def count(self) -> int:
         """Arithmetic operations that run (loads, stores and comments not counted)."""
-        return sum(op[0] not in ("load", "store", "call", "call_unless", "#") and keep
-                   for op, keep in zip(self.ops, self.live()))
+        if self._count[0] != len(self.ops):
+            self._count = (len(self.ops), sum(op[0] not in ("load", "store", "call", "call_unless", "#") and keep
+                                              for op, keep in zip(self.ops, self.live())))
+        return self._count[1]
 
 
 def dependence(fn: Function, sources: dict[int, int]) -> dict[int, int]:
