@@ -1,6 +1,7 @@
 """Cold compile time and call time, optimized (the default) against ``compile(..., quick=True)`` (LLVM's -O0 code
 generator, no optimization pipeline), with Pinocchio's call beside them (issue 24, item 3): Talos's forward and
-inverse dynamics and serial chains of 24, 48 and 96 joints (ABA), each compiled without the cache.
+inverse dynamics and serial chains of 24, 48 and 96 joints (ABA), each compiled without the cache; and the
+96-joint chain once in each named ordering.
 
     python -m benchmarks.quick_compile [--quick]      # --quick: Talos and the 24-joint chain
 
@@ -27,6 +28,7 @@ from gtdyn.progress import Progress
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 REPEAT, INNER, WARMUP = 15, 200, 20
 COMPILES = 3  # cold compiles of each solver, the median reported: one varies by ~10 % on this machine
+ORDERINGS = ("aba", "colamd", "nd", "md", "crba", "natural")  # the 96-joint chain's, compiled once each
 
 
 def row(robot, path: str, kind: str) -> dict:
@@ -50,6 +52,24 @@ def row(robot, path: str, kind: str) -> dict:
             out[quick, key] = timed[key].median_us
             out[quick, key + "_x"] = paired_ratio(timed[key], timed["pin"])
         out["pin"] = timed["pin"].median_us
+    return out
+
+
+def chain_orderings(robot) -> dict:
+    """One cold compile of the chain's forward dynamics in each named ordering: seconds, operations and code size,
+    or the memory budget's refusal (orderings that fill in densely)."""
+    from gtdyn.errors import BudgetError
+
+    out = {}
+    for ordering in ORDERINGS:
+        started = time.perf_counter()
+        try:
+            solver = gtdyn.compile(robot, "forward", ordering=ordering, use_cache=False)
+        except BudgetError as error:
+            out[ordering] = str(error).split(" — ")[0]
+            continue
+        out[ordering] = (time.perf_counter() - started, sum(solver.operations.values()), object_megabytes(solver))
+        print(f"chain {robot.num_dofs} {ordering}: compile {out[ordering][0]:.2f} s", flush=True)
     return out
 
 
@@ -99,6 +119,12 @@ def main() -> None:
                      f"{r[False, 'checked']:.2f} / {r[True, 'checked']:.2f} ({r[False, 'checked_x']:.2f}× / "
                      f"{r[True, 'checked_x']:.2f}×) | {r[False, 'unchecked']:.2f} / {r[True, 'unchecked']:.2f} "
                      f"({r[False, 'unchecked_x']:.2f}× / {r[True, 'unchecked_x']:.2f}×) | {r['pin']:.2f} |")
+    if not args.quick:
+        lines += ["", "The 96-joint chain's forward dynamics in each named ordering, one cold compile each:", "",
+                  "| ordering | compile s | operations | object code MB |", "|---|---|---|---|"]
+        for ordering, r in chain_orderings(chain_with_urdf(96, folder)[0]).items():
+            lines.append(f"| {ordering} | refused: {r} | | |" if isinstance(r, str) else
+                         f"| {ordering} | {r[0]:.2f} | {r[1]:,} | {r[2]:.2f} |")
     lines += ["", "![compile time and code size against joints](quick_compile_scaling.png)"]
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "quick_compile.md"), "w") as f:

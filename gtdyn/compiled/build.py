@@ -18,7 +18,7 @@ from gtdyn import keys
 from gtdyn.arguments import choice, covered, flag, gravity_vector, robot_argument
 from gtdyn.arguments.asked import place_contacts, qdd_joint_names
 from gtdyn.arguments.wrenches import compiled_wrench_frames
-from gtdyn.compiled import cache, lanes, native
+from gtdyn.compiled import cache, lanes, native, split
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.fallback import self_check
 from gtdyn.compiled.solver import CompiledSolver
@@ -139,8 +139,10 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
            wrench_axes: str, derivatives: bool, in_lanes: bool = False, quick: bool = False) -> dict:
     program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes, derivatives)
     prefix = f"g{name[:12]}_"
-    obj = native.compile_module(program.functions, prefix, quick=quick, rare=program.rare)
-    lane_object = [native.compile_object(lanes.module_ir(program.functions, prefix), quick)] if in_lanes else []
+    functions, rare = split.split_large(program.functions, program.layout, program.rare)
+    obj = native.compile_module(functions, prefix, quick=quick, rare=rare)
+    lane_object = ([native.compile_object(lanes.module_ir(functions, prefix), quick, native.optimizing(functions))]
+                   if in_lanes else [])
     layout = program.layout
     return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
             "outputs": len(program.outputs),  # no source: rendered when asked for (gtdyn.compiled.listing)
