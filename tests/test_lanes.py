@@ -94,6 +94,21 @@ def test_lane_code_is_cached_and_pickled_with_the_solver(puma):
     assert copy.lanes == lanes.WIDTH and np.array_equal(copy.batch(Q, V, X), solver.batch(Q, V, X))
 
 
+def test_a_big_programs_lane_code_compiles_in_parts_with_the_same_bits(puma, monkeypatch):
+    """Lane code is compiled in parts side by side as scalar code is (``native.compile_parts``): forced here on
+    the PUMA (every program counts as big), two lane objects, linked when loaded, solve the batch bit for bit as
+    the lane code compiled whole."""
+    from gtdyn.compiled import objects
+
+    whole = gtdyn.compile(puma, "forward", lanes=True, use_cache=False)
+    monkeypatch.setattr(objects, "PARALLEL_ABOVE", 0)
+    monkeypatch.setattr(objects, "workers", lambda: 2)
+    parts = gtdyn.compile(puma, "forward", lanes=True, use_cache=False)
+    assert len(parts._record["lanes_object"]) == 2 and len(whole._record["lanes_object"]) == 1
+    Q, V, X = random_states(6, 64, seed=8)
+    assert np.array_equal(parts.batch(Q, V, X), whole.batch(Q, V, X))
+
+
 def test_the_lane_ir_is_the_scalar_ir_on_vectors():
     ir = lanes.function_ir(_tiny(), "t_", width=4)
     assert "fmul <4 x double>" in ir and "@llvm.sin.v4f64" in ir and "i64 8" in ir  # ws[2] of lane 0 at 2·4

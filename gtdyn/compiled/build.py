@@ -141,8 +141,7 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
     prefix = f"g{name[:12]}_"
     functions, rare = split.split_large(program.functions, program.layout, program.rare)
     obj = native.compile_module(functions, prefix, quick=quick, rare=rare)
-    lane_object = ([native.compile_object(lanes.module_ir(functions, prefix), quick, native.optimizing(functions))]
-                   if in_lanes else [])
+    lane_object = [lanes.compile_module(functions, prefix, quick)] if in_lanes else []
     layout = program.layout
     return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
             "outputs": len(program.outputs),  # no source: rendered when asked for (gtdyn.compiled.listing)

@@ -11,8 +11,8 @@ group when any of its lanes asks: the branch runs on all four, and the lanes tha
 answer and status they had, so each lane ends as the scalar ``main`` would. A state whose lane still says 0 is
 solved again by the scalar ``main`` (and then by the reference path). The verdicts are the scalar code's.
 
-``gtdyn.compile(..., lanes=True)`` also compiles the lane module (about as long again as the scalar one) and keeps it
-in the solver's record and the cache; its batches then run whole lane groups in lanes.
+``gtdyn.compile(..., lanes=True)`` also compiles the lane module (in parts side by side, as the scalar one) and keeps
+it in the solver's record and the cache; its batches then run whole lane groups in lanes.
 """
 
 from __future__ import annotations
@@ -146,11 +146,25 @@ def _call_unless(fn: trace.Function, i: int, restored: set[int], prefix: str, wi
 
 def module_ir(functions: dict, prefix: str, width: int = WIDTH) -> str:
     """The lane module of a program's functions: each function the entries reach, and a batch loop per entry."""
+    return module_parts(functions, prefix, width)[0]
+
+
+def module_parts(functions: dict, prefix: str, width: int = WIDTH, parts: int = 1, above: int = 0) -> list[str]:
+    """``module_ir`` as ``parts`` modules (``native.assemble``)."""
     vt = _vector(width)
     head = [f"declare {vt} @llvm.{name}.v{width}f64({vt})" for name in _INTRINSIC.values()]
     head.append(f"declare i1 @llvm.vector.reduce.or.v{width}i1(<{width} x i1>)")
-    bodies = [function_ir(functions[name], prefix, width, functions) for name in reachable(functions)]
-    return "\n".join(head + bodies + [native.batch_ir(prefix, entry, width) for entry in ENTRIES])
+    bodies = {name: function_ir(functions[name], prefix, width, functions) for name in reachable(functions)}
+    return native.assemble(head, bodies, [native.batch_ir(prefix, entry, width) for entry in ENTRIES],
+                           functions, ENTRIES, lambda name: f"declare void @{prefix}{name}_x{width}(ptr)", parts,
+                           above)
+
+
+def compile_module(functions: dict, prefix: str, quick: bool = False) -> list[bytes]:
+    """The lane module's object code, in parts side by side as ``native.compile_parts`` compiles a big program's
+    scalar code; ``exact`` stays optimized here: a lane group takes it when any of its lanes asks."""
+    return native.compile_parts(lambda parts, above, rare: module_parts(functions, prefix, WIDTH, parts, above),
+                                quick)
 
 
 class Batches:

@@ -161,16 +161,23 @@ def module_ir(functions: dict, prefix: str, entries: tuple[str, ...] | None = No
 
 def module_parts(functions: dict, prefix: str, entries: tuple[str, ...] | None = None, parts: int = 1,
                  above: int = 0, rare: frozenset = frozenset()) -> list[str]:
-    """``module_ir``'s program as ``parts`` modules of about equal size (IR text) if it is larger than ``above``
-    (else one): each function in one, the batch loops in the first, and each module declaring the functions it
-    calls in the others (the loader links them). The functions named in ``rare`` (those of ``functions``) then go
-    to one more module, last, which ``compile_module`` compiles quickly."""
+    """``module_ir``'s program as ``parts`` modules (``assemble``)."""
     head = [f"declare double @{name}(double)" for name in _INTRINSIC.values()]
     head.append("declare double @atan2(double, double)")
     entries = entries_of(functions) if entries is None else entries
-    loops = [batch_ir(prefix, entry) for entry in entries]
     bodies = {name: lanes_ir(fn, prefix) if isinstance(fn, trace.Lanes) else function_ir(fn, prefix)
               for name, fn in functions.items()}
+    return assemble(head, bodies, [batch_ir(prefix, entry) for entry in entries], functions, entries,
+                    lambda name: f"declare void @{prefix}{name}(ptr)", parts, above, rare)
+
+
+def assemble(head: list[str], bodies: dict[str, str], loops: list[str], functions: dict, entries, declare,
+             parts: int = 1, above: int = 0, rare: frozenset = frozenset()) -> list[str]:
+    """A program's IR (``head`` declarations, the functions' ``bodies`` by name, the batch ``loops`` that call
+    ``entries``) as ``parts`` modules of about equal compile weight if it is larger than ``above`` (else one):
+    each function in one, the loops in the first, and each module declaring (``declare(name)``) the functions it
+    calls in the others (the loader links them). The functions named in ``rare`` then go to one more module,
+    last, which ``compile_parts`` compiles quickly."""
     if parts == 1 or sum(map(len, bodies.values())) <= above:
         return ["\n".join(head + list(bodies.values()) + loops)]
     rare = sorted(rare & set(bodies))
@@ -184,7 +191,7 @@ def module_parts(functions: dict, prefix: str, entries: tuple[str, ...] | None =
     for k, names in enumerate(share):
         called = {op[1] if op[0] == "call" else op[2] for name in names for op in _ops(functions[name])
                   if op[0] in ("call", "call_unless")} | (set(entries) if k == 0 else set())
-        declared = [f"declare void @{prefix}{name}(ptr)" for name in sorted(called - set(names))]
+        declared = [declare(name) for name in sorted(called - set(names))]
         modules.append("\n".join(head + declared + [bodies[name] for name in names] + (loops if k == 0 else [])))
     return modules
 
@@ -202,29 +209,24 @@ def _ops(fn) -> list:
 
 def compile_module(functions: dict, prefix: str, entries: tuple[str, ...] | None = None,
                    quick: bool = False, rare: frozenset = frozenset()) -> list[bytes]:
-    """``module_ir``'s program as object code: one object, or for a big program (``objects.PARALLEL_ABOVE``) one
-    per part, compiled side by side (``objects.compile_objects``); ``Loaded`` takes either. A big program's
-    ``rare`` functions (the certificate's estimate, run on the few calls no bound certifies) are compiled
-    quickly, in a part of their own: LLVM's -O0 code generator, the same IEEE operations so the same bits, slower
-    code (benchmarks/results/design_measurements.md)."""
+    """``module_ir``'s program as object code (``compile_parts``)."""
+    return compile_parts(lambda parts, above, rare: module_parts(functions, prefix, entries, parts, above, rare),
+                         quick, rare)
+
+
+def compile_parts(modules, quick: bool = False, rare: frozenset = frozenset()) -> list[bytes]:
+    """A program (``modules(parts, above, rare)``: its IR as ``assemble`` cuts it) as object code: one object, or
+    for a big program (``objects.PARALLEL_ABOVE``) one per part, compiled side by side
+    (``objects.compile_objects``); ``Loaded`` takes either. A big program's ``rare`` functions (the certificate's
+    estimate, run on the few calls no bound certifies) are compiled quickly, in a part of their own: LLVM's -O0
+    code generator, the same IEEE operations so the same bits, slower code
+    (benchmarks/results/design_measurements.md)."""
     with trace.collector_paused():
         workers = objects.workers()
-        parts = module_parts(functions, prefix, entries, parts=workers, above=objects.PARALLEL_ABOVE, rare=rare)
-        optimize = optimizing(functions)
+        parts = modules(workers, objects.PARALLEL_ABOVE, rare)
         if len(parts) == 1:
-            return [compile_object(parts[0], quick, optimize)]
-        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers), optimize)
-
-
-def optimizing(functions: dict) -> bool:
-    """Whether a program gets LLVM's optimization pipeline: up to ``OPTIMIZE_UP_TO`` operations. Beyond, the code
-    runs as fast without it (its speed is its size: long chains' code streams in from beyond L2) and compiles
-    about a fifth faster; below, Talos' forward dynamics ran 10 % slower without it
-    (benchmarks/results/design_measurements.md)."""
-    return sum(fn.count() for fn in functions.values()) <= OPTIMIZE_UP_TO
-
-
-OPTIMIZE_UP_TO = 100_000  # operations: Talos' forward dynamics 74,000, a 48-joint chain's 123,000
+            return [compile_object(parts[0], quick)]
+        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers))
 
 
 # the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;

@@ -59,9 +59,9 @@ def target_machine(codegen_level: int = 2):
                                         features=binding.get_host_cpu_features().flatten(), opt=codegen_level)
 
 
-def compile_object(ir: str, quick: bool = False, optimize: bool = True) -> bytes:
-    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``, unless
-    not ``optimize``: a big program's code runs as fast without it, being bound by its size; IEEE arithmetic).
+def compile_object(ir: str, quick: bool = False) -> bytes:
+    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``; IEEE
+    arithmetic).
 
     Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
     generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
@@ -82,8 +82,7 @@ def compile_object(ir: str, quick: bool = False, optimize: bool = True) -> bytes
         return target_machine(codegen_level=0).emit_object(module)
     machine = target_machine()
     builder = binding.create_pass_builder(machine,
-                                          binding.create_pipeline_tuning_options(
-                                              speed_level=PIPELINE_SPEED_LEVEL if optimize else 0))
+                                          binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL))
     builder.getModulePassManager().run(module, builder)
     module = binding.parse_assembly(split_blocks(str(module), BLOCK), context=context)
     module.verify()
@@ -139,12 +138,11 @@ def workers() -> int:
     return max(1, min(cores, 2))
 
 
-def compile_objects(parts: list[str], quick: list[bool], optimize: bool = True) -> list[bytes]:
+def compile_objects(parts: list[str], quick: list[bool]) -> list[bytes]:
     """The object code of each module in ``parts`` (IR text; together one program, each declaring what it calls
-    in the others; ``quick``: each one's ``compile_object`` flag; ``optimize``: all's): the first compiled in
-    this process, the others meanwhile in worker processes. A worker that fails leaves its part to this process
-    (the same code, later)."""
-    settings = {"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL if optimize else 0, "block": BLOCK,
+    in the others; ``quick``: each one's ``compile_object`` flag): the first compiled in this process, the others
+    meanwhile in worker processes. A worker that fails leaves its part to this process (the same code, later)."""
+    settings = {"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL, "block": BLOCK,
                 "split_above": SPLIT_ABOVE}
     results: dict[int, bytes | None] = {}
 
@@ -164,10 +162,10 @@ def compile_objects(parts: list[str], quick: list[bool], optimize: bool = True) 
     threads = [threading.Thread(target=in_worker, args=(k,), daemon=True) for k in range(1, len(parts))]
     for thread in threads:
         thread.start()
-    first = compile_object(parts[0], quick[0], optimize)
+    first = compile_object(parts[0], quick[0])
     for thread in threads:
         thread.join()
-    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick[k], optimize)
+    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick[k])
                       for k in range(1, len(parts))]
 
 
