@@ -1,7 +1,7 @@
 """Many rollouts at once: ``gtdyn.simulate_batch`` on 1 and 2 threads against one run after another in a Python
 loop over Pinocchio's ``pin.aba``, in one process, on the PUMA 560 and Talos: semi-implicit Euler without
 gravity, a PD tracking a sampled reference (``gtdyn.PDController``, the rows of ``benchmarks.simulation``), from
-N random starts.
+N random starts; state by state and four runs at a time in SIMD lanes (``lanes=True``).
 
     python -m benchmarks.simulate_batch [STATES [STEPS [DT]]]     # 16 states of 2,000 steps of 1 ms by default
 
@@ -38,8 +38,9 @@ def versions() -> list[str]:
 
 def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
     load = os.getloadavg()
-    rows = ["| robot | 1 thread: runs/s (steps/s) | 2 threads: runs/s (steps/s) | 2 threads / 1 | Python loop over "
-            "pin.aba, run after run: runs/s | simulate_batch (2 threads) / Pinocchio |", "|---|---|---|---|---|---|"]
+    rows = ["| robot | 1 thread: runs/s (steps/s) | 2 threads: runs/s (steps/s) | 2 threads / 1 | lanes, 1 thread: "
+            "runs/s (steps/s) | lanes, 2 threads: runs/s (steps/s) | Python loop over pin.aba, run after run: runs/s "
+            "| simulate_batch (2 threads) / Pinocchio: state by state, lanes |", "|---|---|---|---|---|---|---|---|"]
     robots = {"puma560": gtdyn.bundled_path("puma560"), "talos": erd("talos_data/robots/talos_reduced.urdf")}
     for name, path in robots.items():
         with warnings.catch_warnings():
@@ -52,9 +53,9 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
         V0 = rng.uniform(-0.1, 0.1, (states, robot.num_dofs))
         controller = pd_tracking(robot, center, steps, dt)
 
-        def ours(threads: int):
+        def ours(threads: int, lanes: bool = False):
             return gtdyn.simulate_batch(robot, Q0, V0, tau=controller, dt=dt, steps=steps, threads=threads,
-                                        gravity=np.zeros(3))
+                                        lanes=lanes, gravity=np.zeros(3))
 
         def theirs():
             return [pinocchio_pd_loop(ref, controller, q0, v0, steps, dt) for q0, v0 in zip(Q0, V0, strict=True)]
@@ -62,17 +63,21 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
         print(f"{name}: compiling and warming up …", file=sys.stderr, flush=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gtdyn.JointLimitWarning)
-            ours(2)  # every thread's solver and the loop compiled, outside the timing
-            best = {1: np.inf, 2: np.inf, "pin": np.inf}
+            plain = ours(2)  # every thread's solver and the loop compiled, outside the timing
+            assert np.array_equal(ours(2, lanes=True).q, plain.q)  # lanes: the same bits
+            best = {1: np.inf, 2: np.inf, "L1": np.inf, "L2": np.inf, "pin": np.inf}
             for _ in range(3):
-                for key, run in ((1, lambda: ours(1)), (2, lambda: ours(2)), ("pin", theirs)):
+                for key, run in ((1, lambda: ours(1)), (2, lambda: ours(2)), ("L1", lambda: ours(1, True)),
+                                 ("L2", lambda: ours(2, True)), ("pin", theirs)):
                     started = time.perf_counter()
                     run()
                     best[key] = min(best[key], time.perf_counter() - started)
         rate = {key: states / seconds for key, seconds in best.items()}
-        rows.append(f"| {name} ({robot.num_dofs} joints) | {rate[1]:,.1f} ({rate[1] * steps:,.0f}) | "
-                    f"{rate[2]:,.1f} ({rate[2] * steps:,.0f}) | {rate[2] / rate[1]:.2f} | {rate['pin']:,.1f} | "
-                    f"{rate[2] / rate['pin']:.2f} |")
+        rows.append(f"| {name} ({robot.num_dofs} joints) | "
+                    + " | ".join(f"{rate[k]:,.1f} ({rate[k] * steps:,.0f})" for k in (1, 2))
+                    + f" | {rate[2] / rate[1]:.2f} | "
+                    + " | ".join(f"{rate[k]:,.1f} ({rate[k] * steps:,.0f})" for k in ("L1", "L2"))
+                    + f" | {rate['pin']:,.1f} | {rate[2] / rate['pin']:.2f}, {rate['L2'] / rate['pin']:.2f} |")
         print(rows[-1], file=sys.stderr, flush=True)
     text = "\n".join(["# Many rollouts: simulate_batch on threads", "",
                       f"`python -m benchmarks.simulate_batch {states} {steps} {dt:g}` ({states} runs of {steps:,} "

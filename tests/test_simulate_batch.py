@@ -21,6 +21,13 @@ def assert_stacked(batch, runs, fields=("q", "v", "qdd", "tau")):
         assert np.array_equal(getattr(batch, field), np.stack([getattr(r, field) for r in runs])), field
 
 
+def tracking(puma, steps: int, dt: float) -> gtdyn.PDController:
+    """A PD controller tracking a sinusoid sampled at the run's knots."""
+    t = dt * np.arange(steps + 1)
+    inertia = np.diag(gtdyn.mass_matrix(puma, np.zeros(6)))
+    return gtdyn.PDController(puma, 400 * inertia, 28 * inertia, 0.3 * np.sin(np.outer(t, np.arange(1, 7))), dt=dt)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_batch_is_simulate_per_state_bit_for_bit(puma, threads):
     """PUMA runs from 5 states: a PD tracking a sampled reference (RK4, native loop) and torques held per step
@@ -28,10 +35,7 @@ def test_a_batch_is_simulate_per_state_bit_for_bit(puma, threads):
     rng = np.random.default_rng(2)
     Q0, V0 = rng.uniform(-0.5, 0.5, (2, 5, 6))
     steps, dt = 150, 1e-3
-    t = dt * np.arange(steps + 1)
-    inertia = np.diag(gtdyn.mass_matrix(puma, np.zeros(6)))
-    controller = gtdyn.PDController(puma, 400 * inertia, 28 * inertia, 0.3 * np.sin(np.outer(t, np.arange(1, 7))),
-                                    dt=dt)
+    controller = tracking(puma, steps, dt)
     for kw in (dict(tau=controller, method="rk4"), dict(tau=0.01 * rng.normal(size=(steps, 6)))):
         batch = gtdyn.simulate_batch(puma, Q0, V0, dt=dt, steps=steps, threads=threads, **kw)
         assert batch.q.shape == (5, steps + 1, 6) and batch.t.shape == (steps + 1,)
@@ -84,3 +88,40 @@ def test_a_failing_run_raises_the_lowest_rows_error(puma, threads):
     with pytest.raises(gtdyn.ArgumentError, match=r"^q0: non-finite values") as error:
         gtdyn.simulate_batch(puma, Q0, np.zeros((8, 6)), dt=1e-3, steps=20, threads=threads)
     assert error.value.__notes__[-1] == "gtdyn.simulate_batch: the run from row 2 of q0 and v0"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_runs_in_lanes_are_simulate_bit_for_bit(puma, threads):
+    """``lanes=True``: nine PUMA runs (two lane groups of four and one run alone), with a PD controller (RK4),
+    torques held per step (semi-implicit Euler) and a held vector (Euler): each run is ``simulate``'s."""
+    rng = np.random.default_rng(5)
+    Q0, V0 = rng.uniform(-0.5, 0.5, (2, 9, 6))
+    steps, dt = 120, 1e-3
+    controller = tracking(puma, steps, dt)
+    for kw in (dict(tau=controller, method="rk4"), dict(tau=0.01 * rng.normal(size=(steps, 6))),
+               dict(tau=0.02 * np.ones(6), method="euler")):
+        batch = gtdyn.simulate_batch(puma, Q0, V0, dt=dt, steps=steps, threads=threads, lanes=True, **kw)
+        assert_stacked(batch, alone(puma, Q0, V0, dt=dt, steps=steps, **kw))
+
+
+def test_a_step_one_lane_cannot_certify_goes_through_every_lanes_python_stepper(puma, monkeypatch, tmp_path):
+    """With the certificate's limit lowered to the PUMA's typical κ (code compiled afresh), about half the steps
+    are not certified: the lane loop stops there, the four runs' Python steppers take the step (the reference
+    path answers the uncertified ones), and the loop resumes. The runs are still ``simulate``'s, bit for bit."""
+    from gtdyn.compiled import certificate
+    from gtdyn.simulation import solvers
+
+    rng = np.random.default_rng(6)
+    Q0, V0 = rng.uniform(-0.5, 0.5, (2, 4, 6))
+    solver = gtdyn.compile(puma, "forward")
+    kappas = []
+    for q, v in zip(Q0, V0):
+        solver(q, v, np.zeros(6))
+        kappas.append(solver.condition)
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(solvers, "_SOLVERS", type(solvers._SOLVERS)())
+    monkeypatch.setattr(certificate, "CONDITION_LIMIT", float(np.median(kappas)))  # half the starts pass
+    batch = gtdyn.simulate_batch(puma, Q0, V0, dt=1e-3, steps=30, lanes=True)
+    lane_solver = solvers.forward_solver(puma, gtdyn.GRAVITY, lanes=True)
+    assert 0 < lane_solver.fallbacks < 4 * 30  # some steps, not all, through the reference path
+    assert_stacked(batch, alone(puma, Q0, V0, dt=1e-3, steps=30))

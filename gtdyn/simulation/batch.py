@@ -12,11 +12,13 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from gtdyn.arguments import choice, robot_argument, whole_number
+from gtdyn.arguments import choice, flag, robot_argument, whole_number
 from gtdyn.arguments.series import batch_starts, check_trajectory_memory, time_grid
+from gtdyn.compiled.lanes import WIDTH
 from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
-from gtdyn.simulation.simulate import METHODS, PROGRESS_AFTER_S, simulate
+from gtdyn.simulation import native_loop
+from gtdyn.simulation.simulate import METHODS, PROGRESS_AFTER_S, prepare, simulate
 from gtdyn.simulation.trajectory import Trajectory
 
 # the Trajectory's per-sample arrays, stacked over the runs
@@ -57,7 +59,7 @@ class Trajectories:
 
 
 def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
-                   threads: int = 1, progress: bool | None = None, **options) -> Trajectories:
+                   threads: int = 1, lanes: bool = False, progress: bool | None = None, **options) -> Trajectories:
     """``gtdyn.simulate(robot, q0[i], v0[i], tau=tau, dt=dt, steps=steps, method=method, **options)`` for each row
     i of ``q0`` and ``v0`` (arrays (N, n)), on ``threads`` native threads; the runs stacked as ``Trajectories``
     (``q`` of shape (N, steps + 1, n), …), each bit for bit what ``simulate`` gives alone.
@@ -67,41 +69,52 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     ``contacts``). Runs that loop natively (fixed-base trees, Euler, semi-implicit Euler or RK4, held torques or a
     ``PDController``) run side by side; the others take the Python stepper and share the GIL. A run that fails
     raises its error, with a note naming its row (the lowest failing row, whatever the threads); the warnings of
-    each run are ``simulate``'s. ``progress``: as ``simulate``'s, counting runs."""
+    each run are ``simulate``'s. ``progress``: as ``simulate``'s, counting runs.
+
+    ``lanes=True``: runs that loop natively go four at a time through one loop in the SIMD lanes of a core
+    (``gtdyn.compiled.lanes``; the solver is compiled with ``lanes=True`` once, and cached), the same bits as
+    one by one. A step that does not pass in one of the four is taken by all four's Python steppers; a group
+    whose run fails is run again row by row, so errors name their rows as without lanes."""
     robot_argument(robot)
     q0, v0 = batch_starts(robot, q0, v0)
     choice("method", method, METHODS)
     threads = whole_number("threads", threads, 1)
+    lanes = flag("lanes", lanes)
     dt, steps = time_grid(dt, steps)
     check_trajectory_memory(robot, steps, runs=len(q0))
     options = {**options, "tau": tau, "dt": dt, "steps": steps, "method": method, "progress": False}
     stacked: dict = {}  # the first run's t, robot, method and gravity, and the stacked arrays (shaped by it)
     errors: dict[int, BaseException] = {}
     done = [0]
-    claim, lock = iter(range(len(q0))), threading.Lock()
+    size = WIDTH if lanes else 1  # rows claimed at a time
+    claim, lock = iter(range(0, len(q0), size)), threading.Lock()
+
+    def keep(i: int, run: Trajectory) -> None:
+        with lock:
+            if not stacked:
+                stacked.update(_allocate(run, len(q0)))
+        for name in _STACKED:  # row i is this run's alone: copied outside the lock
+            if stacked[name] is not None:
+                stacked[name][i] = getattr(run, name)
 
     def work(report: Progress | None) -> None:
-        """Take the next row until none is left or a run has failed (rows are claimed in order, so every row
+        """Take the next rows until none is left or a run has failed (rows are claimed in order, so every row
         below a failed one has been claimed and finishes)."""
         while True:
             with lock:
-                i = None if errors else next(claim, None)
-            if i is None:
+                first = None if errors else next(claim, None)
+            if first is None:
                 return
-            try:
-                run = simulate(robot, q0[i], v0[i], **options)
-            except Exception as e:  # every run's error is kept; the lowest row's is raised
-                with lock:
-                    errors[i] = e
-            else:
-                with lock:
-                    if not stacked:
-                        stacked.update(_allocate(run, len(q0)))
-                for name in _STACKED:  # row i is this run's alone: copied outside the lock
-                    if stacked[name] is not None:
-                        stacked[name][i] = getattr(run, name)
+            rows = range(first, min(first + size, len(q0)))
+            runs = _in_lanes(robot, q0, v0, rows, options) if len(rows) == WIDTH else None
+            for i in rows:
+                try:
+                    keep(i, runs[i - first] if runs else simulate(robot, q0[i], v0[i], **options))
+                except Exception as e:  # every run's error is kept; the lowest row's is raised
+                    with lock:
+                        errors[i] = e
             with lock:
-                done[0] += 1
+                done[0] += len(rows)
             if report is not None:
                 report.at(done[0])
 
@@ -118,6 +131,20 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
         errors[first].add_note(f"gtdyn.simulate_batch: the run from row {first} of q0 and v0")
         raise errors[first]
     return Trajectories(**stacked)
+
+
+def _in_lanes(robot: Robot, q0, v0, rows: range, options: dict) -> list[Trajectory] | None:
+    """The runs of ``rows`` (``WIDTH`` of them) side by side in one lane loop, or None where they do not all loop
+    natively or one fails (the caller then runs them one by one, as ``simulate`` would, raising where it does)."""
+    options = {key: value for key, value in options.items() if key != "progress"}
+    try:
+        runs = [prepare(robot, q0[i], v0[i], lanes=True, **options) for i in rows]
+        if not all(run.native for run in runs):
+            return None
+        native_loop.run_group(runs)
+        return [run.finish() for run in runs]
+    except Exception:  # noqa: BLE001 — the rows again, one by one, name their own errors
+        return None
 
 
 def _allocate(run: Trajectory, count: int) -> dict:

@@ -29,26 +29,41 @@ METHODS = ("euler", "semi_implicit_euler", "rk4")
 # held, n when sampled), its Δt's bits and its last row
 _FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state",
            "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast")
+_PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
 _lock = threading.Lock()
 _loops: dict = {}
 
 
-def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> str:
+def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None, width: int = 1) -> str:
     """``rollout(plan) -> i64``: steps first … end−1; returns end, or the step whose evaluation did not pass.
-    ``passive``: None for held torques, else the loop evaluates a PD controller (zero at the passive joints)."""
+    ``passive``: None for held torques, else the loop evaluates a PD controller (zero at the passive joints).
+    ``width`` > 1: that many runs side by side through a lane solver's entry (``gtdyn.compiled.lanes``: value i
+    of lane w at ws[i · width + w]); the plan's per-run fields (``_PER_RUN``) then point to ``width`` addresses,
+    and a step that does not pass in any lane stops every lane before it."""
     body: list[str] = ["declare double @llvm.floor.f64(double)", "declare double @llvm.fabs.f64(double)"]
     emit = body.append
     field = {name: i for i, name in enumerate(_FIELDS)}
+    lanes = range(width)
     emit("define i64 @rollout(ptr %plan) {")
     emit("entry:")
     for name in _FIELDS:
         emit(f"  %{name}_at = getelementptr i64, ptr %plan, i64 {field[name]}")
         emit(f"  %{name}_word = load i64, ptr %{name}_at")
-    for name in ("ws", "run", "Q", "V", "QDD", "TAU", "torques", "state", "times", "kp", "kd", "qr", "vr", "ff"):
+    for name in ("ws", "run", "torques", "times", "kp", "kd", "qr", "vr", "ff", *_PER_RUN):
         emit(f"  %{name} = inttoptr i64 %{name}_word to ptr")
+    for name in _PER_RUN:  # each run's own array: the word itself, or the w-th of the addresses it points to
+        for w in lanes:
+            if width == 1:
+                emit(f"  %{name}_0 = getelementptr i8, ptr %{name}, i64 0")
+            else:
+                emit(f"  %{name}_a{w} = getelementptr i64, ptr %{name}, i64 {w}")
+                emit(f"  %{name}_i{w} = load i64, ptr %{name}_a{w}")
+                emit(f"  %{name}_{w} = inttoptr i64 %{name}_i{w} to ptr")
     emit("  %dt = bitcast i64 %dt_word to double")
     emit("  %cdt = bitcast i64 %cdt_word to double")
     emit("  %clast = sitofp i64 %clast_word to double")
+    emit(f"  %out_first = mul i64 %out_word, {width}")  # the answer's and the status's places in ws
+    emit(f"  %status_first = mul i64 %status_word, {width}")
     active = [i for i in range(n) if passive is not None and not passive[i]]
     for i in active:
         for gain in ("kp", "kd"):
@@ -57,17 +72,19 @@ def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> st
     emit("  %half_dt = fmul double %dt, 0.5")  # dt / 2 and dt / 6 as Python computes them (x / 2 is exact)
     emit("  %sixth_dt = fdiv double %dt, 6.0")
     emit("  %last_row = sub i64 %rows_word, 1")
-    for i in range(n):
-        emit(f"  %state_x{i} = getelementptr double, ptr %state, i64 {i}")
-        emit(f"  %x0_{i} = load double, ptr %state_x{i}")
-        emit(f"  %state_y{i} = getelementptr double, ptr %state, i64 {n + i}")
-        emit(f"  %y0_{i} = load double, ptr %state_y{i}")
+    for w in lanes:
+        for i in range(n):
+            emit(f"  %state_x{w}_{i} = getelementptr double, ptr %state_{w}, i64 {i}")
+            emit(f"  %x0_{w}_{i} = load double, ptr %state_x{w}_{i}")
+            emit(f"  %state_y{w}_{i} = getelementptr double, ptr %state_{w}, i64 {n + i}")
+            emit(f"  %y0_{w}_{i} = load double, ptr %state_y{w}_{i}")
     emit("  br label %head")
     emit("head:")
     emit("  %k = phi i64 [ %first_word, %entry ], [ %k_next, %tail ]")
-    for i in range(n):
-        emit(f"  %x{i} = phi double [ %x0_{i}, %entry ], [ %xn{i}, %tail ]")
-        emit(f"  %y{i} = phi double [ %y0_{i}, %entry ], [ %yn{i}, %tail ]")
+    for w in lanes:
+        for i in range(n):
+            emit(f"  %x{w}_{i} = phi double [ %x0_{w}_{i}, %entry ], [ %xn{w}_{i}, %tail ]")
+            emit(f"  %y{w}_{i} = phi double [ %y0_{w}_{i}, %entry ], [ %yn{w}_{i}, %tail ]")
     emit("  %more = icmp slt i64 %k, %end_word")
     emit("  br i1 %more, label %step, label %exit")
     emit("step:")
@@ -121,63 +138,75 @@ def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> st
         emit(f"pdok{c}:")
         return taus
 
-    def held() -> list[str]:
-        return [f"%tau{i}" for i in range(n)]
-
-    x, y = [f"%x{i}" for i in range(n)], [f"%y{i}" for i in range(n)]
+    held = [f"%tau{i}" for i in range(n)]  # the step's torque row, the same for every run
+    x = [[f"%x{w}_{i}" for i in range(n)] for w in lanes]
+    y = [[f"%y{w}_{i}" for i in range(n)] for w in lanes]
     if passive is None:
         for i in range(n):
             emit(f"  %ti{i} = add i64 %torque_first, {i}")
             emit(f"  %tp{i} = getelementptr double, ptr %torques, i64 %ti{i}")
             emit(f"  %tau{i} = load double, ptr %tp{i}")
-        tau1 = held()
+        tau1 = [held for _ in lanes]
     else:
-        tau1 = pd("%tk", x, y)
-    for i in range(n):
-        for array, value in (("Q", f"%x{i}"), ("V", f"%y{i}"), ("TAU", tau1[i])):
-            emit(f"  %{array}i{i} = add i64 %row, {i}")
-            emit(f"  %{array}p{i} = getelementptr double, ptr %{array}, i64 %{array}i{i}")
-            emit(f"  store double {value}, ptr %{array}p{i}")
+        tau1 = [pd("%tk", x[w], y[w]) for w in lanes]
+    for w in lanes:
+        for i in range(n):
+            for array, value in (("Q", x[w][i]), ("V", y[w][i]), ("TAU", tau1[w][i])):
+                emit(f"  %{array}i{w}_{i} = add i64 %row, {i}")
+                emit(f"  %{array}p{w}_{i} = getelementptr double, ptr %{array}_{w}, i64 %{array}i{w}_{i}")
+                emit(f"  store double {value}, ptr %{array}p{w}_{i}")
 
-    def stage(t: str, xs: list[str], ys: list[str]) -> list[str]:
-        """The torque of a later RK4 stage: held, or the controller's at (t, x, y)."""
-        return held() if passive is None else pd(t, xs, ys)
+    def stage(t: str, xs: list, ys: list) -> list:
+        """The torques of a later RK4 stage, per run: held, or the controller's at (t, x, y)."""
+        return [held if passive is None else pd(t, xs[w], ys[w]) for w in lanes]
 
-    def accel(xs: list[str], ys: list[str], taus: list[str]) -> list[str]:
-        """Store (x, y, τ) into the workspace, run the solver, leave for %exit unless its status is 1."""
+    def accel(xs: list, ys: list, taus: list) -> list:
+        """Store each run's (x, y, τ) into the workspace, run the solver, leave for %exit unless every run's
+        status is 1; each run's q̈."""
         count[0] += 1
         c = count[0]
-        for i in range(n):
-            for offset, value in ((i, xs[i]), (n + i, ys[i]), (2 * n + i, taus[i])):
-                emit(f"  %w{c}_{offset} = getelementptr double, ptr %ws, i64 {offset}")
-                emit(f"  store double {value}, ptr %w{c}_{offset}")
+        for w in lanes:
+            for i in range(n):
+                for offset, value in ((i, xs[w][i]), (n + i, ys[w][i]), (2 * n + i, taus[w][i])):
+                    emit(f"  %w{c}_{w}_{offset} = getelementptr double, ptr %ws, i64 {offset * width + w}")
+                    emit(f"  store double {value}, ptr %w{c}_{w}_{offset}")
         emit("  call void %run(ptr %ws)")
-        emit(f"  %sp{c} = getelementptr double, ptr %ws, i64 %status_word")
-        emit(f"  %s{c} = load double, ptr %sp{c}")
-        emit(f"  %ok{c} = fcmp oeq double %s{c}, 1.0")
-        emit(f"  br i1 %ok{c}, label %passed{c}, label %exit")
+        passed = "true"
+        for w in lanes:
+            emit(f"  %si{c}_{w} = add i64 %status_first, {w}")
+            emit(f"  %sp{c}_{w} = getelementptr double, ptr %ws, i64 %si{c}_{w}")
+            emit(f"  %s{c}_{w} = load double, ptr %sp{c}_{w}")
+            emit(f"  %ok{c}_{w} = fcmp oeq double %s{c}_{w}, 1.0")
+            emit(f"  %all{c}_{w} = and i1 {passed}, %ok{c}_{w}")
+            passed = f"%all{c}_{w}"
+        emit(f"  br i1 {passed}, label %passed{c}, label %exit")
         emit(f"passed{c}:")
         out = []
-        for i in range(n):
-            emit(f"  %ai{c}_{i} = add i64 %out_word, {i}")
-            emit(f"  %ap{c}_{i} = getelementptr double, ptr %ws, i64 %ai{c}_{i}")
-            emit(f"  %a{c}_{i} = load double, ptr %ap{c}_{i}")
-            out.append(f"%a{c}_{i}")
+        for w in lanes:
+            out.append([])
+            for i in range(n):
+                emit(f"  %ai{c}_{w}_{i} = add i64 %out_first, {i * width + w}")
+                emit(f"  %ap{c}_{w}_{i} = getelementptr double, ptr %ws, i64 %ai{c}_{w}_{i}")
+                emit(f"  %a{c}_{w}_{i} = load double, ptr %ap{c}_{w}_{i}")
+                out[w].append(f"%a{c}_{w}_{i}")
         return out
 
-    def combine(name: str, base: list[str], scale: str, terms: list[str]) -> list[str]:
-        """base + scale · terms, elementwise, as ``base + scale * terms`` in numpy."""
+    def combine(name: str, base: list, scale: str, terms: list) -> list:
+        """base + scale · terms, elementwise per run, as ``base + scale * terms`` in numpy."""
         result = []
-        for i in range(n):
-            emit(f"  %{name}m{i} = fmul double {scale}, {terms[i]}")
-            emit(f"  %{name}{i} = fadd double {base[i]}, %{name}m{i}")
-            result.append(f"%{name}{i}")
+        for w in lanes:
+            result.append([])
+            for i in range(n):
+                emit(f"  %{name}m{w}_{i} = fmul double {scale}, {terms[w][i]}")
+                emit(f"  %{name}{w}_{i} = fadd double {base[w][i]}, %{name}m{w}_{i}")
+                result[w].append(f"%{name}{w}_{i}")
         return result
 
     a1 = accel(x, y, tau1)
-    for i in range(n):
-        emit(f"  %QDDp{i} = getelementptr double, ptr %QDD, i64 %Qi{i}")
-        emit(f"  store double {a1[i]}, ptr %QDDp{i}")
+    for w in lanes:
+        for i in range(n):
+            emit(f"  %QDDp{w}_{i} = getelementptr double, ptr %QDD_{w}, i64 %Qi{w}_{i}")
+            emit(f"  store double {a1[w][i]}, ptr %QDDp{w}_{i}")
     if method == "euler":
         xn, yn = combine("ex", x, "%dt", y), combine("ey", y, "%dt", a1)
     elif method == "semi_implicit_euler":
@@ -193,40 +222,45 @@ def _loop_ir(n: int, method: str, passive: tuple[bool, ...] | None = None) -> st
 
         def weighted(name, r1, r2, r3, r4):
             out = []
-            for i in range(n):
-                emit(f"  %{name}b{i} = fmul double 2.0, {r2[i]}")
-                emit(f"  %{name}c{i} = fadd double {r1[i]}, %{name}b{i}")
-                emit(f"  %{name}d{i} = fmul double 2.0, {r3[i]}")
-                emit(f"  %{name}e{i} = fadd double %{name}c{i}, %{name}d{i}")
-                emit(f"  %{name}f{i} = fadd double %{name}e{i}, {r4[i]}")
-                out.append(f"%{name}f{i}")
+            for w in lanes:
+                out.append([])
+                for i in range(n):
+                    v = f"%{name}{w}_{i}"
+                    emit(f"  {v}b = fmul double 2.0, {r2[w][i]}")
+                    emit(f"  {v}c = fadd double {r1[w][i]}, {v}b")
+                    emit(f"  {v}d = fmul double 2.0, {r3[w][i]}")
+                    emit(f"  {v}e = fadd double {v}c, {v}d")
+                    emit(f"  {v}f = fadd double {v}e, {r4[w][i]}")
+                    out[w].append(f"{v}f")
             return out
 
         xn = combine("rx", x, "%sixth_dt", weighted("wx", y, y2, y3, y4))
         yn = combine("ry", y, "%sixth_dt", weighted("wy", a1, a2, a3, a4))
-    for i in range(n):
-        emit(f"  %xn{i} = fadd double {xn[i]}, -0.0")  # named for the phis: x + (−0) is x
-        emit(f"  %yn{i} = fadd double {yn[i]}, -0.0")
+    for w in lanes:
+        for i in range(n):
+            emit(f"  %xn{w}_{i} = fadd double {xn[w][i]}, -0.0")  # named for the phis: x + (−0) is x
+            emit(f"  %yn{w}_{i} = fadd double {yn[w][i]}, -0.0")
     emit("  br label %tail")
     emit("tail:")
     emit("  %k_next = add i64 %k, 1")
     emit("  br label %head")
     emit("exit:")  # the end, or a step that did not pass: its start state back, and k
-    for i in range(n):
-        emit(f"  store double %x{i}, ptr %state_x{i}")
-        emit(f"  store double %y{i}, ptr %state_y{i}")
+    for w in lanes:
+        for i in range(n):
+            emit(f"  store double %x{w}_{i}, ptr %state_x{w}_{i}")
+            emit(f"  store double %y{w}_{i}, ptr %state_y{w}_{i}")
     emit("  ret i64 %k")
     emit("}")
     return "\n".join(body)
 
 
-def _rollout(n: int, method: str, passive: tuple[bool, ...] | None):
-    """The compiled loop for n joints, ``method`` and held torques (``passive`` None) or a PD controller (kept for
-    the process's life, with its code)."""
-    key = (n, method, passive)
+def _rollout(n: int, method: str, passive: tuple[bool, ...] | None, width: int = 1):
+    """The compiled loop for n joints, ``method`` and held torques (``passive`` None) or a PD controller, over
+    ``width`` runs (kept for the process's life, with its code)."""
+    key = (n, method, passive, width)
     with _lock:
         if key not in _loops:
-            loaded = native.Loaded(native.compile_object(_loop_ir(n, method, passive)), "", entries=(),
+            loaded = native.Loaded(native.compile_object(_loop_ir(n, method, passive, width)), "", entries=(),
                                    extra=["rollout"])
             function = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(loaded.extra["rollout"])
             _loops[key] = (loaded, function)
@@ -256,11 +290,11 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray) -> tuple[np.n
                      *controller], dtype=np.int64), rows
 
 
-def run(plan: np.ndarray, n: int, method: str, passive, first: int, end: int) -> int:
+def run(plan: np.ndarray, n: int, method: str, passive, first: int, end: int, width: int = 1) -> int:
     """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back); returns ``end``,
     or the step whose evaluation did not pass (the state is its start)."""
     plan[_FIELDS.index("first")], plan[_FIELDS.index("end")] = first, end
-    return int(_rollout(n, method, passive)(plan.ctypes.data))
+    return int(_rollout(n, method, passive, width)(plan.ctypes.data))
 
 
 CHUNK = 4096  # steps between progress reports
@@ -288,23 +322,54 @@ def applies(robot, method: str, torque, forward) -> bool:
 def run_loop(stepper, samples, report, solver, method: str, dt: float, torque) -> None:
     """``simulate``'s time loop in native code, chunk by chunk; a step whose evaluation does not pass goes through
     ``stepper`` (the Python path: the reference path answers, warns or raises), and the loop resumes after it."""
-    steps = len(samples.t) - 1
-    n = len(stepper.x)
     state = np.concatenate([stepper.x, stepper.y]).astype(float)
     plan, rows = plan_of(solver, dt, torque, samples, state)
-    passive = law_of(torque)
+    _loop(plan, [(stepper, samples, state)], method, law_of(torque), report)
+    del rows  # alive until here: the plan points to them
+
+
+def run_group(runs: list, report=None) -> None:
+    """Runs side by side in one lane loop (``simulate_batch``): ``gtdyn.simulation.simulate.Run``s, as many as a
+    lane group's states (``gtdyn.compiled.lanes.WIDTH``), of the same solver (compiled with lanes), method, Δt,
+    steps and torque source, each looping natively. A step that does not pass in one run goes through every run's
+    Python stepper (the others' certified steps give the same bits there), and the loop resumes after it."""
+    first = runs[0]
+    solver, width = first.forward, len(runs)
+    states = [np.concatenate([r.stepper.x, r.stepper.y]).astype(float) for r in runs]
+    plan, rows = plan_of(solver, first.dt, first.torque, first.samples, states[0])
+    ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
+    plan[_FIELDS.index("ws")] = ws.ctypes.data
+    plan[_FIELDS.index("run")] = solver._batches.lanes.address[solver._entry]
+    addresses = {name: np.array([getattr(r.samples, name.lower()).ctypes.data for r in runs], dtype=np.int64)
+                 for name in ("Q", "V", "QDD", "TAU")}
+    addresses["state"] = np.array([state.ctypes.data for state in states], dtype=np.int64)
+    for name, words in addresses.items():
+        plan[_FIELDS.index(name)] = words.ctypes.data
+    _loop(plan, [(r.stepper, r.samples, state) for r, state in zip(runs, states)], first.method,
+          law_of(first.torque), report)
+    del rows, ws, addresses  # alive until here: the plan points to them
+
+
+def _loop(plan: np.ndarray, runs: list, method: str, passive, report) -> None:
+    """Chunks of the native loop over ``runs`` ((stepper, samples, state) each, the state x then y, which the plan
+    points to), each step the loop stops at taken by the runs' Python steppers."""
+    stepper, samples, state = runs[0]
+    steps, n = len(samples.t) - 1, len(stepper.x)
     k = 0
     while k < steps:
         end = min(k + CHUNK, steps)
-        k = run(plan, n, method, passive, k, end)
+        k = run(plan, n, method, passive, k, end, len(runs))
         if k < end:  # the Python step, from the state the loop stopped at
-            stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
-            stepper.record(k, samples.t[k], samples)
-            stepper.advance(k, samples.t[k])
-            state[:n], state[n:] = stepper.x, stepper.y  # in place: the plan points to it
+            for stepper, samples, state in runs:
+                stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
+                stepper.record(k, samples.t[k], samples)
+                stepper.advance(k, samples.t[k])
+                state[:n], state[n:] = stepper.x, stepper.y  # in place: the plan points to it
             k += 1
-        report.at(k)
-    del rows  # alive until here: the plan points to them
-    stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
-    stepper.record(steps, samples.t[steps], samples)
-    report.at(steps)
+        if report is not None:
+            report.at(k)
+    for stepper, samples, state in runs:
+        stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
+        stepper.record(steps, samples.t[steps], samples)
+    if report is not None:
+        report.at(steps)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,6 +54,49 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     with no position correction, so a contact point drifts by the integrator's error (smaller steps, or a
     higher-order method, drift less).
     """
+    run = prepare(robot, q0, v0, tau=tau, dt=dt, steps=steps, method=method, base_pose=base_pose,
+                  base_twist=base_twist, gravity=gravity, external_wrenches=external_wrenches, wrench_axes=wrench_axes,
+                  contacts=contacts, checks=checks)
+    with Progress("simulate", run.steps, enabled=progress, after=0.0 if progress else PROGRESS_AFTER_S, every=1.0,
+                  unit="steps") as report:
+        run.step_all(report)
+    return run.finish()
+
+
+@dataclass
+class Run:
+    """A run set up to step (``prepare``): its stepper, the samples it fills, its forward solver and torque
+    source, and whether the native time loop takes it."""
+
+    robot: Robot
+    method: str
+    dt: float
+    steps: int
+    gravity: np.ndarray
+    torque: object
+    forward: object
+    samples: Samples
+    stepper: Stepper
+    native: bool
+
+    def step_all(self, report: Progress | None = None) -> None:
+        """Every step: in the native time loop where it applies, else through the Python stepper."""
+        if self.native:
+            native_loop.run_loop(self.stepper, self.samples, report, self.forward, self.method, self.dt, self.torque)
+        else:
+            _run(self.stepper, self.samples, report)
+
+    def finish(self) -> Trajectory:
+        """The run's trajectory, once every step is taken (a warning if it left the joint limits)."""
+        _warn_past_limits(self.robot, self.samples.t, self.samples.q)
+        return self.samples.trajectory(self.robot, self.method, self.gravity)
+
+
+def prepare(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
+            base_pose=None, base_twist=None, gravity=GRAVITY, external_wrenches=None, wrench_axes: str = "local",
+            contacts=None, checks: bool = True, lanes: bool = False) -> Run:
+    """``simulate``'s arguments checked and its run set up (``lanes``: its solver also compiled on SIMD lanes, for
+    ``simulate_batch``)."""
     robot_argument(robot)
     choice("method", method, METHODS)
     dt, steps = time_grid(dt, steps)
@@ -68,7 +112,7 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     if isinstance(tau, PDController):
         tau.check_run(robot, dt, steps)
     simulation_covers(robot, method, bool(placed))
-    solver = forward_solver(robot, gravity, checks, contacts, external_wrenches, wrench_axes)
+    solver = forward_solver(robot, gravity, checks, contacts, external_wrenches, wrench_axes, lanes)
     forward = EnvironmentForward(solver, external_wrenches, bool(placed)) if placed or external_wrenches else solver
     base_pose, base_twist = (None, None) if start.base is None else (start.base.pose, start.base.twist)
     samples = Samples.allocate(robot, steps, dt, sum(c.dim for c in placed))
@@ -76,14 +120,8 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
                        forward)
     if placed:
         stepper = RecordingForces(stepper, forward)
-    with Progress("simulate", steps, enabled=progress, after=0.0 if progress else PROGRESS_AFTER_S, every=1.0,
-                  unit="steps") as report:
-        if native_loop.applies(robot, method, torque, forward):
-            native_loop.run_loop(stepper, samples, report, forward, method, dt, torque)
-        else:
-            _run(stepper, samples, report)
-    _warn_past_limits(robot, samples.t, samples.q)
-    return samples.trajectory(robot, method, gravity)
+    return Run(robot, method, dt, steps, gravity, torque, forward, samples, stepper,
+               native_loop.applies(robot, method, torque, forward))
 
 
 def _stepper(robot: Robot, method: str, q, v, base_pose, base_twist, torque, controller: bool, dt: float, times,
@@ -99,10 +137,11 @@ def _stepper(robot: Robot, method: str, q, v, base_pose, base_twist, torque, con
     return JointStepper(q, v, torque, controller, method, dt, forward)
 
 
-def _run(stepper: Stepper, out: Samples, report: Progress) -> None:
+def _run(stepper: Stepper, out: Samples, report: Progress | None) -> None:
     """The one time loop, whatever the stepper: sample k, then step k, for every step, then the last sample; the
-    progress report hears every ``every`` steps (not every step: the loop stays cheap)."""
+    progress report (if any) hears every ``every`` steps (not every step: the loop stays cheap)."""
     record, advance, every = stepper.record, stepper.advance, 64
+    at = (lambda k: None) if report is None else report.at
     times = out.t
     steps = len(times) - 1
     for k in range(steps):
@@ -110,9 +149,9 @@ def _run(stepper: Stepper, out: Samples, report: Progress) -> None:
         record(k, t, out)
         advance(k, t)
         if not (k + 1) % every:
-            report.at(k + 1)
+            at(k + 1)
     record(steps, times[steps], out)
-    report.at(steps)
+    at(steps)
 
 
 # a position this far past a limit (relative to 1 + |limit|) counts as leaving it: round-off stays far below

@@ -17,21 +17,22 @@ REMEMBERED_SOLVERS = 16
 
 
 def forward_solver(robot: Robot, gravity, checks: bool = True, contacts=None, external_wrenches=None,
-                   wrench_axes: str = "local"):
-    """The run's compiled forward solver (ABA). The plain one (no contacts, no wrenches) is remembered across runs:
-    loading it from the disk cache costs milliseconds, more than a short run's steps."""
+                   wrench_axes: str = "local", lanes: bool = False):
+    """The run's compiled forward solver (ABA; ``lanes``: the plain one also on SIMD lanes). The plain one (no
+    contacts, no wrenches) is remembered across runs: loading it from the disk cache costs milliseconds, more than
+    a short run's steps."""
     if contacts or external_wrenches:
         return compile_solver(robot, "forward", ordering="aba", gravity=gravity, contacts=contacts, checks=checks,
                               wrench_frames=list(external_wrenches or ()), wrench_axes=wrench_axes)
     # per thread: a solver's workspace (and so the native time loop) belongs to the thread that compiled it
     key = (robot_fingerprint(robot), tuple(robot.joint_names), tuple(np.asarray(gravity, float)), bool(checks),
-           threading.get_ident())
+           bool(lanes), threading.get_ident())
     with _SOLVERS_LOCK:
         solver = _SOLVERS.get(key)
         if solver is not None:
             _SOLVERS.move_to_end(key)
             return solver
-    solver = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks)
+    solver = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks, lanes=lanes)
     with _SOLVERS_LOCK:
         _SOLVERS[key] = solver
         while len(_SOLVERS) > REMEMBERED_SOLVERS:
