@@ -138,9 +138,9 @@ def _in_lanes(robot: Robot, q0, v0, rows: range, options: dict) -> list[Trajecto
     natively or one fails (the caller then runs them one by one, as ``simulate`` would, raising where it does)."""
     options = {key: value for key, value in options.items() if key != "progress"}
     try:
-        runs = [prepare(robot, q0[i], v0[i], lanes=True, **options) for i in rows]
-        if not all(run.native for run in runs):
+        if not prepare(robot, q0[rows[0]], v0[rows[0]], **options).native:  # no lane solver for runs in Python
             return None
+        runs = [prepare(robot, q0[i], v0[i], lanes=True, **options) for i in rows]
         native_loop.run_group(runs)
         return [run.finish() for run in runs]
     except Exception:  # noqa: BLE001 — the rows again, one by one, name their own errors
