@@ -93,14 +93,15 @@ def test_a_failing_run_raises_the_lowest_rows_error(puma, threads):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_runs_in_lanes_are_simulate_bit_for_bit(puma, threads):
     """``lanes=True``: nine PUMA runs (two lane groups of four and one run alone), with a PD controller (RK4),
-    torques held per step (semi-implicit Euler) and a held vector (Euler), and a Python controller (which no native
-    loop takes: the runs go one by one): each run is ``simulate``'s."""
+    torques held per step (semi-implicit Euler), a held vector (Euler, unchecked), and a Python controller (which
+    no native loop takes: the runs go one by one): each run is ``simulate``'s."""
     rng = np.random.default_rng(5)
     Q0, V0 = rng.uniform(-0.5, 0.5, (2, 9, 6))
     steps, dt = 120, 1e-3
     controller = tracking(puma, steps, dt)
     for kw in (dict(tau=controller, method="rk4"), dict(tau=0.01 * rng.normal(size=(steps, 6))),
-               dict(tau=0.02 * np.ones(6), method="euler"), dict(tau=lambda t, q, v: -0.01 * v)):  # last: Python
+               dict(tau=0.02 * np.ones(6), method="euler", checks=False),  # the lanes' unchecked entry
+               dict(tau=lambda t, q, v: -0.01 * v)):  # a Python controller
         batch = gtdyn.simulate_batch(puma, Q0, V0, dt=dt, steps=steps, threads=threads, lanes=True, **kw)
         assert_stacked(batch, alone(puma, Q0, V0, dt=dt, steps=steps, **kw))
 
