@@ -1,19 +1,23 @@
 """Big straight-line functions cut into pieces before they are compiled.
 
-A function is the smallest unit ``objects.compile_objects`` can give another process: a long chain's ``factor``
-in a fill-in ordering (nested dissection, 96 joints) was 288,000 operations, two thirds of its program, and one
-process compiled it while the other waited. Here a function that alone outweighs an even share of the processes
-becomes smaller functions run one after the other by a function of the old name, so callers do not change. A
-value one piece computes and a later one reads goes through a slot of ``ws`` of its own, appended to the
-workspace: the same operations on the same doubles, so the same bits (``tests/test_compiled_split.py``); the
-slots' stores and loads cost the code a few per cent (benchmarks/results/design_measurements.md)"""
+A function is the smallest unit ``objects.compile_objects`` can give another process, and a giant one compiles
+slowly per operation: a long chain's ``factor`` in a fill-in ordering (nested dissection, 96 joints) was 288,000
+operations, two thirds of its program, and one process compiled it while the other waited. Here a function of
+over ``CUT_ABOVE`` operations becomes smaller functions run one after the other by a function of the old name, so
+callers do not change. A value one piece computes and a later one reads goes through a slot of ``ws`` of its
+own, appended to the workspace: the same operations on the same doubles, so the same bits
+(``tests/test_compiled_split.py``); the slots' stores and loads cost the code a few per cent
+(benchmarks/results/design_measurements.md).
+"""
 
 from __future__ import annotations
 
 from gtdyn.compiled import trace
 from gtdyn.compiled.layout import Layout
 
-CUT_ABOVE = 200_000  # operations: a function this big compiles at about half the speed per operation
+# operations: nested dissection's 288,000-operation factor compiled at under half the rate per MB of IR of the rest
+# of its program; ABA's 136,000 nearly at it, and cutting that made the compile slower (design_measurements.md)
+CUT_ABOVE = 200_000
 PIECE = 30_000  # operations per piece: smaller pieces pass more values through ws
 
 
@@ -33,6 +37,8 @@ def split_large(functions: dict, layout: Layout, rare: frozenset = frozenset()) 
             continue
         caller = trace.Function(name, fn.samples)
         for part in _pieces(fn, layout, PIECE):
+            if part.name in functions:
+                raise ValueError(f"split: a piece of {name} would be named as the function {part.name}")
             out[part.name] = part
             caller.append(("call", part.name))
             if name in rare:
