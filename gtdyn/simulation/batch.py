@@ -74,7 +74,8 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     ``lanes=True``: runs that loop natively go four at a time through one loop in the SIMD lanes of a core
     (``gtdyn.compiled.lanes``; the solver is compiled with ``lanes=True`` once, and cached), the same bits as
     one by one. A step that does not pass in one of the four is taken by all four's Python steppers; a group
-    whose run fails is run again row by row, so errors name their rows as without lanes."""
+    whose run fails is run again row by row, so errors name their rows as without lanes (warnings the group gave
+    before it failed then come twice)."""
     robot_argument(robot)
     q0, v0 = batch_starts(robot, q0, v0)
     choice("method", method, METHODS)
