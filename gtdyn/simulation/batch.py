@@ -88,6 +88,7 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     errors: dict[int, BaseException] = {}
     done = [0]
     size = WIDTH if lanes else 1  # rows claimed at a time
+    found: dict = {}  # whether the runs loop natively, once known (``_in_lanes``)
     claim, lock = iter(range(0, len(q0), size)), threading.Lock()
 
     def keep(i: int, run: Trajectory) -> None:
@@ -107,7 +108,7 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
             if first is None:
                 return
             rows = range(first, min(first + size, len(q0)))
-            runs = _in_lanes(robot, q0, v0, rows, options) if len(rows) == WIDTH else None
+            runs = _in_lanes(robot, q0, v0, rows, options, found) if len(rows) == WIDTH else None
             for i in rows:
                 try:
                     keep(i, runs[i - first] if runs else simulate(robot, q0[i], v0[i], **options))
@@ -134,12 +135,16 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     return Trajectories(**stacked)
 
 
-def _in_lanes(robot: Robot, q0, v0, rows: range, options: dict) -> list[Trajectory] | None:
-    """The runs of ``rows`` (``WIDTH`` of them) side by side in one lane loop, or None where they do not all loop
-    natively or one fails (the caller then runs them one by one, as ``simulate`` would, raising where it does)."""
+def _in_lanes(robot: Robot, q0, v0, rows: range, options: dict, found: dict) -> list[Trajectory] | None:
+    """The runs of ``rows`` (``WIDTH`` of them) side by side in one lane loop, or None where they do not loop
+    natively or one fails (the caller then runs them one by one, as ``simulate`` would, raising where it does).
+    ``found``: the batch's memo of whether its runs loop natively (the same for every row), so that runs in
+    Python compile no lane solver and a batch sets up one run to find out, not one per group."""
     options = {key: value for key, value in options.items() if key != "progress"}
     try:
-        if not prepare(robot, q0[rows[0]], v0[rows[0]], **options).native:  # no lane solver for runs in Python
+        if "native" not in found:
+            found["native"] = prepare(robot, q0[rows[0]], v0[rows[0]], **options).native
+        if not found["native"]:
             return None
         runs = [prepare(robot, q0[i], v0[i], lanes=True, **options) for i in rows]
         native_loop.run_group(runs)
