@@ -341,8 +341,8 @@ def test_dag_and_bench_on_a_closed_loop(capsys, tmp_path, monkeypatch):
 
 
 def test_bench_tiny(capsys, tmp_path, monkeypatch):
-    """Compiled solvers by default: single calls and batches against Pinocchio, compile seconds; --reference: the
-    reference path's elimination and its files."""
+    """Compiled solvers by default: single calls and batches against Pinocchio, compile seconds (--lanes: batches
+    in SIMD lanes; not with --reference); --reference: the reference path's elimination and its files."""
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
     code, out, err = run(capsys, "bench", "rrr", "--problem", "forward", "--repeat", "2", "--inner", "1",
                          "--warmup", "1", "--orderings", "aba,crba", "--batch", "20", "--out", str(tmp_path / "c"))
@@ -350,6 +350,11 @@ def test_bench_tiny(capsys, tmp_path, monkeypatch):
     assert "| aba |" in out and "| crba |" in out and "ratio to ABA" in out and "1/" in err
     assert "Pinocchio abaInParallel" in out and "20 states" in out and "compile s: cold / cached" in out
     assert {"results.md", "results.csv", "samples.csv", "operations.png"} <= set(os.listdir(tmp_path / "c"))
+    code, out, err = run(capsys, "bench", "rrr", "--problem", "forward", "--repeat", "2", "--inner", "1",
+                         "--warmup", "1", "--orderings", "aba", "--batch", "8", "--lanes")
+    assert code == 0 and "| aba |" in out and "SIMD lanes" in out
+    code, out, err = run(capsys, "bench", "rrr", "--lanes", "--reference")
+    assert code != 0 and "--lanes: SIMD lanes are for compiled solvers" in err
     code, out, err = run(capsys, "bench", "rrr", "--problem", "forward", "--repeat", "2", "--inner", "1",
                          "--warmup", "1", "--orderings", "aba,crba", "--reference", "--out", str(tmp_path / "r"))
     assert code == 0

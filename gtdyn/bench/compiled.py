@@ -85,15 +85,16 @@ def fresh_cache():
                 os.environ["GTDYN_CACHE_DIR"] = old
 
 
-def compile_timed(robot: Robot, kind: str, ordering, qdd_joints=None):
+def compile_timed(robot: Robot, kind: str, ordering, qdd_joints=None, lanes: bool = False):
     """(solver, unchecked, cold seconds, cached seconds): ``solver`` compiled into an empty cache, then
-    compiled again from it (the cached time), and its ``checks=False`` twin (the same object code)."""
+    compiled again from it (the cached time), and its ``checks=False`` twin (the same object code). ``lanes``:
+    compiled on SIMD lanes too (``gtdyn.compile(..., lanes=True)``: their batches run in lanes)."""
     from gtdyn.compiled import compile as compile_solver
 
     with fresh_cache():
-        solver = compile_solver(robot, kind, ordering=ordering, qdd_joints=qdd_joints)
-        again = compile_solver(robot, kind, ordering=ordering, qdd_joints=qdd_joints)
-        unchecked = compile_solver(robot, kind, ordering=ordering, qdd_joints=qdd_joints, checks=False)
+        solver = compile_solver(robot, kind, ordering=ordering, qdd_joints=qdd_joints, lanes=lanes)
+        again = compile_solver(robot, kind, ordering=ordering, qdd_joints=qdd_joints, lanes=lanes)
+        unchecked = compile_solver(robot, kind, ordering=ordering, qdd_joints=qdd_joints, checks=False, lanes=lanes)
     cold = solver.compile_seconds if not solver.from_cache else float("nan")
     cached = again.compile_seconds if again.from_cache else float("nan")  # nan: the cache was not writable
     return solver, unchecked, cold, cached
@@ -245,9 +246,11 @@ def _dag_measures(robot: Robot, kind: str, state: State, order, gravity=GRAVITY)
 
 def bench_compiled(robot: Robot, path, kind: str, state: State, orderings: Iterable[str] | None = None, *,
                    repeat: int = 30, inner: int = 5, warmup: int = 5, batch: int = BATCH_STATES,
-                   threads: Iterable[int] = THREADS, batch_repeat: int = 7, progress=None) -> list[Row]:
+                   threads: Iterable[int] = THREADS, batch_repeat: int = 7, progress=None,
+                   lanes: bool = False) -> list[Row]:
     """One Row per ordering (default: every applicable one) for one problem; see the module's docstring.
-    ``path``: the URDF file Pinocchio reads (None: no Pinocchio columns); ``batch``: N (0: no batch timing)."""
+    ``path``: the URDF file Pinocchio reads (None: no Pinocchio columns); ``batch``: N (0: no batch timing);
+    ``lanes``: solvers compiled with ``lanes=True``, so that their batches run in SIMD lanes."""
     orderings = list(orderings) if orderings is not None else applicable(kind)
     threads = tuple(threads)
     qdd_joints = qdd_joints_of(kind, state)
@@ -262,7 +265,7 @@ def bench_compiled(robot: Robot, path, kind: str, state: State, orderings: Itera
     for name in orderings:
         if progress:
             progress(f"{robot.name} {kind} {name}")
-        solver, unchecked, cold, cached = compile_timed(robot, kind, name, qdd_joints)
+        solver, unchecked, cold, cached = compile_timed(robot, kind, name, qdd_joints, lanes)
         row = Row(robot.name, robot.num_dofs, kind, name)
         row.max_error = max(_relative_error(solver(state.q, state.v, x), expected),
                             _relative_error(unchecked(state.q, state.v, x), expected))

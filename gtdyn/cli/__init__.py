@@ -6,7 +6,7 @@ and floating bases included.
                 [--elimination qr|constrained]
     gtdyn dag   [ROBOT] [--base B] [--problem P] [--ordering O] [--out PREFIX] [--format png|svg|pdf] [--steps]
     gtdyn bench [ROBOT] [--base fixed] [--problem P|all] [--orderings a,b] [--repeat N] [--batch N] [--threads 1,2]
-                [--scaling] [--out DIR] [--reference]
+                [--lanes] [--scaling] [--out DIR] [--reference]
     gtdyn simulate [ROBOT] [--dt DT] [--steps N] [--method M] [--q0 ..] [--v0 ..] [--tau ..] [--gravity GX GY GZ]
                    [--out PREFIX] [--format png|svg|pdf] [--base B]
     gtdyn info  [ROBOT] [--base B]
@@ -173,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=1000,
                    help="states per batch, timed min(REPEAT, 7) times; 0: no batches (default 1000)")
     p.add_argument("--threads", default="1,2", help="thread counts of the batches, comma-separated (default 1,2)")
+    p.add_argument("--lanes", action="store_true",
+                   help="compile with lanes=True: batches solve four states per pass in SIMD lanes")
     p.add_argument("--scaling", action="store_true",
                    help="also time serial chains (6 to 24 joints; with --reference 3 to 48)")
     p.add_argument("--reference", action="store_true",

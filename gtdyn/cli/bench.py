@@ -61,6 +61,8 @@ def cmd_bench(args) -> None:
     if args.batch < 0:
         raise CLIError("--batch: expected a number of states, 0 or more")
     threads = _threads(args.threads)
+    if args.lanes and args.reference:
+        raise CLIError("--lanes: SIMD lanes are for compiled solvers; the reference path (--reference) has none")
     robot = load(args.robot, args.base, args.transmissions)
     if robot.floating_base:
         raise CLIError(f"{robot.name} has a floating base, which gtdyn bench does not cover yet (its Pinocchio "
@@ -84,7 +86,7 @@ def _compiled(args, robot, plan, threads) -> None:
     total = sum(map(len, plan.values())) + sum(len(B.chain_orderings(k, n)) for n in sizes for k in chain_kinds)
     progress = Progress("benchmark", total, enabled=True)
     options = dict(repeat=args.repeat, inner=args.inner, warmup=args.warmup, batch=args.batch, threads=threads,
-                   batch_repeat=min(args.repeat, 7), progress=progress.step)
+                   batch_repeat=min(args.repeat, 7), progress=progress.step, lanes=args.lanes)
     path = robot.source if str(robot.source).lower().endswith(".urdf") else None
     rows = [r for kind in problems for r in B.bench_compiled(robot, path, kind, state, plan[kind], **options)]
     scaling = []
@@ -99,6 +101,8 @@ def _compiled(args, robot, plan, threads) -> None:
     text = [f"# gtdyn benchmark: {robot.name}, compiled solvers", "", about + ".", "",
             "µs per call from Python (checked; unchecked: checks=False), × Pinocchio as paired samples of the same "
             "run" + (f"; batches: µs per state of {args.batch} states" if args.batch else "")
+            + ("; solvers compiled with lanes=True (batches four states per pass in SIMD lanes)"
+               if args.lanes and args.batch else "")
             + "; compile seconds cold / cached.", ""]
     if robot.name == "puma560" and {"inverse", "forward"} <= set(problems):
         text += ["PUMA 560 next to paper 001's Tables I–II:", "", B.paper_table(rows)]
