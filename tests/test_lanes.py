@@ -151,6 +151,12 @@ def test_a_lane_group_takes_the_branch_when_any_lane_asks_and_the_others_keep_th
             if flags[w] != 1.0:
                 assert lane_values[3, w] == ws[3], (flags, w)
         assert np.all(lane_values[3] == (-7.0 if flags == [1.0] * 4 else lane_values[0] + 1.0))
+    # a compiled solver's lanes give back only what matters once main returns (what a batch copies out, and what
+    # main reads after the branch): here, with nothing visible and nothing read after it, nothing is given back
+    restores = "select <4 x i1> %ask"
+    assert restores in lanes.module_ir(functions, "u_")
+    assert restores not in lanes.module_ir(functions, "u_", visible=set())
+    assert restores in lanes.module_ir(functions, "u_", visible={2})
 
 
 def test_groups_whose_lanes_disagree_about_the_bound_are_bit_for_bit_the_single_calls(tmp_path):

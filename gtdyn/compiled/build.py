@@ -141,8 +141,9 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
     prefix = f"g{name[:12]}_"
     functions, rare = split.split_large(program.functions, program.layout, program.rare)
     obj = native.compile_module(functions, prefix, quick=quick, rare=rare)
-    lane_object = [lanes.compile_module(functions, prefix, quick)] if in_lanes else []
     layout = program.layout
+    batch_copies = set(range(layout.start["out"], layout.status + 3)) | {layout.start["bounded"]}  # answer, verdicts
+    lane_object = [lanes.compile_module(functions, prefix, quick, batch_copies)] if in_lanes else []
     return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
             "outputs": len(program.outputs),  # no source: rendered when asked for (gtdyn.compiled.listing)
             "entries": native.entries_of(program.functions), "derivative_columns": layout.derivative_columns,

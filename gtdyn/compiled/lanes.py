@@ -53,9 +53,11 @@ def _splat(x: float, width: int) -> str:
     return "<" + ", ".join([f"double {native.constant(x)}"] * width) + ">"
 
 
-def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: dict | None = None) -> str:
+def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: dict | None = None,
+                visible: set[int] | None = None) -> str:
     """``fn`` on ``width`` interleaved lanes: ``{prefix}{name}_x{width}(ws)`` (``functions``: the program's, for
-    the callee of a ``call_unless``)."""
+    the callee of a ``call_unless``; ``visible``: the indices whose values matter once the entry returns, None
+    for all: ``restored``)."""
     vt = _vector(width)
 
     def operand(a) -> str:
@@ -78,7 +80,7 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: 
         elif kind == "call":
             body.append(f"  call void @{prefix}{op[1]}_x{width}(ptr %ws)")
         elif kind == "call_unless":
-            body += _call_unless(fn, i, written(functions, op[2]) & observed(functions), prefix, width, operand)
+            body += _call_unless(fn, i, restored(functions, fn, i, visible), prefix, width, operand)
         elif kind in _INFIX:
             body.append(f"  %r{i} = {_INFIX[kind]} {vt} {operand(op[1])}, {operand(op[2])}")
         elif kind == "neg":
@@ -114,6 +116,28 @@ def written(functions: dict, name: str) -> set[int]:
     return indices
 
 
+def read(functions: dict, name: str) -> set[int]:
+    """The workspace indices function ``name`` loads, itself or through the functions it calls."""
+    return {op[1] for callee in reachable(functions, (name,)) for op in functions[callee].ops if op[0] == "load"}
+
+
+def restored(functions: dict, fn: trace.Function, i: int, visible: set[int] | None) -> set[int]:
+    """What lanes that did not ask get back after ``fn``'s ``call_unless`` at operation ``i``: what the callee
+    writes (``written``) that a branching function stores (``observed``) and that matters afterwards: read by
+    ``fn`` or a function it calls later, or ``visible`` once the entry returns (the answer, its status and
+    verdicts; None: every index)."""
+    indices = written(functions, fn.ops[i][2]) & observed(functions)
+    if visible is None:
+        return indices
+    later = set(visible)
+    for op in fn.ops[i + 1:]:
+        if op[0] == "load":
+            later.add(op[1])
+        elif op[0] in ("call", "call_unless"):
+            later |= read(functions, op[1] if op[0] == "call" else op[2])
+    return indices & later
+
+
 def observed(functions: dict) -> set[int]:
     """What a branch must leave as the scalar code does: the indices stored by the functions that branch (the
     answer, its status and verdicts, and what they pass to the functions they call)."""
@@ -124,9 +148,9 @@ def observed(functions: dict) -> set[int]:
 def _call_unless(fn: trace.Function, i: int, restored: set[int], prefix: str, width: int, operand) -> list[str]:
     """``call_unless(flag, callee)`` on lanes: the callee runs when any lane's flag is not 1 (NaN included, as the
     scalar ``!= 1``); afterwards each lane whose flag was 1 gets back, at each index of ``restored`` (what the
-    callee writes that the branching functions store: ``written`` ∩ ``observed``), the value it had before the
-    call — so every lane's answer and status are the scalar code's. Scratch only the callee's functions store is
-    theirs in every lane; no call reads scratch it did not write first."""
+    callee writes that the branching functions store and that matters afterwards: the module-level ``restored``),
+    the value it had before the call — so every lane's answer and status are the scalar code's. Other scratch
+    the callee writes is the callee's in every lane; no call reads scratch it did not write first."""
     flag, callee = fn.ops[i][1], fn.ops[i][2]
     vt, mask = _vector(width), f"<{width} x i1>"
     body = [f"  %ask{i} = fcmp une {vt} {operand(flag)}, {_splat(1.0, width)}",
@@ -144,27 +168,30 @@ def _call_unless(fn: trace.Function, i: int, restored: set[int], prefix: str, wi
     return body + [f"  br label %after{i}", f"after{i}:"]
 
 
-def module_ir(functions: dict, prefix: str, width: int = WIDTH) -> str:
-    """The lane module of a program's functions: each function the entries reach, and a batch loop per entry."""
-    return module_parts(functions, prefix, width)[0]
+def module_ir(functions: dict, prefix: str, width: int = WIDTH, visible: set[int] | None = None) -> str:
+    """The lane module of a program's functions: each function the entries reach, and a batch loop per entry
+    (``visible``: as ``function_ir``'s)."""
+    return module_parts(functions, prefix, width, visible=visible)[0]
 
 
-def module_parts(functions: dict, prefix: str, width: int = WIDTH, parts: int = 1, above: int = 0) -> list[str]:
+def module_parts(functions: dict, prefix: str, width: int = WIDTH, parts: int = 1, above: int = 0,
+                 visible: set[int] | None = None) -> list[str]:
     """``module_ir`` as ``parts`` modules (``native.assemble``)."""
     vt = _vector(width)
     head = [f"declare {vt} @llvm.{name}.v{width}f64({vt})" for name in _INTRINSIC.values()]
     head.append(f"declare i1 @llvm.vector.reduce.or.v{width}i1(<{width} x i1>)")
-    bodies = {name: function_ir(functions[name], prefix, width, functions) for name in reachable(functions)}
+    bodies = {name: function_ir(functions[name], prefix, width, functions, visible) for name in reachable(functions)}
     return native.assemble(head, bodies, [native.batch_ir(prefix, entry, width) for entry in ENTRIES],
                            functions, ENTRIES, lambda name: f"declare void @{prefix}{name}_x{width}(ptr)", parts,
                            above)
 
 
-def compile_module(functions: dict, prefix: str, quick: bool = False) -> list[bytes]:
+def compile_module(functions: dict, prefix: str, quick: bool = False, visible: set[int] | None = None) -> list[bytes]:
     """The lane module's object code, in parts side by side as ``native.compile_parts`` compiles a big program's
-    scalar code; ``exact`` stays optimized here: a lane group takes it when any of its lanes asks."""
-    return native.compile_parts(lambda parts, above, rare: module_parts(functions, prefix, WIDTH, parts, above),
-                                quick)
+    scalar code; ``exact`` stays optimized here: a lane group takes it when any of its lanes asks. ``visible``:
+    the indices a batch copies out (``function_ir``)."""
+    return native.compile_parts(
+        lambda parts, above, rare: module_parts(functions, prefix, WIDTH, parts, above, visible), quick)
 
 
 class Batches:
