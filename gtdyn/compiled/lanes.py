@@ -145,22 +145,22 @@ def observed(functions: dict) -> set[int]:
                          if isinstance(fn, trace.Function) and any(op[0] == "call_unless" for op in fn.ops)))
 
 
-def _call_unless(fn: trace.Function, i: int, restored: set[int], prefix: str, width: int, operand) -> list[str]:
+def _call_unless(fn: trace.Function, i: int, indices: set[int], prefix: str, width: int, operand) -> list[str]:
     """``call_unless(flag, callee)`` on lanes: the callee runs when any lane's flag is not 1 (NaN included, as the
-    scalar ``!= 1``); afterwards each lane whose flag was 1 gets back, at each index of ``restored`` (what the
-    callee writes that the branching functions store and that matters afterwards: the module-level ``restored``),
-    the value it had before the call — so every lane's answer and status are the scalar code's. Other scratch
-    the callee writes is the callee's in every lane; no call reads scratch it did not write first."""
+    scalar ``!= 1``); afterwards each lane whose flag was 1 gets back, at each of ``indices`` (``restored``: what
+    the callee writes that the branching functions store and that matters afterwards), the value it had before the
+    call — so every lane's answer and status are the scalar code's. Other scratch the callee writes is the
+    callee's in every lane; no call reads scratch it did not write first."""
     flag, callee = fn.ops[i][1], fn.ops[i][2]
     vt, mask = _vector(width), f"<{width} x i1>"
     body = [f"  %ask{i} = fcmp une {vt} {operand(flag)}, {_splat(1.0, width)}",
             f"  %any{i} = call i1 @llvm.vector.reduce.or.v{width}i1({mask} %ask{i})",
             f"  br i1 %any{i}, label %call{i}, label %after{i}", f"call{i}:"]
-    for index in sorted(restored):
+    for index in sorted(indices):
         body += [f"  %kp{i}_{index} = getelementptr inbounds double, ptr %ws, i64 {index * width}",
                  f"  %ko{i}_{index} = load {vt}, ptr %kp{i}_{index}, align 8"]
     body.append(f"  call void @{prefix}{callee}_x{width}(ptr %ws)")
-    for index in sorted(restored):
+    for index in sorted(indices):
         name = f"{i}_{index}"
         body += [f"  %kn{name} = load {vt}, ptr %kp{name}, align 8",
                  f"  %ks{name} = select {mask} %ask{i}, {vt} %kn{name}, {vt} %ko{name}",
@@ -190,8 +190,8 @@ def compile_module(functions: dict, prefix: str, quick: bool = False, visible: s
     """The lane module's object code, in parts side by side as ``native.compile_parts`` compiles a big program's
     scalar code; ``exact`` stays optimized here: a lane group takes it when any of its lanes asks. ``visible``:
     the indices a batch copies out (``function_ir``)."""
-    return native.compile_parts(
-        lambda parts, above, rare: module_parts(functions, prefix, WIDTH, parts, above, visible), quick)
+    return native.compile_parts(lambda parts, above: module_parts(functions, prefix, WIDTH, parts, above, visible),
+                                quick)
 
 
 class Batches:

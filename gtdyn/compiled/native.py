@@ -210,20 +210,18 @@ def _ops(fn) -> list:
 def compile_module(functions: dict, prefix: str, entries: tuple[str, ...] | None = None,
                    quick: bool = False, rare: frozenset = frozenset()) -> list[bytes]:
     """``module_ir``'s program as object code (``compile_parts``)."""
-    return compile_parts(lambda parts, above, rare: module_parts(functions, prefix, entries, parts, above, rare),
-                         quick, rare)
+    return compile_parts(lambda parts, above: module_parts(functions, prefix, entries, parts, above, rare), quick)
 
 
-def compile_parts(modules, quick: bool = False, rare: frozenset = frozenset()) -> list[bytes]:
-    """A program (``modules(parts, above, rare)``: its IR as ``assemble`` cuts it) as object code: one object, or
-    for a big program (``objects.PARALLEL_ABOVE``) one per part, compiled side by side
-    (``objects.compile_objects``); ``Loaded`` takes either. A big program's ``rare`` functions (the certificate's
-    estimate, run on the few calls no bound certifies) are compiled quickly, in a part of their own: LLVM's -O0
-    code generator, the same IEEE operations so the same bits, slower code
-    (benchmarks/results/design_measurements.md)."""
+def compile_parts(modules, quick: bool = False) -> list[bytes]:
+    """A program (``modules(parts, above)``: its IR as ``assemble`` cuts it) as object code: one object, or for a
+    big program (``objects.PARALLEL_ABOVE``) one per part, compiled side by side (``objects.compile_objects``);
+    ``Loaded`` takes either. Parts beyond the ``parts`` asked for hold a big program's rare functions (the
+    certificate's estimate, run on the few calls no bound certifies): they are compiled quickly, LLVM's -O0 code
+    generator, the same IEEE operations so the same bits, slower code (benchmarks/results/design_measurements.md)."""
     with trace.collector_paused():
         workers = objects.workers()
-        parts = modules(workers, objects.PARALLEL_ABOVE, rare)
+        parts = modules(workers, objects.PARALLEL_ABOVE)
         if len(parts) == 1:
             return [compile_object(parts[0], quick)]
         return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers))

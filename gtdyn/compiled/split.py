@@ -58,7 +58,7 @@ def _pieces(fn: trace.Function, layout: Layout, piece: int) -> list[trace.Functi
         if count >= piece:
             k, count = k + 1, 0
         home[i] = k
-        count += op[0] not in ("load", "store", "call", "call_unless", "#")
+        count += op[0] not in trace.NOT_ARITHMETIC
     crossing = [set() for _ in range(k + 1)]  # per piece: its values that later pieces read
     for i, op in enumerate(fn.ops):
         for a in op[1:]:

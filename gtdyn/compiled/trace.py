@@ -26,6 +26,7 @@ BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divid
           "le": lambda a, b: np.less_equal(a, b).astype(float), "atan2": np.arctan2}
 TERNARY = {"select": lambda c, a, b: np.where(np.not_equal(c, 0.0), a, b)}
 COMMUTATIVE = {"add", "mul"}
+NOT_ARITHMETIC = ("load", "store", "call", "call_unless", "#")  # operations ``Function.count`` leaves out
 # operands whose own arithmetic runs when a Sym meets them: numpy arrays (elementwise), and the dual numbers of
 # ``gtdyn.compiled.dual`` (which add themselves here)
 DEFER: tuple[type, ...] = (np.ndarray,)
@@ -260,8 +261,7 @@ class Function:
         self.names: dict[int, str] = {}
         self.samples = samples
         self._seen: dict[tuple, Sym] = {}
-        # live() and count() as of how many operations: asked for often, on the biggest functions too
-        self._live: tuple[int, list[bool]] = (-1, [])
+        self._live: tuple[int, list[bool]] = (-1, [])  # live() and count() as of how many operations: asked often
         self._count: tuple[int, int] = (-1, 0)
 
     def emit(self, op: str, *args) -> Sym:
@@ -331,8 +331,8 @@ class Function:
     def count(self) -> int:
         """Arithmetic operations that run (loads, stores and comments not counted)."""
         if self._count[0] != len(self.ops):
-            self._count = (len(self.ops), sum(op[0] not in ("load", "store", "call", "call_unless", "#") and keep
-                                              for op, keep in zip(self.ops, self.live())))
+            live = zip(self.ops, self.live())
+            self._count = (len(self.ops), sum(op[0] not in NOT_ARITHMETIC and keep for op, keep in live))
         return self._count[1]
 
 
