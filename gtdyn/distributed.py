@@ -1,19 +1,26 @@
-"""Sweeps on a ``dask.distributed`` cluster: compiled solvers pickle (``CompiledSolver.__reduce__``), so a batch
-or many simulations can run over chunks on any number of machines — Dask schedules, gtdyn has no scheduler of
-its own. Optional: ``pip install gtdyn[distributed]``.
+"""Sweeps on a ``dask.distributed`` cluster: compiled objects pickle (solvers, the mass matrix, frames, Λ⁻¹), so
+a batch or many simulations can run over chunks on any number of machines — Dask schedules, gtdyn has no
+scheduler of its own. Optional: ``pip install gtdyn[distributed]``.
 
     from dask.distributed import Client, LocalCluster
     client = Client(LocalCluster(n_workers=4, threads_per_worker=1))
     qdd = gtdyn.distributed.batch_on(client, solver, Q, V, X, chunk=10_000)
+    J = gtdyn.distributed.rows_on(client, frames.batch_jacobian, Q, chunk=10_000)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.arguments import instance_of, robot_argument, state_batch, whole_number
+from gtdyn.arguments import batch_method, instance_of, robot_argument, state_batch, whole_number
+from gtdyn.compiled.frames import CompiledFrames
+from gtdyn.compiled.operational import CompiledInverseOSIM
+from gtdyn.compiled.quantities import CompiledMassMatrix
 from gtdyn.compiled.solver import CompiledSolver
+from gtdyn.errors import ArgumentError
 from gtdyn.simulation import Trajectory, simulate
+
+COMPILED = (CompiledSolver, CompiledMassMatrix, CompiledFrames, CompiledInverseOSIM)  # what rows_on sends
 
 
 def batch_on(client, solver: CompiledSolver, Q, V, X, *, chunk: int = 10_000, **inputs):
@@ -22,17 +29,44 @@ def batch_on(client, solver: CompiledSolver, Q, V, X, *, chunk: int = 10_000, **
     the external wrenches' rows, chunked alike; a single (6,) wrench is sent whole), one task per chunk; the
     answer is what ``solver.batch`` returns here, rows in order."""
     instance_of("solver", solver, CompiledSolver, "a gtdyn.CompiledSolver (from gtdyn.compile)")
+    return rows_on(client, solver.batch, Q, V, X, chunk=chunk, **inputs)
+
+
+def rows_on(client, method, *states, chunk: int = 10_000, **inputs):
+    """``method(*states, **inputs)`` computed on ``client``'s cluster, for ``method`` a batch method of a compiled
+    object — ``solver.batch``, ``solver.batch_derivatives``, ``mass.batch`` (``gtdyn.compile_mass_matrix``),
+    ``osim.batch`` (``gtdyn.compile_inverse_osim``), ``frames.batch_jacobian`` and the other ``batch_…`` of
+    ``gtdyn.compile_frames``. The object goes to the workers once; ``states`` (Q, and V, X where the method takes
+    them: (N, n) each) and the per-state rows of ``inputs`` (a leading axis of N: base poses, wrenches) go in
+    chunks of ``chunk`` rows, one task each. The answer is what ``method`` returns here, rows in order (arrays,
+    or tuples of them). A row the method refuses raises its ``ArgumentError``, saying where its chunk starts."""
+    owner, name, named = batch_method("method", method, COMPILED, *states, **inputs)
     chunk = whole_number("chunk", chunk, 1)
-    Q, V, X = state_batch(solver.robot.num_dofs, Q=Q, V=V, X=X)
-    shipped = client.scatter(solver, broadcast=True)
+    states = state_batch(owner.robot.num_dofs, **{key: named[key] for key in list(named)[:len(states)]})
+    count = len(states[0])
+    shipped = client.scatter(owner, broadcast=True)
     futures = []
-    for first in range(0, len(Q), chunk):
+    for first in range(0, count, chunk):
         part = slice(first, first + chunk)
-        futures.append(client.submit(_batch, shipped, Q[part], V[part], X[part], _rows(inputs, part, len(Q)),
-                                     pure=False))
-    parts = client.gather(futures)
-    if isinstance(parts[0], tuple):
-        return tuple(np.concatenate([p[k] for p in parts]) for k in range(len(parts[0])))
+        futures.append(client.submit(_run, shipped, name, first, [a[part] for a in states],
+                                     _rows(inputs, part, count), pure=False))
+    return _joined(client.gather(futures))
+
+
+def _run(owner, name: str, first: int, states: list, inputs: dict):
+    try:
+        return getattr(owner, name)(*states, **inputs)
+    except ArgumentError as error:  # its row indices count from the chunk's first row: say so
+        error.args = (f"in the chunk from row {first} (rows below count from there): {error}",)
+        raise
+
+
+def _joined(parts: list):
+    """The chunks' answers as one: arrays stacked, tuples (named ones too) part by part."""
+    first = parts[0]
+    if isinstance(first, tuple):
+        joined = [np.concatenate([p[k] for p in parts]) for k in range(len(first))]
+        return type(first)(*joined) if hasattr(first, "_fields") else tuple(joined)
     return np.concatenate(parts)
 
 
@@ -44,10 +78,6 @@ def simulate_on(client, robot, Q0, V0, **options) -> list[Trajectory]:
     shipped = client.scatter(robot, broadcast=True)
     options = {"progress": False, **options}
     return client.gather([client.submit(simulate, shipped, q0, v0, pure=False, **options) for q0, v0 in zip(Q0, V0)])
-
-
-def _batch(solver: CompiledSolver, Q, V, X, inputs: dict):
-    return solver.batch(Q, V, X, **inputs)
 
 
 def _rows(inputs: dict, part: slice, count: int) -> dict:

@@ -32,6 +32,9 @@ class IndeterminateSystemError(RuntimeError):
         self.free_variables = list(free_variables)
         self.condition = condition
 
+    def __reduce__(self):  # whole across processes (a pool's or a cluster's worker raises it, the caller reads it)
+        return type(self), (self.args[0], self.free_variables, self.condition)
+
 
 class BudgetError(MemoryError):
     """A solve that would need more memory than the budget (``gtdyn.set_memory_budget``), refused before it

@@ -61,3 +61,53 @@ def test_a_solver_for_another_cpu_is_compiled_again_on_arrival(puma, monkeypatch
     assert arrived.ordering == solver.ordering and arrived._record is not solver._record
     q, v, tau = random_states(6, 1, seed=4)[:, 0]
     assert np.array_equal(arrived(q, v, tau), solver(q, v, tau))
+
+
+def test_the_other_compiled_objects_travel_bit_for_bit(puma):
+    """A Pinocchio user sweeping Jacobians, mass matrices or Λ⁻¹ over a pool sends these, not a solver."""
+    frames = gtdyn.compile_frames(puma, ["link6", "flange"])
+    mass = gtdyn.compile_mass_matrix(puma)
+    osim = gtdyn.compile_inverse_osim(puma, ["flange"])
+    Q, V, _ = random_states(6, 5, seed=5)
+    here = (frames.batch_jacobian(Q), frames.batch_velocity(Q, V), mass.batch(Q), osim.batch(Q))
+    frames, mass, osim = pickle.loads(pickle.dumps((frames, mass, osim)))
+    there = (frames.batch_jacobian(Q), frames.batch_velocity(Q, V), mass.batch(Q), osim.batch(Q))
+    for a, b in zip(there, here):
+        assert np.array_equal(a, b)
+    assert osim.fallbacks == 0 and osim.frames == ["flange"]
+
+
+def test_frames_carry_the_modules_compiled_so_far_and_compile_the_rest_on_arrival(puma, monkeypatch):
+    frames = gtdyn.compile_frames(puma, "flange")
+    q = random_states(6, 1, seed=6)[0, 0]
+    frames.placement(q)  # the module at q is compiled; the one at (q, q̇) is not
+    copy = pickle.loads(pickle.dumps(frames))
+    assert set(copy._modules) == {"at_q"} and copy._modules["at_q"].object == frames._modules["at_q"].object
+    assert np.array_equal(copy.velocity(q, np.ones(6)), frames.velocity(q, np.ones(6)))
+    real = native.target_id()
+    monkeypatch.setattr(native, "target_id", lambda: real + "|another machine")
+    data = pickle.dumps(frames)
+    monkeypatch.setattr(native, "target_id", lambda: real)
+    arrived = pickle.loads(data)
+    assert arrived._modules == {}  # machine code for another CPU is not loaded: compiled again when called
+    assert np.array_equal(arrived.placement(q), frames.placement(q))
+
+
+def test_an_inverse_osim_for_another_cpu_is_compiled_again_on_arrival(puma, monkeypatch):
+    osim = gtdyn.compile_inverse_osim(puma, ["link6", "flange", "link6"], ordering="lagrange")
+    real = native.target_id()
+    monkeypatch.setattr(native, "target_id", lambda: real + "|another machine")
+    data = pickle.dumps(osim)
+    monkeypatch.setattr(native, "target_id", lambda: real)
+    arrived = pickle.loads(data)
+    assert arrived._record is not osim._record and arrived.ordering == osim.ordering
+    q = random_states(6, 1, seed=7)[0, 0]
+    assert np.array_equal(arrived(q), osim(q))
+
+
+def test_a_singular_states_error_crosses_processes_whole():
+    """A worker that meets a singular state raises IndeterminateSystemError; the caller must get it with its
+    free variables, not a TypeError from unpickling it."""
+    error = gtdyn.IndeterminateSystemError("singular", ["q̈3"], float("inf"))
+    copy = pickle.loads(pickle.dumps(error))
+    assert str(copy) == "singular" and copy.free_variables == ["q̈3"] and copy.condition == float("inf")

@@ -51,3 +51,40 @@ def test_simulations_from_many_initial_states(client):
 def test_what_is_not_a_solver_is_named(client):
     with pytest.raises(gtdyn.ArgumentError, match="solver: expected a gtdyn.CompiledSolver"):
         gtdyn.distributed.batch_on(client, "puma560", np.zeros((1, 6)), np.zeros((1, 6)), np.zeros((1, 6)))
+
+
+def test_any_compiled_batch_method_runs_over_chunks(client):
+    """Jacobians, mass matrices and Λ⁻¹ sweep as solvers do: the object goes once, the rows in chunks."""
+    robot = gtdyn.load_robot("puma560")
+    frames = gtdyn.compile_frames(robot, ["link6", "flange"])
+    mass = gtdyn.compile_mass_matrix(robot)
+    Q, V = np.random.default_rng(2).uniform(-1, 1, (2, 11, 6))
+    assert np.array_equal(gtdyn.distributed.rows_on(client, frames.batch_jacobian, Q, chunk=4),
+                          frames.batch_jacobian(Q))
+    for a, b in zip(gtdyn.distributed.rows_on(client, frames.batch_placement_jacobian, Q, chunk=5),
+                    frames.batch_placement_jacobian(Q)):
+        assert np.array_equal(a, b)
+    assert np.array_equal(gtdyn.distributed.rows_on(client, mass.batch, Q, chunk=6), mass.batch(Q))
+    solver = gtdyn.compile(robot, "forward", derivatives=True)
+    there = gtdyn.distributed.rows_on(client, solver.batch_derivatives, Q, V, np.zeros_like(Q), chunk=4)
+    here = solver.batch_derivatives(Q, V, np.zeros_like(Q))
+    assert type(there) is type(here) and all(np.array_equal(a, b) for a, b in zip(there, here))
+
+
+def test_a_row_a_worker_refuses_is_named_with_its_chunk(client):
+    robot = gtdyn.load_robot("puma560")
+    frames = gtdyn.compile_frames(robot, "flange")
+    Q = np.zeros((6, 6))
+    Q[4, 2] = np.nan  # row 4: the second row of the chunk from row 3
+    with pytest.raises(gtdyn.ArgumentError, match=r"chunk from row 3 .*Q\[1\]"):
+        gtdyn.distributed.rows_on(client, frames.batch_jacobian, Q, chunk=3)
+
+
+def test_what_is_not_a_compiled_batch_method_is_named(client):
+    solver = gtdyn.compile(gtdyn.load_robot("puma560"), "forward")
+    with pytest.raises(gtdyn.ArgumentError, match="method: expected a batch method"):
+        gtdyn.distributed.rows_on(client, np.linalg.inv, np.zeros((1, 6)))
+    with pytest.raises(gtdyn.ArgumentError, match="method: expected a batch method"):
+        gtdyn.distributed.rows_on(client, solver.derivatives, np.zeros((1, 6)))
+    with pytest.raises(gtdyn.ArgumentError, match=r"Q, V, X: expected 3 arrays of shape \(N, 6\), got \(2, 6\), \(3"):
+        gtdyn.distributed.rows_on(client, solver.batch, np.zeros((2, 6)), np.zeros((3, 6)), np.zeros((2, 6)))

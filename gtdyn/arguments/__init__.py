@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from collections.abc import Mapping
@@ -185,6 +186,19 @@ def instance_of(name: str, value, kind: type, what: str):
     if not isinstance(value, kind):
         raise ArgumentError(f"{name}: expected {what}, got {type(value).__name__}")
     return value
+
+
+def batch_method(name: str, method, kinds: tuple[type, ...], *states, **inputs) -> tuple[object, str, dict]:
+    """``method``'s object, its name and its arguments by parameter name (``inspect.Signature.bind``), or
+    ArgumentError: it is not a ``batch…`` method of one of ``kinds``, or it does not take these arguments."""
+    owner, method_name = getattr(method, "__self__", None), getattr(method, "__name__", "")
+    if not isinstance(owner, kinds) or not method_name.startswith("batch"):
+        raise ArgumentError(f"{name}: expected a batch method of a compiled object (solver.batch, mass.batch, "
+                            f"frames.batch_jacobian, …), got {_shown(method)}")
+    try:
+        return owner, method_name, inspect.signature(method).bind(*states, **inputs).arguments
+    except TypeError as error:
+        raise ArgumentError(f"{type(owner).__name__}.{method_name}: {error}") from None
 
 
 def whole_number(name: str, x, minimum: int = 0) -> int:

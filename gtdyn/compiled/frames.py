@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass
-from threading import get_ident
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
@@ -54,13 +53,18 @@ _PREFIXES = itertools.count()
 
 @dataclass
 class Module:
-    """One compiled module. Its workspace: the inputs from 0, the status at ``out`` and the parts of the answer
-    after it (``fast`` writes the first part, ``main`` both), then the bodies' slots; ``size`` in all."""
+    """A module's machine code (names from ``prefix``), ``loaded`` here. Its workspace: the inputs from 0, the status
+    at ``out``, the parts of the answer (``fast`` writes the first, ``main`` both), the bodies' slots; ``size``."""
 
-    loaded: native.Loaded
+    object: bytes
+    prefix: str
     out: int
     parts: list[int]
     size: int
+    loaded: native.Loaded = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.loaded = native.Loaded(self.object, self.prefix)
 
 
 class CompiledFrames:
@@ -78,7 +82,8 @@ class CompiledFrames:
     base poses (N, 4, 4) or a list of ``gtsam.Pose3``, base twists (N, 6); answers with a leading axis N;
     ``threads`` > 1 splits the states among native threads. Bad arguments raise the reference functions'
     ``ArgumentError`` (in a batch, naming the row: ``Q[3]``, ``base_pose[3]``). Calls from several threads are
-    safe: a thread other than the one that made the object takes a fresh workspace per call."""
+    safe: a thread other than the one that made the object takes a fresh workspace per call. It pickles with the
+    modules compiled so far, whose code another CPU compiles again when first called (process pools, Dask)."""
 
     def __init__(self, robot: Robot, frames, reference: str = "local"):
         self.robot = robot_argument(robot)
@@ -90,7 +95,7 @@ class CompiledFrames:
         self._modules: dict[str, Module] = {}
         self._workspaces: dict[str, tuple] = {}
         self._lock = threading.Lock()
-        self._owner = get_ident()
+        self._owner = threading.get_ident()
 
     # -- one state -------------------------------------------------------------------------------------------
 
@@ -200,7 +205,7 @@ class CompiledFrames:
         """(module, ws, its address, views of q, q̇, the base pose as 4×4, the base twist — None where the module
         has none —, the parts of the answer): the thread that made the object keeps one per module, other
         threads take a fresh one per call."""
-        views = self._workspaces.get(name) if get_ident() == self._owner else None
+        views = self._workspaces.get(name) if threading.get_ident() == self._owner else None
         if views is None:
             module, n, floating, motion = self._module(name), self.robot.num_dofs, self.robot.floating_base, \
                 name == "motion"
@@ -209,7 +214,7 @@ class CompiledFrames:
                      ws[first:first + POSE].reshape(4, 4) if floating else None,
                      ws[first + POSE:first + POSE + TWIST] if floating and motion else None,
                      self._answer(name, None, ws[module.out + 1:module.out + 1 + sum(module.parts)]))
-            if get_ident() == self._owner:
+            if threading.get_ident() == self._owner:
                 self._workspaces[name] = views
         return views
 
@@ -218,6 +223,12 @@ class CompiledFrames:
             if name not in self._modules:
                 self._modules[name] = _compile(self.robot, self.bodies, self.reference, name)
             return self._modules[name]
+
+    def __reduce__(self):
+        with self._lock:
+            modules = {name: (m.object, m.prefix, m.out, m.parts, m.size) for name, m in self._modules.items()}
+        return _unpickled, (self.robot, self.frames[0] if self.single else self.frames, self.reference, modules,
+                            native.target_id())
 
     def __repr__(self) -> str:
         frames = repr(self.frames[0]) if self.single else self.frames
@@ -229,6 +240,13 @@ def compile_frames(robot: Robot, frames, *, reference: str = "local") -> Compile
     of them) in ``reference``'s axes, for fixed and floating bases: see ``CompiledFrames``. The code at q and the
     code at (q, q̇) are each generated and compiled when first called."""
     return CompiledFrames(robot, frames, reference)
+
+
+def _unpickled(robot: Robot, frames, reference: str, modules: dict, target: str) -> CompiledFrames:
+    """A pickled ``CompiledFrames``, here: with its modules' machine code if it was made for this CPU."""
+    arrived = CompiledFrames(robot, frames, reference)
+    arrived._modules = {name: Module(*m) for name, m in modules.items()} if target == native.target_id() else {}
+    return arrived
 
 
 def _plain(x, shape: tuple) -> bool:
@@ -279,7 +297,7 @@ def _compile(robot: Robot, bodies: list, reference: str, name: str) -> Module:
                 fn.call(functions[f"b{f}"])
     prefix = f"frames{next(_PREFIXES)}_{name}_"
     obj = native.compile_object(native.module_ir(functions, prefix))
-    return Module(native.Loaded(obj, prefix), inputs, parts, first_slot + stride * len(stored))
+    return Module(obj, prefix, inputs, parts, first_slot + stride * len(stored))
 
 
 def _pass(plan: _Plan, name: str, accelerations: bool) -> trace.Function:

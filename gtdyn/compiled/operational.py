@@ -82,12 +82,12 @@ def compile_inverse_osim(robot: Robot, frames, *, ordering=None, checks: bool = 
         samples = sample_states(robot, "forward", (), wrench_frames=len(wrench_frames))
         with np.errstate(all="ignore"):
             record = _build(robot, template.problem, order, samples, wrench_frames, name, quick)
-        solver = CompiledInverseOSIM(robot, names, distinct, chosen, record, checks)
+        solver = CompiledInverseOSIM(robot, names, distinct, chosen, record, checks, order, quick)
         solver.self_check(samples["q"])
         if use_cache:
             cache.store(name, record)
         return solver
-    return CompiledInverseOSIM(robot, names, distinct, chosen, record, checks)
+    return CompiledInverseOSIM(robot, names, distinct, chosen, record, checks, order, quick)
 
 
 def _build(robot: Robot, problem, order: list[int], samples, frames, name: str, quick: bool) -> dict:
@@ -190,10 +190,13 @@ class CompiledInverseOSIM:
     """``solver(q)`` → Λ⁻¹ (6k × 6k) of ``solver.frames``; ``solver.batch(Q, threads=1)`` → (N, 6k, 6k). A
     configuration the checked call does not certify is answered by the reference path
     (``gtdyn.operational_space_inverse_inertia``), which raises or warns as forward dynamics do; ``fallbacks``
-    counts those calls. ``source`` is the generated code, rendered; ``operations`` its size per function."""
+    counts those calls. ``source`` is the generated code, rendered; ``operations`` its size per function. It
+    pickles, as compiled solvers do (``__reduce__``)."""
 
-    def __init__(self, robot: Robot, frames: list[str], distinct: list[str], ordering, record: dict, checks: bool):
+    def __init__(self, robot: Robot, frames: list[str], distinct: list[str], ordering, record: dict, checks: bool,
+                 order: list[int], quick: bool):
         self.robot, self.frames, self.ordering, self.checks = robot, list(frames), ordering, checks
+        self._order, self._quick_build = list(order), quick  # what another CPU compiles again (``__reduce__``)
         self.source, self.operations = record["source"], record["operations"]
         self.fallbacks = 0
         self._record = record
@@ -211,6 +214,14 @@ class CompiledInverseOSIM:
                                  [entry.Argument(entry.IN, 0, (robot.num_dofs,)),
                                   entry.Argument(entry.OUT, self._start, (self._k, self._k))], owner=self._owner)
         self._quick = self._bound.call
+
+    def __reduce__(self):
+        """Pickling (process pools, Dask, Ray), as ``CompiledSolver``'s: the record travels with the CPU it was made
+        for; the other side loads its machine code on that CPU, else compiles the same plan (the elimination order
+        as keys: an ordering given as a callable need not pickle). ``fallbacks`` starts again at zero."""
+        ordering = self.ordering if isinstance(self.ordering, str) else self._order
+        return _unpickled, (self.robot, self.frames, ordering, self._order, self._record, self.checks,
+                            self._quick_build, native.target_id())
 
     def _workspace(self) -> np.ndarray:
         ws = np.zeros(self._size)  # q̇, τ, the wrenches and a base's twist and given wrench stay zero
@@ -279,3 +290,13 @@ class CompiledInverseOSIM:
             if not error <= 1e-8:
                 raise RuntimeError(f"gtdyn.compile_inverse_osim: the generated code for '{self.robot.name}' "
                                    f"disagrees with the reference path by {error:.3g}; please report this")
+
+
+def _unpickled(robot: Robot, frames: list[str], ordering, order: list[int], record: dict, checks: bool, quick: bool,
+               target: str) -> CompiledInverseOSIM:
+    """A pickled ``CompiledInverseOSIM``, here: its machine code if it was made for this CPU, else compiled anew."""
+    if target == native.target_id():
+        return CompiledInverseOSIM(robot, frames, list(dict.fromkeys(frames)), ordering, record, checks, order, quick)
+    solver = compile_inverse_osim(robot, frames, ordering=order, checks=checks, quick=quick)
+    solver.ordering = ordering
+    return solver
