@@ -1,6 +1,7 @@
 """Why ``gtdyn.compiled.objects`` turns LLVM's post-RA scheduler off, which optimization pipeline (-O level) it
-runs, and why stores are written next to their values (``gtdyn.compiled.trace.EARLY_STORES``): compile time and
-the speed of the code each setting makes, on a robot's forward and inverse dynamics (with derivatives).
+runs, why stores are written next to their values (``gtdyn.compiled.trace.EARLY_STORES``), and why spilled values
+share stack slots (LLVM's default): compile time and the speed of the code each setting makes, on a robot's
+forward and inverse dynamics (with derivatives).
 
     python -m benchmarks.codegen_options [--last N] [robot ...]
         (default: ur5 talos; a bundled name or a URDF path; --last N: only the last N settings)
@@ -58,6 +59,8 @@ SETTINGS = {"LLVM's default (-O2)": ((), 2, False),
             "post-RA scheduler off, -O2": (("-post-RA-scheduler=false",), 2, False),
             "post-RA scheduler off, -O1": (("-post-RA-scheduler=false",), 1, False),
             "post-RA scheduler off, -O1, stores early": (("-post-RA-scheduler=false",), 1, True),
+            "the same, no stack-slot sharing":
+                (("-post-RA-scheduler=false", "-no-stack-slot-sharing"), 1, True),
             "post-RA scheduler off, no pipeline (-O0), stores early": (("-post-RA-scheduler=false",), 0, True),
             "the same and fast instruction selection": (("-post-RA-scheduler=false", "-fast-isel"), 0, True)}
 
