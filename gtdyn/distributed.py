@@ -10,6 +10,8 @@ scheduler of its own. Optional: ``pip install gtdyn[distributed]``.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from gtdyn.arguments import batch_method, instance_of, robot_argument, state_batch, whole_number
@@ -81,13 +83,23 @@ def simulate_on(client, robot, Q0, V0, **options) -> list[Trajectory]:
 
 
 def _rows(inputs: dict, part: slice, count: int) -> dict:
-    """The chunk's rows of every per-state input (leading axis of ``count``); the rest whole."""
+    """The chunk's rows of every per-state input (``_per_state``); the rest whole."""
     out = {}
     for name, value in inputs.items():
         if isinstance(value, dict):
             out[name] = _rows(value, part, count)
-        elif value is not None and np.ndim(value) >= 2 and np.shape(value)[0] == count:
-            out[name] = np.asarray(value)[part]
+        elif _per_state(value, count):
+            out[name] = value[part]
         else:
             out[name] = value
     return out
+
+
+def _per_state(value, count: int) -> bool:
+    """Whether ``value`` holds an entry per state: an array with a leading axis of ``count`` (and more axes), or a
+    list of ``count`` entries that are not numbers (a list of ``gtsam.Pose3``). A (6,) wrench for every state is
+    one input, even for six states."""
+    if isinstance(value, np.ndarray):
+        return value.ndim >= 2 and value.shape[0] == count
+    return isinstance(value, (list, tuple)) and len(value) == count > 0 \
+        and not isinstance(value[0], (numbers.Number, np.number))

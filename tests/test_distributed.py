@@ -88,3 +88,18 @@ def test_what_is_not_a_compiled_batch_method_is_named(client):
         gtdyn.distributed.rows_on(client, solver.derivatives, np.zeros((1, 6)))
     with pytest.raises(gtdyn.ArgumentError, match=r"Q, V, X: expected 3 arrays of shape \(N, 6\), got \(2, 6\), \(3"):
         gtdyn.distributed.rows_on(client, solver.batch, np.zeros((2, 6)), np.zeros((3, 6)), np.zeros((2, 6)))
+
+
+def test_a_list_of_poses_is_chunked_with_the_states(client):
+    """``batch`` takes a floating base's poses as an (N, 4, 4) array or a list of N ``gtsam.Pose3``; a list is per
+    state too, so each chunk gets its own poses (it was sent whole, and every chunk refused it)."""
+    import gtsam
+
+    robot = gtdyn.load_robot("quadruped", base="floating")
+    solver = gtdyn.compile(robot, "forward")
+    rng = np.random.default_rng(3)
+    Q, V, X = rng.uniform(-0.3, 0.3, (3, 5, robot.num_dofs))
+    poses = [gtsam.Pose3(gtsam.Rot3.Rz(0.1 * k), np.array([0.0, 0.0, 0.1 * k])) for k in range(5)]
+    for there, here in zip(gtdyn.distributed.batch_on(client, solver, Q, V, X, chunk=2, base_pose=poses),
+                           solver.batch(Q, V, X, base_pose=poses)):
+        assert np.array_equal(there, here)
