@@ -25,6 +25,7 @@ TESTS = ["tests/test_certificate.py", "tests/test_compiled.py", "tests/test_comp
 # (what is switched off, the line as it is, the line mutated)
 MUTATIONS = [
     ("the condition limit", "CONDITION_LIMIT = WARN_CONDITION / 10", "CONDITION_LIMIT = 1e300"),
+    ("the bound's limit", "BOUND_LIMIT = WARN_CONDITION / 2", "BOUND_LIMIT = 1e300"),
     ("the error bound κ · backward error", "ERROR_BOUND = 1e-10 ", "ERROR_BOUND = 1e300 "),
     ("the loop-closure check", "CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE", "CLOSURE_LIMIT = 1e300"),
     ("the refinement step", "    x = [a + d for a, d in zip(x, solve(residual(x)))]", "    x = x"),

@@ -10,7 +10,7 @@ from test_compiled import STATE, load_chain
 from test_planning import CART_POLE
 
 import gtdyn
-from gtdyn.compiled.certificate import CONDITION_LIMIT, ERROR_BOUND
+from gtdyn.compiled.certificate import BOUND_LIMIT, BY_SCHUR, CONDITION_LIMIT, ERROR_BOUND
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -27,6 +27,27 @@ def test_the_condition_limit_alone_sends_a_state_to_the_reference_path(tmp_path)
     assert solver.condition > CONDITION_LIMIT and solver.condition * solver.backward_error < ERROR_BOUND
     assert solver.fallbacks == 1
     assert np.array_equal(got, gtdyn.forward_dynamics(chain, q, v, tau, ordering="colamd").qdd)
+
+
+def test_a_bound_certifies_up_to_its_own_limit_above_the_estimates(tmp_path):
+    """u (or Schur's u_S) ≥ ‖D S‖₂ ≥ the reference path's κ, so a bound proves that path would not warn up to its
+    warning threshold: a bound's limit is ``BOUND_LIMIT`` (half that threshold), not the estimate's
+    ``CONDITION_LIMIT`` (a tenth, for an estimate that rounds differently from the reference path's). Tip links
+    1e-6 of the first link's mass, ABA: at STATE κ ≈ 1.3e7 and u_S ≈ 2.8e7, certified in the compiled code, as
+    the reference path's answer confirms; at another state u_S is over the bound's limit, so the estimate
+    decides (κ ≈ 1.9e7, over the estimate's limit: the reference path answers, without a warning)."""
+    chain = load_chain(tmp_path, 1e-6)
+    q, v, tau = STATE
+    solver = gtdyn.compile(chain, "forward", ordering="aba")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # below the reference path's warning threshold: no warning at all
+        got = solver(q, v, tau)
+        bound = solver._ws[solver._status + 1]
+        assert solver.fallbacks == 0 and solver._ws[solver._bounded] == BY_SCHUR
+        assert CONDITION_LIMIT < solver.condition <= bound <= BOUND_LIMIT
+        assert rel_err(got, gtdyn.forward_dynamics(chain, q, v, tau, ordering="aba").qdd) < 1e-9  # the promise
+        solver(np.array([-2.4, -0.7, -0.3]), v, tau)
+    assert solver.fallbacks == 1 and solver.condition > CONDITION_LIMIT
 
 
 def test_refinement_makes_a_moderately_ill_conditioned_answer_exact(tmp_path):

@@ -8,7 +8,7 @@ from references import closed_state
 
 import gtdyn
 from gtdyn.compiled import native, render, trace
-from gtdyn.compiled.certificate import CONDITION_LIMIT
+from gtdyn.compiled.certificate import BOUND_LIMIT
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -36,7 +36,7 @@ def test_the_bound_is_never_below_the_estimate(robot_name, problem):
     settled = calls(solver, random_states(robot.num_dofs, 40, seed=5))
     assert len(settled) == 40  # these plans' bounds settle every call here: the test is not vacuous
     for bound, estimate in settled:
-        assert bound >= estimate and bound <= CONDITION_LIMIT
+        assert bound >= estimate and bound <= BOUND_LIMIT
     assert solver.fallbacks == 0
 
 
@@ -125,7 +125,7 @@ def test_call_unless_branches_in_machine_code_and_in_the_rendered_source():
 
 
 def test_a_plan_certified_three_ways_answers_every_state_as_the_reference_path(tmp_path):
-    """A 12-link chain's RNEA: u certifies some states, Schur's u_S (``schur``) most of the rest, the estimate
+    """A 14-link chain's RNEA: u certifies a few states, Schur's u_S (``schur``) about half, the estimate
     (``exact``, from main's solve) the others; every way, the answer and κ are the reference path's, and each
     bound is at least the estimate. A state beyond ``MAX_ANGLE`` that u_S would certify still goes to the
     reference path, which raises: u_S's verdict keeps main's other checks."""
@@ -133,7 +133,7 @@ def test_a_plan_certified_three_ways_answers_every_state_as_the_reference_path(t
     from gtdyn.compiled.certificate import BY_BOUND, BY_SCHUR
     from gtdyn.errors import ArgumentError
 
-    robot = chain_with_urdf(12, str(tmp_path))[0]
+    robot = chain_with_urdf(14, str(tmp_path))[0]
     solver = gtdyn.compile(robot, "inverse")
     assert {"solve_abs", "solve_t_abs", "schur", "exact"} <= set(solver.operations)
     Q, V, X = batch_states(robot, "inverse", None, 300)
@@ -150,7 +150,7 @@ def test_a_plan_certified_three_ways_answers_every_state_as_the_reference_path(t
             assert np.allclose(tau, result.tau, rtol=1e-12, atol=1e-12)
             assert solver.condition == pytest.approx(result.condition, rel=1e-6)
             if way != 0.0:
-                assert CONDITION_LIMIT >= bound >= solver.condition
+                assert BOUND_LIMIT >= bound >= solver.condition
                 assert solver.backward_error == solver._ws[solver._status + 2] < 1e-15
     assert solver.fallbacks == 0
     q = Q[ways[BY_SCHUR][0]].copy()

@@ -160,11 +160,11 @@ def test_a_lane_group_takes_the_branch_when_any_lane_asks_and_the_others_keep_th
 
 
 def test_groups_whose_lanes_disagree_about_the_bound_are_bit_for_bit_the_single_calls(tmp_path):
-    """A 12-link chain's RNEA, certified three ways (u, Schur's u_S, the estimate): lane groups mix lanes that
+    """A 14-link chain's RNEA, certified three ways (u, Schur's u_S, the estimate): lane groups mix lanes that
     stop at u with lanes that go on to ``schur`` and to ``exact``."""
     from gtdyn.bench.compiled import batch_states, chain_with_urdf
 
-    robot = chain_with_urdf(12, str(tmp_path))[0]
+    robot = chain_with_urdf(14, str(tmp_path))[0]
     solver = gtdyn.compile(robot, "inverse", lanes=True)
     Q, V, X = batch_states(robot, "inverse", None, 400)
     settled = []

@@ -19,7 +19,12 @@ from gtdyn.model.limits import MAX_ANGLE
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
 
-CONDITION_LIMIT = WARN_CONDITION / 10  # above it the reference path decides (it warns from WARN_CONDITION)
+# The estimate's limit: above it the reference path decides (it warns from WARN_CONDITION). The estimate here and the
+# reference path's take the same steps on different factors, so they round differently: a wide margin.
+CONDITION_LIMIT = WARN_CONDITION / 10
+# A bound's limit: u ≥ ‖D S‖₂ ≥ the reference path's estimate, so u under WARN_CONDITION proves that the reference
+# path would not warn. The factor 2 covers rounding in u and in the estimate (relative, of order κ·ε ≤ 1e-8).
+BOUND_LIMIT = WARN_CONDITION / 2
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
 CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
 BY_BOUND, BY_SCHUR = 1.0, 2.0  # ws["bounded"] of a call u or u_S certified (0: the estimate, or not certified)
@@ -124,13 +129,15 @@ def _other_checks(fn: trace.Function, layout: Layout, slots: Slots, closure: dic
 
 def _conclude(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, coupled, outputs, x, condition,
               backward, way: float, others=None):
-    """The certificate — well conditioned, accurate, and ``others`` (default ``_other_checks``) — and the answer
-    (unless ``x`` is None: stored already), status, κ (or the bound), backward error and, where it certifies,
-    which way (``way``: 0 the estimate, ``BY_BOUND`` u, ``BY_SCHUR`` u_S), stored; the status."""
+    """The certificate — well conditioned (``condition`` under ``BOUND_LIMIT`` for a bound, ``CONDITION_LIMIT``
+    for the estimate), accurate, and ``others`` (default ``_other_checks``) — and the answer (unless ``x`` is
+    None: stored already), status, κ (or the bound), backward error and, where it certifies, which way (``way``:
+    0 the estimate, ``BY_BOUND`` u, ``BY_SCHUR`` u_S), stored; the status."""
     fn.comment("certificate: well conditioned, accurate, and every loop closed")
     if others is None:
         others = _other_checks(fn, layout, slots, closure, coupled)
-    ok = trace.le(condition, CONDITION_LIMIT) * trace.le(condition * backward, ERROR_BOUND) * others
+    limit = CONDITION_LIMIT if way == 0.0 else BOUND_LIMIT
+    ok = trace.le(condition, limit) * trace.le(condition * backward, ERROR_BOUND) * others
     if x is not None:
         store_outputs(fn, layout, outputs, x)
     fn.store(layout.status, ok)
@@ -149,7 +156,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         κ_ref ≤ 1/σ_min(A D⁻¹) ≤ ‖D S‖₂ ≤ ‖D S‖_F ≤ ‖D |S| 1‖₂ ≤ ‖D Ŝ1‖₂ = u,
 
     κ_ref the reference path's estimate (inverse iteration gives a lower bound of 1/σ_min) and Ŝ1 one pass of
-    ``solve_abs``. So u ≤ ``CONDITION_LIMIT`` proves that the reference path would not warn, and u · backward
+    ``solve_abs``. So u ≤ ``BOUND_LIMIT`` proves that the reference path would not warn, and u · backward
     error ≤ ``ERROR_BOUND`` that the answer holds its digits: the same verdicts as the estimate's, for one pass
     instead of eight.
 
@@ -224,7 +231,7 @@ def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: di
 def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transposed_abs) -> str:
     """"estimate", "bound" (u) or "schur" (u, then u_S where u cannot certify), whichever makes the average call
     cheapest: a bound's passes save the estimate's on the share f of calls it certifies. f is the share of the
-    build's sample states where the bound is under half ``CONDITION_LIMIT`` (the samples are eight: the margin
+    build's sample states where the bound is under half ``BOUND_LIMIT`` (the samples are eight: the margin
     keeps a bound that only just certifies them from counting; on Talos forward dynamics u certified 7 of 8 under
     the limit, and 52 % of random states within the joint limits). Costs are operations. Long chains certify with
     neither bound (benchmarks/results/design_measurements.md)."""
@@ -236,7 +243,7 @@ def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transpos
         magnitudes = [trace.value(stored[k]) for k in range(count)]
         u = np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
         z = [np.broadcast_to(n * m, np.shape(u)) for n, m in zip(norms, magnitudes)]
-    f_u = float(np.mean(u <= CONDITION_LIMIT / 2))
+    f_u = float(np.mean(u <= BOUND_LIMIT / 2))
     if f_u == 1.0:  # u alone costs least: u_S would only add its pass
         return "bound"
     solve_t_abs = functions["solve_t_abs"] = transposed_abs(z)
@@ -245,7 +252,7 @@ def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transpos
                   if op[0] == "store" and op[1] >= first])
     with np.errstate(all="ignore"):
         u_schur = np.minimum(np.sqrt(np.max(g, axis=0)), u) if g.size else u  # no rows: a robot without joints
-    f_s = float(np.mean(u_schur <= CONDITION_LIMIT / 2))
+    f_s = float(np.mean(u_schur <= BOUND_LIMIT / 2))
     solve, residual, solve_t = (functions[name].count() for name in ("solve", "residual", "solve_t"))
     uncertified = (1 + INVERSE_ITERATIONS) * solve + residual + INVERSE_ITERATIONS * solve_t  # exact, after main
     bound_pass = solve + residual + solve_abs.count()

@@ -10,7 +10,7 @@
 * ``fast``: ``factor`` and ``solve`` only, for ``checks=False``;
 * ``main``: x = A⁻¹ b, the backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) and the bound u = ‖D Ŝ1‖₂ ≥
   1/σ_min(A D⁻¹) ≥ the reference path's estimate κ (``gtdyn.compiled.certificate.checked_call``), the loop-closure gaps
-  — and a status: 1 when the answer is certified (u ≤ ``CONDITION_LIMIT``, u · backward error ≤
+  — and a status: 1 when the answer is certified (u ≤ ``BOUND_LIMIT``, u · backward error ≤
   ``ERROR_BOUND``, every loop closed, every input finite); where u cannot certify, ``schur`` or ``exact``:
 * ``schur``: Schur's bound u_S = √(max_j (Ŝᵀ D² Ŝ1)_j) ≤ u in its place (plans whose u is loose on some states:
   deep trees); where that cannot certify either, ``exact``:
