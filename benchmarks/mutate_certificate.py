@@ -28,7 +28,7 @@ MUTATIONS = [
     ("the bound's limit", "BOUND_LIMIT = WARN_CONDITION / 2", "BOUND_LIMIT = 1e300"),
     ("the error bound κ · backward error", "ERROR_BOUND = 1e-10 ", "ERROR_BOUND = 1e300 "),
     ("the loop-closure check", "CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE", "CLOSURE_LIMIT = 1e300"),
-    ("the refinement step", "    x = [a + d for a, d in zip(x, solve(residual(x)))]", "    x = x"),
+    ("the refinement step", "    x = [a + d for a, d in zip(x, calls.solve(residual))]", "    x = x"),
     ("the angle bound", "        ok = ok * trace.le(trace.fabs(fn.load(layout.start[\"inputs\"] + j)), MAX_ANGLE)",
      "        pass"),
     ("the finite-input check", "    ok = finite(inputs(fn, layout))", "    ok = 1.0"),

@@ -33,21 +33,34 @@ def test_a_bound_certifies_up_to_its_own_limit_above_the_estimates(tmp_path):
     """u (or Schur's u_S) ≥ ‖D S‖₂ ≥ the reference path's κ, so a bound proves that path would not warn up to its
     warning threshold: a bound's limit is ``BOUND_LIMIT`` (half that threshold), not the estimate's
     ``CONDITION_LIMIT`` (a tenth, for an estimate that rounds differently from the reference path's). Tip links
-    1e-6 of the first link's mass, ABA: at STATE κ ≈ 1.3e7 and u_S ≈ 2.8e7, certified in the compiled code, as
-    the reference path's answer confirms; at another state u_S is over the bound's limit, so the estimate
-    decides (κ ≈ 1.9e7, over the estimate's limit: the reference path answers, without a warning)."""
+    1e-6 of the first link's mass, ABA: κ ≈ 1.3e7 and u_S ≈ 2.8e7, certified in the compiled code, as the
+    reference path's answer confirms. (Over its limit a bound certifies nothing: the 1e-10 tips of
+    ``test_compiled.test_ill_conditioned_robot_warns_like_the_reference`` would lose their warning.)"""
     chain = load_chain(tmp_path, 1e-6)
     q, v, tau = STATE
     solver = gtdyn.compile(chain, "forward", ordering="aba")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # below the reference path's warning threshold: no warning at all
         got = solver(q, v, tau)
-        bound = solver._ws[solver._status + 1]
-        assert solver.fallbacks == 0 and solver._ws[solver._bounded] == BY_SCHUR
-        assert CONDITION_LIMIT < solver.condition <= bound <= BOUND_LIMIT
-        assert rel_err(got, gtdyn.forward_dynamics(chain, q, v, tau, ordering="aba").qdd) < 1e-9  # the promise
-        solver(np.array([-2.4, -0.7, -0.3]), v, tau)
-    assert solver.fallbacks == 1 and solver.condition > CONDITION_LIMIT
+    bound = solver._ws[solver._status + 1]
+    assert solver.fallbacks == 0 and solver._ws[solver._bounded] == BY_SCHUR
+    assert CONDITION_LIMIT < solver.condition <= bound <= BOUND_LIMIT
+    assert rel_err(got, gtdyn.forward_dynamics(chain, q, v, tau, ordering="aba").qdd) < 1e-9  # the promise
+
+
+def test_the_error_bound_alone_stops_a_bound_under_its_limit(tmp_path):
+    """The same chain at another state: u_S ≈ 4.1e7 is under ``BOUND_LIMIT``, but u_S · backward error ≈ 2.7e-10
+    is over ``ERROR_BOUND`` (backward error 6.6e-18), so only the error bound keeps the bound from certifying; the
+    estimate (κ ≈ 1.9e7) is over its own limit, and the reference path answers, without a warning."""
+    chain = load_chain(tmp_path, 1e-6)
+    _, v, tau = STATE
+    solver = gtdyn.compile(chain, "forward", ordering="aba")
+    q = np.array([-2.4, -0.7, -0.3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = solver(q, v, tau)
+    assert solver.fallbacks == 1 and CONDITION_LIMIT < solver.condition < BOUND_LIMIT
+    assert np.array_equal(got, gtdyn.forward_dynamics(chain, q, v, tau, ordering="aba").qdd)
 
 
 def test_refinement_makes_a_moderately_ill_conditioned_answer_exact(tmp_path):
