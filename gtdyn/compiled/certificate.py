@@ -232,9 +232,10 @@ def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transpos
     """"estimate", "bound" (u) or "schur" (u, then u_S where u cannot certify), whichever makes the average call
     cheapest: a bound's passes save the estimate's on the share f of calls it certifies. f is the share of the
     build's sample states where the bound is under half ``BOUND_LIMIT`` (the samples are eight: the margin
-    keeps a bound that only just certifies them from counting; on Talos forward dynamics u certified 7 of 8 under
-    the limit, and 52 % of random states within the joint limits). Costs are operations. Long chains certify with
-    neither bound (benchmarks/results/design_measurements.md)."""
+    keeps a bound that only just certifies them from counting: at a tenth of the warning threshold, u certified 7
+    of Talos forward dynamics' 8 and 52 % of its random states within the joint limits; under ``BOUND_LIMIT`` it
+    certifies all 8 and 96 %). Costs are operations. Long chains certify with neither bound
+    (benchmarks/results/design_measurements.md)."""
     start, count = layout.start["sol"], len(squared_norms)
     solve_abs = functions["solve_abs"]
     stored = {op[1] - start: op[2] for op in solve_abs.ops if op[0] == "store" and start <= op[1] < start + count}
