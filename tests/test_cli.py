@@ -605,3 +605,33 @@ def test_transmissions_option_reads_mimic_joints_three_ways(capsys):
     assert code == 0 and "with transmissions='independent'" in err and ": 9 joints" in out.splitlines()[0]
     code, out, err = run(capsys, "info", panda, "--transmissions", "approximate")
     assert code == 0 and ": 8 joints" in out.splitlines()[0]
+
+
+def test_compile_warms_the_cache_and_a_second_run_loads_it(capsys, tmp_path, monkeypatch):
+    """``gtdyn compile``, a deployment's warm-up step: the solvers go into the cache the environment names, and
+    the next run (here, in this process: a later process loads them the same way) reads them back."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = run(capsys, "compile", "rrr")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert [line.split(" dynamics")[0] for line in lines[:2]] == ["inverse", "forward"]
+    assert all("compiled into the cache" in line for line in lines[:2])
+    assert lines[2].startswith(f"cache: {tmp_path / 'cache'}, 2 solvers")
+    assert len(list((tmp_path / "cache").glob("*.pkl"))) == 2
+    code, out, _ = run(capsys, "compile", "rrr", "--problem", "hybrid", "--qdd-joints", "j1")
+    assert code == 0 and "hybrid dynamics of 'rrr'" in out and "3 solvers" in out
+    code, out, _ = run(capsys, "compile", "rrr")
+    assert code == 0 and out.count("loaded from the cache") == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("--problem", "hybrid"), "--problem hybrid needs --qdd-joints"),
+    (("--problem", "inverse", "--qdd-joints", "j1"), "--qdd-joints: only hybrid dynamics takes them, not inverse"),
+    (("--problem", "forward", "--ordering", "rnea"), "--ordering: 'rnea' applies to inverse dynamics"),
+    (("--problem", "hybrid", "--qdd-joints", "j9"), "qdd_joints: unknown joints j9"),
+])
+def test_compile_refuses_what_it_cannot_compile_in_one_line(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = run(capsys, "compile", "rrr", *argv)
+    assert code == 1 and out == "" and err.startswith("gtdyn: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1

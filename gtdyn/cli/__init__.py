@@ -10,6 +10,8 @@ and floating bases included.
     gtdyn simulate [ROBOT] [--dt DT] [--steps N] [--method M] [--q0 ..] [--v0 ..] [--tau ..] [--gravity GX GY GZ]
                    [--out PREFIX] [--format png|svg|pdf] [--base B]
     gtdyn info  [ROBOT] [--base B]
+    gtdyn compile [ROBOT] [--base B] [--problem P|all] [--ordering O] [--qdd-joints J,..] [--gravity GX GY GZ]
+                  [--derivatives] [--lanes] [--quick]
 
 ROBOT is a .urdf or .sdf path or a bundled model's name (the list is at the end of ``gtdyn --help``: the
 PUMA 560, planar arms and closed-loop linkages); default puma560. Vectors are comma-separated numbers in
@@ -31,9 +33,9 @@ Bad input gives one line on stderr (``gtdyn: error: …``) and exit status 1; ea
 (``gtdyn: warning: …``). Any other exception is a bug in gtdyn: its traceback is shown, exit status 2.
 """
 
-# The package: this module (the parser and main), one module per command (solve, dag, bench, simulate, info), and
-# what they share: inputs (checked arguments and files), state (default states), table (result tables),
-# messages (errors and warnings).
+# The package: this module (the parser and main), one module per command (solve, dag, bench, simulate, plan,
+# info, compile), and what they share: inputs (checked arguments and files), state (default states), table
+# (result tables), messages (errors and warnings).
 
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ import traceback
 
 import gtdyn
 from gtdyn.cli.bench import cmd_bench
+from gtdyn.cli.compile import cmd_compile
 from gtdyn.cli.dag import cmd_dag
 from gtdyn.cli.info import cmd_info
 from gtdyn.cli.inputs import attach_negative_values
@@ -83,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gtdyn", description=__doc__.replace("``", "")
                                      + f"\nbundled robots: {_bundled_names()}",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", metavar="{solve,dag,bench,simulate,plan,info}")
+    sub = parser.add_subparsers(dest="command", metavar="{solve,dag,bench,simulate,plan,info,compile}")
     robot_help = f"a .urdf or .sdf path, or a bundled robot: {', '.join(BUNDLED)} (default puma560)"
 
     def robot_arg(p):
@@ -250,6 +253,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="list a robot's joints, links and limits")
     robot_arg(p)
     p.set_defaults(run=cmd_info)
+
+    p = sub.add_parser("compile", help="compile a robot's solvers into the on-disk cache ahead of time",
+                       description="Compile a robot's solvers (gtdyn.compile) into the on-disk cache ahead of\n"
+                                   "time, the warm-up step of a deployment: later processes on this machine load them\n"
+                                   "in milliseconds. Prints each solver's compile time and size, and where the cache\n"
+                                   "is ($GTDYN_CACHE_DIR, else the user cache folder). The machine code is for this\n"
+                                   "CPU: another CPU compiles again. --problem all is inverse and forward dynamics,\n"
+                                   "and hybrid with --qdd-joints.",
+                       formatter_class=formatter)
+    robot_arg(p)
+    p.add_argument("--problem", choices=["inverse", "forward", "hybrid", "all"], default="all",
+                   help="which solvers (default all)")
+    p.add_argument("--ordering", help=f"one of {', '.join(STRATEGIES)} or comma-separated labels (default: "
+                                      "gtdyn.compile's, RNEA for inverse and ABA for forward and hybrid dynamics)")
+    p.add_argument("--qdd-joints", metavar="J1,J2,..", help="hybrid dynamics: the joints whose q̈ is given")
+    p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
+                   help=f"gravity in the world frame, m/s² (default {' '.join(f'{g:g}' for g in gtdyn.GRAVITY)})")
+    p.add_argument("--derivatives", action="store_true", help="also the sensitivities (compile(..., derivatives=True))")
+    p.add_argument("--lanes", action="store_true", help="also the SIMD-lane batches (compile(..., lanes=True))")
+    p.add_argument("--quick", action="store_true", help="LLVM's quick code generator (compile(..., quick=True))")
+    p.set_defaults(run=cmd_compile)
     return parser
 
 

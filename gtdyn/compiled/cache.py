@@ -44,7 +44,8 @@ def directory() -> pathlib.Path:
     return pathlib.Path(user_cache_dir("gtdyn", appauthor=False)) / "compiled"
 
 
-def _limit_bytes() -> float:
+def limit_bytes() -> float:
+    """The most the cache folder may hold: ``$GTDYN_CACHE_MAX_MB`` megabytes (default ``MAX_MB``)."""
     try:
         return float(os.environ.get("GTDYN_CACHE_MAX_MB", MAX_MB)) * 2**20
     except ValueError:  # a malformed setting keeps the default rather than failing a compile
@@ -189,7 +190,7 @@ def prune(folder: pathlib.Path, keep: pathlib.Path | None = None) -> list[pathli
         with contextlib.suppress(OSError):  # another process may prune at the same time
             status = path.stat()
             entries.append((status.st_mtime, status.st_size, path))
-    total, limit, removed = sum(size for _, size, _ in entries), _limit_bytes(), []
+    total, limit, removed = sum(size for _, size, _ in entries), limit_bytes(), []
     for _, size, path in sorted(entries, key=lambda entry: entry[0]):
         if total <= limit:
             break
