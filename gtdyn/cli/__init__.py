@@ -259,8 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "time, the warm-up step of a deployment: later processes on this machine load them\n"
                                    "in milliseconds. Prints each solver's compile time and size, and where the cache\n"
                                    "is ($GTDYN_CACHE_DIR, else the user cache folder). The machine code is for this\n"
-                                   "CPU: another CPU compiles again. --problem all is inverse and forward dynamics,\n"
-                                   "and hybrid with --qdd-joints.",
+                                   "CPU: another CPU compiles again. Each combination of options is an entry of its\n"
+                                   "own: pass the ordering, gravity, --derivatives and --lanes your program passes to\n"
+                                   "gtdyn.compile. --problem all is inverse and forward dynamics, and hybrid with\n"
+                                   "--qdd-joints.",
                        formatter_class=formatter)
     robot_arg(p)
     p.add_argument("--problem", choices=["inverse", "forward", "hybrid", "all"], default="all",
