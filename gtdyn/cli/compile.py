@@ -39,14 +39,13 @@ def cmd_compile(args) -> None:
             progress.step(problem)
             if solver.from_cache:
                 how = "loaded from the cache"
-            elif (cache.directory() / f"{solver.cache_key}.pkl").exists():
+            elif cache.entry(solver.cache_key).exists():
                 how = "compiled into the cache"
             else:
                 how = "compiled, not cached (a warning above says why)"
             order = " ".join(solver.ordering[:6]) + (" …" if len(solver.ordering) > 6 else "")
             print(f"{problem} dynamics of '{robot.name}' (ordering {order}): {how} in {seconds:.3g} s, "
                   f"{sum(solver.operations.values()):,} operations", flush=True)
-    folder = cache.directory()
-    sizes = [path.stat().st_size for path in folder.glob("*.pkl")] if folder.is_dir() else []
-    print(f"cache: {folder}, {len(sizes)} solvers in {sum(sizes) / 2**20:.1f} MB (at most "
+    count, size = cache.usage()
+    print(f"cache: {cache.directory()}, {count} solvers in {size / 2**20:.1f} MB (at most "
           f"{cache.limit_bytes() / 2**20:.0f} MB: $GTDYN_CACHE_MAX_MB); the machine code is for this CPU")

@@ -145,9 +145,13 @@ def _distrust(folder: pathlib.Path, path: pathlib.Path) -> None:
                       CacheWarning, stacklevel=4)
 
 
+def entry(name: str) -> pathlib.Path:
+    """The file that holds (or would hold) the cached solver ``name``."""
+    return directory() / f"{name}.pkl"
+
+
 def load(name: str) -> dict | None:
-    folder = directory()
-    path = folder / f"{name}.pkl"
+    folder, path = directory(), entry(name)
     if not path.exists():
         return None
     if not (trusted(folder) and trusted(path)):
@@ -175,11 +179,18 @@ def store(name: str, record: dict) -> pathlib.Path | None:
             return None
         with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, suffix=".tmp") as f:
             pickle.dump({**record, "format": FORMAT}, f)
-        os.replace(f.name, folder / f"{name}.pkl")  # atomic: a concurrent reader sees all or nothing
+        os.replace(f.name, entry(name))  # atomic: a concurrent reader sees all or nothing
     except OSError:
         return None
-    prune(folder, keep=folder / f"{name}.pkl")
-    return folder / f"{name}.pkl"
+    prune(folder, keep=entry(name))
+    return entry(name)
+
+
+def usage() -> tuple[int, int]:
+    """How many solvers the cache folder holds, and their bytes (0, 0 before the first is stored)."""
+    folder = directory()
+    sizes = [path.stat().st_size for path in folder.glob("*.pkl")] if folder.is_dir() else []
+    return len(sizes), sum(sizes)
 
 
 def prune(folder: pathlib.Path, keep: pathlib.Path | None = None) -> list[pathlib.Path]:

@@ -244,7 +244,10 @@ def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transpos
         magnitudes = [trace.value(stored[k]) for k in range(count)]
         u = np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
         z = [np.broadcast_to(n * m, np.shape(u)) for n, m in zip(norms, magnitudes)]
-    f_u = float(np.mean(u <= BOUND_LIMIT / 2))
+    def share(bound) -> float:  # of the samples a bound certifies, with the margin
+        return float(np.mean(bound <= BOUND_LIMIT / 2))
+
+    f_u = share(u)
     if f_u == 1.0:  # u alone costs least: u_S would only add its pass
         return "bound"
     solve_t_abs = functions["solve_t_abs"] = transposed_abs(z)
@@ -253,7 +256,7 @@ def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transpos
                   if op[0] == "store" and op[1] >= first])
     with np.errstate(all="ignore"):
         u_schur = np.minimum(np.sqrt(np.max(g, axis=0)), u) if g.size else u  # no rows: a robot without joints
-    f_s = float(np.mean(u_schur <= BOUND_LIMIT / 2))
+    f_s = share(u_schur)
     solve, residual, solve_t = (functions[name].count() for name in ("solve", "residual", "solve_t"))
     uncertified = (1 + INVERSE_ITERATIONS) * solve + residual + INVERSE_ITERATIONS * solve_t  # exact, after main
     bound_pass = solve + residual + solve_abs.count()

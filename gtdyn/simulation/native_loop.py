@@ -340,9 +340,9 @@ def run_group(runs: list, report=None) -> None:
     ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
     plan[_FIELDS.index("ws")] = ws.ctypes.data
     plan[_FIELDS.index("run")] = solver._batches.lanes.address[solver._entry]
-    addresses = {name: np.array([getattr(r.samples, name.lower()).ctypes.data for r in runs], dtype=np.int64)
-                 for name in ("Q", "V", "QDD", "TAU")}
-    addresses["state"] = np.array([state.ctypes.data for state in states], dtype=np.int64)
+    arrays = {"state": states} | {name: [getattr(r.samples, name.lower()) for r in runs]
+                                  for name in _PER_RUN if name != "state"}
+    addresses = {name: np.array([a.ctypes.data for a in arrays[name]], dtype=np.int64) for name in _PER_RUN}
     for name, words in addresses.items():
         plan[_FIELDS.index(name)] = words.ctypes.data
     _loop(plan, [(r.stepper, r.samples, state) for r, state in zip(runs, states)], first.method,
