@@ -88,10 +88,65 @@ def test_lane_code_is_cached_and_pickled_with_the_solver(puma):
     solver = gtdyn.compile(puma, "forward", lanes=True)
     again = gtdyn.compile(puma, "forward", lanes=True)
     assert again.from_cache and again.lanes == lanes.WIDTH
-    assert gtdyn.compile(puma, "forward").lanes == 0  # without lanes: another solver, batches state by state
+    assert gtdyn.compile(puma, "forward").lanes == lanes.WIDTH  # the default shares the entry, lane code and all
+    assert gtdyn.compile(puma, "forward", lanes=False).lanes == 0  # asked for none: state by state
     copy = pickle.loads(pickle.dumps(solver))
     Q, V, X = random_states(6, 8, seed=6)
     assert copy.lanes == lanes.WIDTH and np.array_equal(copy.batch(Q, V, X), solver.batch(Q, V, X))
+
+
+def test_a_default_solver_compiles_its_lanes_in_the_background_once_its_batches_are_many(puma, monkeypatch,
+                                                                                      tmp_path):
+    """``gtdyn.compile``'s default: batches run state by state until they have run ``LANES_AFTER`` states; then
+    the lane code is compiled in a worker process, checked, and batches run in lanes — the same bits all along.
+    The lane code joins the solver's cache entry, so the next compile has it at once."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(lanes, "LANES_AFTER", 100)
+    solver = gtdyn.compile(puma, "forward")
+    Q, V, X = random_states(6, 64, seed=9)
+    first = solver.batch(Q, V, X)
+    assert solver.lanes == 0 and solver._batches._compiling is None  # 64 states: not yet
+    assert np.array_equal(solver.batch(Q, V, X), first)  # 128: the lane code is being compiled
+    solver._batches._compiling.join(timeout=120)
+    assert solver.lanes == lanes.WIDTH
+    assert np.array_equal(solver.batch(Q, V, X), first)
+    again = gtdyn.compile(puma, "forward")
+    assert again.from_cache and again.lanes == lanes.WIDTH and np.array_equal(again.batch(Q, V, X), first)
+    assert gtdyn.compile(puma, "forward", checks=False).lanes == lanes.WIDTH  # one entry for both entries
+
+
+def test_compile_lanes_asks_for_them_now_and_lanes_false_never_has_them(puma, monkeypatch, tmp_path):
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    never = gtdyn.compile(puma, "inverse", lanes=False)
+    assert never.compile_lanes() == 0
+    solver = gtdyn.compile(puma, "inverse")
+    assert solver.lanes == 0 and solver.compile_lanes(wait=True) == lanes.WIDTH
+    Q, V, X = random_states(6, 16, seed=10)
+    assert np.array_equal(solver.batch(Q, V, X), never.batch(Q, V, X))
+    assert gtdyn.compile(puma, "inverse", lanes=False).lanes == 0  # the cached entry now holds lanes: left out
+
+
+def test_lane_code_compiled_later_that_is_not_the_scalar_codes_is_refused(puma, monkeypatch, tmp_path, caplog):
+    """The lane code compiled later is traced again; code from another plan (here another gravity, the same
+    entry names) must not answer: it is checked on random rows against the scalar code, bit for bit, refused
+    with a warning, and batches stay state by state."""
+    import functools
+
+    from gtdyn.compiled import build
+
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    solver = gtdyn.compile(puma, "forward")
+    later = solver._batches.later
+    assert isinstance(later, functools.partial) and later.args[3].shape == (3,)  # gravity, as _lane_code takes it
+    args = list(later.args)
+    args[3] = args[3] * 0.5
+    solver._batches.later = functools.partial(build._lane_code, *args, **later.keywords)
+    with caplog.at_level("WARNING", logger="gtdyn"):
+        assert solver.compile_lanes(wait=True) == 0
+    assert "disagrees with the scalar code" in caplog.text
+    Q, V, X = random_states(6, 8, seed=11)
+    assert np.array_equal(solver.batch(Q, V, X), one_by_one(solver, Q, V, X))
+    assert "lanes_object" not in solver._record
 
 
 def test_a_big_programs_lane_code_compiles_in_parts_with_the_same_bits(puma, monkeypatch):

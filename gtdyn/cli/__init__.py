@@ -260,8 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "in milliseconds. Prints each solver's compile time and size, and where the cache\n"
                                    "is ($GTDYN_CACHE_DIR, else the user cache folder). The machine code is for this\n"
                                    "CPU: another CPU compiles again. Each combination of options is an entry of its\n"
-                                   "own: pass the ordering, gravity, --derivatives and --lanes your program passes to\n"
-                                   "gtdyn.compile. --problem all is inverse and forward dynamics, and hybrid with\n"
+                                   "own: pass the ordering, gravity and --derivatives your program passes to\n"
+                                   "gtdyn.compile; --lanes adds the SIMD-lane batches to the entry, which default\n"
+                                   "solvers then use. --problem all is inverse and forward dynamics, and hybrid with\n"
                                    "--qdd-joints.",
                        formatter_class=formatter)
     robot_arg(p)
@@ -273,7 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gravity", type=float, nargs=3, default=gtdyn.GRAVITY, metavar=("GX", "GY", "GZ"),
                    help=f"gravity in the world frame, m/s² (default {' '.join(f'{g:g}' for g in gtdyn.GRAVITY)})")
     p.add_argument("--derivatives", action="store_true", help="also the sensitivities (compile(..., derivatives=True))")
-    p.add_argument("--lanes", action="store_true", help="also the SIMD-lane batches (compile(..., lanes=True))")
+    p.add_argument("--lanes", action="store_true",
+                   help="also the SIMD-lane batches now (compile(..., lanes=True)), not after a solver's first "
+                        "10,000 batched states")
     p.add_argument("--quick", action="store_true", help="LLVM's quick code generator (compile(..., quick=True))")
     p.set_defaults(run=cmd_compile)
     return parser

@@ -34,7 +34,7 @@ def cmd_compile(args) -> None:
             started = time.perf_counter()
             solver = gtdyn.compile(robot, problem, ordering=ordering_argument(args.ordering, problem),
                                    qdd_joints=qdd_joints if problem == "hybrid" else None, gravity=args.gravity,
-                                   derivatives=args.derivatives, lanes=args.lanes, quick=args.quick)
+                                   derivatives=args.derivatives, lanes=True if args.lanes else None, quick=args.quick)
             seconds = time.perf_counter() - started
             progress.step(problem)
             if solver.from_cache:

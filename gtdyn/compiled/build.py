@@ -8,6 +8,7 @@ checked against the reference path at sample states before it is cached.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments import choice, covered, flag, gravity_vector, robot_argument
 from gtdyn.arguments.asked import place_contacts, qdd_joint_names
+from gtdyn.arguments.query import Query
 from gtdyn.arguments.wrenches import compiled_wrench_frames
 from gtdyn.compiled import cache, lanes, native, split
 from gtdyn.compiled.codegen import generate
@@ -41,7 +43,7 @@ DEFAULT_ORDERINGS = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
             contacts=None, wrench_frames: Iterable[str] | None = None, wrench_axes: str = "local",
             derivatives: bool = False, independent_joints: Iterable[str] | None = None, checks: bool = True,
-            use_cache: bool = True, lanes: bool = False, quick: bool = False) -> CompiledSolver:
+            use_cache: bool = True, lanes: bool | None = None, quick: bool = False) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
     keys, or a callable, as everywhere; default ``DEFAULT_ORDERINGS``: RNEA for inverse dynamics, ABA for forward
@@ -66,9 +68,11 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     a verdict, as Pinocchio gives (ill-conditioned states are not flagged); non-finite answers still go to the
     reference path.
 
-    ``lanes=True`` also compiles the checked and unchecked calls on SIMD lanes (``gtdyn.compiled.lanes``; the
-    compile takes about twice as long): ``solver.batch`` then solves ``solver.lanes`` states per pass, bit for bit
-    as one by one.
+    ``lanes``: ``solver.batch`` in SIMD lanes (``gtdyn.compiled.lanes``), ``solver.lanes`` states per pass, bit
+    for bit as one by one. None (the default): the lane code is compiled in the background, in a worker process,
+    once the solver's batches have run ``lanes.LANES_AFTER`` states (or when ``solver.compile_lanes()`` asks),
+    and kept in the cache with the solver; batches run state by state until it is ready. True: compiled now (the
+    compile takes about twice as long). False: never (batches state by state).
 
     ``quick=True`` compiles several times faster and runs slower (LLVM's -O0 code generator, no optimization
     pipeline; the same bits): for trying models, and for robots whose optimized compile is long
@@ -84,7 +88,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     qdd_joints = qdd_joint_names(robot, problem, qdd_joints)
     frames = compiled_wrench_frames(robot, wrench_frames, wrench_axes)
     derivatives = flag("derivatives", derivatives)
-    lanes = flag("lanes", lanes)
+    lanes = None if lanes is None else flag("lanes", lanes)
     quick = flag("quick", quick)
     if derivatives and problem == "inverse":
         covered(robot, "gtdyn.compile(\"inverse\", derivatives=True)", loops=False,
@@ -111,7 +115,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot),
                      cache.problem_signature(template.problem), order, tuple(gravity),
                      [(f.name, f.body, f.fTcom.matrix().tobytes()) for f in frames], wrench_axes, derivatives,
-                     lanes, quick)
+                     quick)  # with lanes or not, one entry: lane code, compiled now or later, joins it
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
@@ -122,12 +126,22 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         samples = sample_states(robot, problem, qdd_joints, wrench_frames=len(frames))
         with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
             record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes, derivatives,
-                            lanes, quick)
-    solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes, independent)
+                            lanes is True, quick)
+    if lanes is False:
+        record = {k: v for k, v in record.items() if k != "lanes_object"}
+    later = (None, None)
+    if lanes is not False:  # lane code compiled later: traced again, checked, kept in the cache entry
+        later = (functools.partial(_lane_code, robot, template, order, gravity, qdd_joints, frames, wrench_axes,
+                                   derivatives, quick, record["prefix"], elsewhere=lanes is None),
+                 functools.partial(cache.store, name) if use_cache else None)
+    solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes, independent,
+                            later)
     if not cached:
         self_check(solver, samples)
         if use_cache:  # only code that passed its self-check is kept
             cache.store(name, record)
+    if lanes is True:  # a cached solver without lane code gets it now
+        solver.compile_lanes(wait=True)
     solver.compile_seconds = time.perf_counter() - started
     LOG.info("%s dynamics of '%s' ready in %.3g s (%s)", problem, robot.name, solver.compile_seconds,
              "from the cache" if cached else "compiled")
@@ -142,11 +156,42 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
     functions, rare = split.split_large(program.functions, program.layout, program.rare)
     obj = native.compile_module(functions, prefix, quick=quick, rare=rare)
     layout = program.layout
-    batch_copies = set(range(layout.start["out"], layout.status + 3)) | {layout.start["bounded"]}  # answer, verdicts
-    lane_object = [lanes.compile_module(functions, prefix, quick, batch_copies)] if in_lanes else []
+    lane_object = [lanes.compile_module(functions, prefix, quick, _batch_copies(layout))] if in_lanes else []
     return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
             "outputs": len(program.outputs),  # no source: rendered when asked for (gtdyn.compiled.listing)
             "entries": native.entries_of(program.functions), "derivative_columns": layout.derivative_columns,
             "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
             "operations": {fn.name: fn.count() for fn in program.functions.values()},
             "quick": quick, **({"lanes_object": lane_object[0]} if lane_object else {})}
+
+
+def _batch_copies(layout) -> set[int]:
+    """What a lane batch copies out of the workspace: the answer, its verdicts, and how it was certified."""
+    return set(range(layout.start["out"], layout.status + 3)) | {layout.start["bounded"]}
+
+
+def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joints, frames, wrench_axes: str,
+               derivatives: bool, quick: bool, prefix: str, elsewhere: bool = False) -> list[bytes]:
+    """The lane code of a solver compiled before without it: its program traced again from the same samples (so
+    the same plan and workspace), compiled here or, ``elsewhere``, in a worker process (``lanes.compile_module``)."""
+    samples = sample_states(robot, template.kind, qdd_joints, wrench_frames=len(frames))
+    with np.errstate(all="ignore"):
+        program = generate(robot, template.problem, order, gravity, samples, frames, wrench_axes, derivatives)
+    functions, _ = split.split_large(program.functions, program.layout, program.rare)
+    return lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout), elsewhere)
+
+
+def unpickled(template: Query, qdd_joints, order, record: dict, name: str, checks: bool, wrench_frames, wrench_axes,
+               target: str, compile_seconds: float, independent_joints=None) -> CompiledSolver:
+    """A pickled solver, here: its machine code if it was made for this CPU, else the same plan compiled anew."""
+    if target == native.target_id():
+        solver = CompiledSolver(template, qdd_joints, order, record, name, checks, wrench_frames, wrench_axes,
+                                independent_joints)
+        solver.compile_seconds, solver.from_cache = compile_seconds, True
+        return solver
+    return compile(template.robot, template.kind, ordering=list(order), qdd_joints=qdd_joints or None,
+                   gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
+                   wrench_frames=list(wrench_frames) or None, wrench_axes=wrench_axes,
+                   derivatives=bool(record.get("derivative_columns")), independent_joints=independent_joints,
+                   checks=checks, lanes=True if "lanes_object" in record else None, quick=bool(record.get("quick")))
+

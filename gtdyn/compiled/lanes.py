@@ -17,13 +17,17 @@ it in the solver's record and the cache; its batches then run whole lane groups 
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import numpy as np
 
-from gtdyn.compiled import native, parallel, trace
+from gtdyn.compiled import native, objects, parallel, trace
 
 WIDTH = 4  # AVX2: four doubles per instruction; narrower vector units split each operation, still correct
 ENTRIES = ("main", "fast")
 _INFIX = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+LOG = logging.getLogger("gtdyn")
 _INTRINSIC = {"sin": "sin", "cos": "cos", "sqrt": "sqrt", "abs": "fabs"}
 
 
@@ -186,27 +190,55 @@ def module_parts(functions: dict, prefix: str, width: int = WIDTH, parts: int = 
                            above)
 
 
-def compile_module(functions: dict, prefix: str, quick: bool = False, visible: set[int] | None = None) -> list[bytes]:
+def compile_module(functions: dict, prefix: str, quick: bool = False, visible: set[int] | None = None,
+                   elsewhere: bool = False) -> list[bytes]:
     """The lane module's object code, in parts side by side as ``native.compile_parts`` compiles a big program's
     scalar code; ``exact`` stays optimized here: a lane group takes it when any of its lanes asks. ``visible``:
-    the indices a batch copies out (``function_ir``)."""
+    the indices a batch copies out (``function_ir``). ``elsewhere``: whole, in a worker process
+    (``objects.compile_elsewhere``: a background compile)."""
+    if elsewhere:
+        with trace.collector_paused():
+            return objects.compile_elsewhere(module_parts(functions, prefix, WIDTH, visible=visible), quick)
     return native.compile_parts(lambda parts, above: module_parts(functions, prefix, WIDTH, parts, above, visible),
                                 quick)
 
 
-class Batches:
-    """How a solver runs its batches: whole lane groups in lanes when its record holds lane code, the scalar
-    ``batch_<entry>`` for the rest."""
+# States a solver batches before it compiles its lanes in the background (``Batches``). A lane compile costs
+# seconds of one core (Talos: about the scalar compile again) and saves microseconds per state, so it pays back
+# after about a million states in one process, and at once in every later one, which loads it from the cache.
+LANES_AFTER = 10_000
+CHECKED_ROWS = 64  # random input rows the lane code compiled later must solve bit for bit as the scalar code
 
-    def __init__(self, record: dict, scalar: native.Loaded, size: int, status_column: int):
-        self.scalar, self.size, self.status_column = scalar, size, status_column
+
+class Batches:
+    """How a solver runs its batches: whole lane groups in lanes when it has lane code, the scalar
+    ``batch_<entry>`` for the rest.
+
+    A solver compiled without lane code (``gtdyn.compile``'s default) may be given ``later``: a function that
+    compiles it (object code from a worker process, ``objects.compile_elsewhere``). Once batches have run
+    ``LANES_AFTER`` states, a background thread calls it and checks the lane code: traced again, it must solve
+    random rows bit for bit as the scalar code (whatever they mean, each branch alike). From then on batches run
+    in lanes, and ``keep(record)`` is told the record that holds them (the disk cache). Until then, and for good
+    if anything fails (logged), batches run state by state: the same answers either way."""
+
+    def __init__(self, record: dict, scalar: native.Loaded, size: int, status_column: int, n_in: int, later=None,
+                 keep=None):
+        self.record, self.scalar, self.size, self.status_column, self.n_in = record, scalar, size, status_column, n_in
         self.lanes = (native.Loaded(record["lanes_object"], record["prefix"], ENTRIES, suffix=f"_x{WIDTH}")
                       if "lanes_object" in record else None)
+        self.later, self.keep = later, keep
+        self.batched = 0  # states run so far, towards ``LANES_AFTER``
+        self._compiling: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def run(self, entry: str, inputs: np.ndarray, n_out: int, out_start: int, threads: int) -> np.ndarray:
         """(count, n_out) results of ``entry`` on the rows of ``inputs``: whole lane groups in lanes, the rest and
         every state whose lane the bound did not certify (``main``: its exact branch) by the scalar code."""
         scalar, lanes, count = self.scalar.batch[entry], self.lanes, inputs.shape[0]
+        if lanes is None and self.later is not None:
+            self.batched += count
+            if self.batched >= LANES_AFTER:
+                self.compile_lanes()
         if lanes is None or count < WIDTH:
             return parallel.run_states(scalar, self.size, inputs, n_out, out_start, threads)
         whole = count - count % WIDTH
@@ -220,3 +252,35 @@ class Batches:
             results[again] = parallel.run_states(scalar, self.size, np.ascontiguousarray(inputs[again]), n_out,
                                                out_start, threads)
         return results
+
+    def compile_lanes(self, wait: bool = False) -> bool:
+        """Start compiling the lane code in the background (once); ``wait``: until it is done. Whether batches now
+        run in lanes."""
+        with self._lock:
+            if self.lanes is None and self.later is not None and self._compiling is None:
+                self._compiling = threading.Thread(target=self._tier_up, daemon=True, name="gtdyn-lanes")
+                self._compiling.start()
+            compiling = self._compiling
+        if wait and compiling is not None:
+            compiling.join()
+        return self.lanes is not None
+
+    def _tier_up(self) -> None:
+        n_out, start = self.status_column + 3, self.record["start"]["out"]
+        try:
+            obj = self.later()
+            loaded = native.Loaded(obj, self.record["prefix"], ENTRIES, suffix=f"_x{WIDTH}")
+            rows = np.random.default_rng(0).uniform(-1.0, 1.0, (CHECKED_ROWS, self.n_in))
+            for entry in ENTRIES:  # traced again, the lane code must be the scalar code's, bit for bit
+                want = parallel.run_states(self.scalar.batch[entry], self.size, rows, n_out, start)
+                got = parallel.run_states(loaded.batch[entry], self.size, rows, n_out, start, 1, WIDTH)
+                if not np.array_equal(got, want, equal_nan=True):
+                    raise RuntimeError(f"the lane code's {entry} disagrees with the scalar code")
+        except Exception as error:  # noqa: BLE001 - a background compile that fails leaves batches as they were
+            LOG.warning("gtdyn.compiled: lanes for batches were not compiled (%s); batches stay state by state",
+                        error)
+            return
+        self.record["lanes_object"] = obj
+        self.lanes = loaded
+        if self.keep is not None:
+            self.keep(self.record)

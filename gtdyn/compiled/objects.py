@@ -8,6 +8,7 @@ nothing from gtdyn, so a worker runs it by path (``serve``) without loading the 
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -142,22 +143,10 @@ def compile_objects(parts: list[str], quick: list[bool]) -> list[bytes]:
     """The object code of each module in ``parts`` (IR text; together one program, each declaring what it calls
     in the others; ``quick``: each one's ``compile_object`` flag): the first compiled in this process, the others
     meanwhile in worker processes. A worker that fails leaves its part to this process (the same code, later)."""
-    settings = {"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL, "block": BLOCK,
-                "split_above": SPLIT_ABOVE}
     results: dict[int, bytes | None] = {}
 
     def in_worker(k: int) -> None:
-        try:
-            header = json.dumps({**settings, "quick": quick[k]})
-            done = subprocess.run([sys.executable, "-I", "-c", _BOOT, __file__],
-                                  input=(header + "\n" + parts[k]).encode(), capture_output=True, timeout=3600)
-            results[k] = done.stdout if done.returncode == 0 and done.stdout else None
-            if results[k] is None:
-                LOG.info("gtdyn.compiled: a compile worker failed (%s); compiling its part here",
-                         done.stderr.decode(errors="replace").strip().splitlines()[-1:] or done.returncode)
-        except (OSError, subprocess.SubprocessError) as error:
-            results[k] = None
-            LOG.info("gtdyn.compiled: no compile worker (%s); compiling its part here", error)
+        results[k] = in_worker_process(parts[k], quick[k])
 
     threads = [threading.Thread(target=in_worker, args=(k,), daemon=True) for k in range(1, len(parts))]
     for thread in threads:
@@ -167,6 +156,61 @@ def compile_objects(parts: list[str], quick: list[bool]) -> list[bytes]:
         thread.join()
     return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick[k])
                       for k in range(1, len(parts))]
+
+
+def compile_elsewhere(parts: list[str], quick: bool = False) -> list[bytes]:
+    """``compile_objects`` with every part in a worker process, one after the other: for code compiled in the
+    background, which should hold neither llvmlite (serialised within this process) nor more than one core."""
+    objects = []
+    for ir in parts:
+        obj = in_worker_process(ir, quick)
+        if obj is None and _EXITING:  # not into LLVM here while the interpreter shuts down
+            raise RuntimeError("the process is exiting")
+        objects.append(obj or compile_object(ir, quick))
+    return objects
+
+
+_WORKERS: set[subprocess.Popen] = set()  # running, so that a process that exits stops them (``_stop_workers``)
+_EXITING = False
+_WORKERS_LOCK = threading.Lock()
+
+
+def in_worker_process(ir: str, quick: bool) -> bytes | None:
+    """``compile_object(ir, quick)`` run in a worker process (``serve``); None, with the reason logged, if it
+    failed."""
+    header = json.dumps({"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL, "block": BLOCK,
+                         "split_above": SPLIT_ABOVE, "quick": quick})
+    try:
+        worker = subprocess.Popen([sys.executable, "-I", "-c", _BOOT, __file__], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as error:
+        LOG.info("gtdyn.compiled: no compile worker (%s); compiling its part here", error)
+        return None
+    with _WORKERS_LOCK:
+        _WORKERS.add(worker)
+    try:
+        out, err = worker.communicate((header + "\n" + ir).encode(), timeout=3600)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        out, err = worker.communicate()
+    finally:
+        with _WORKERS_LOCK:
+            _WORKERS.discard(worker)
+    if worker.returncode == 0 and out:
+        return out
+    LOG.info("gtdyn.compiled: a compile worker failed (%s); compiling its part here",
+             err.decode(errors="replace").strip().splitlines()[-1:] or worker.returncode)
+    return None
+
+
+@atexit.register
+def _stop_workers() -> None:
+    """A process that exits stops its compile workers: a background compile's result would have no one to use it."""
+    global _EXITING
+    with _WORKERS_LOCK:
+        _EXITING = True
+        for worker in _WORKERS:
+            worker.kill()
 
 
 # a worker: this file run by path (no gtdyn import), ``serve`` called

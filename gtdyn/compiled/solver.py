@@ -60,7 +60,7 @@ class CompiledSolver:
     """
 
     def __init__(self, template: Query, qdd_joints, order, record: dict, name: str, checks: bool = True,
-                 wrench_frames=(), wrench_axes: str = "local", independent_joints=None):
+                 wrench_frames=(), wrench_axes: str = "local", independent_joints=None, lanes_later=(None, None)):
         robot, problem = template.robot, template.kind
         # the joints dq's and dv's columns are over: every joint on a tree, the independent ones on loops
         self.independent_joints = tuple(robot.joint_names if independent_joints is None else independent_joints)
@@ -85,9 +85,9 @@ class CompiledSolver:
         self._record = record
         self.quick = bool(record.get("quick"))  # compile(..., quick=True): -O0, slower code, the same bits
         self._native = native.Loaded(record["object"], record["prefix"], record.get("entries", native.ENTRIES))
-        self._batches = lanes.Batches(record, self._native, record["size"], record["outputs"])
-        # states per SIMD lane group of ``batch`` (``compile(..., lanes=True)``); 0: batches run state by state
-        self.lanes = 0 if self._batches.lanes is None else lanes.WIDTH
+        # ``lanes_later``: how lane code is compiled later and kept (``lanes.Batches``), or (None, None)
+        self._batches = lanes.Batches(record, self._native, record["size"], record["outputs"],
+                                      self._wrench_inputs.stop, *lanes_later)
         self._size, self._n = record["size"], robot.num_dofs
         self._out, self._status = record["start"]["out"], record["status"]
         self._bounded = record["start"]["bounded"]  # not 0: a bound settled the call (certificate.BY_BOUND, BY_SCHUR)
@@ -311,9 +311,24 @@ class CompiledSolver:
         """Pickling (process pools, Dask, Ray): the plan's record travels — its machine code, and the template it
         was built from — and the other side loads that code if its CPU is this one's, else compiles the same plan
         for its own (or loads it from its cache). Counters (``fallbacks``) start again at zero."""
-        return _unpickled, (self.template, self.qdd_joints, self.order, self._record, self.cache_key, self.checks,
+        from gtdyn.compiled.build import unpickled  # here: build imports this module
+
+        return unpickled, (self.template, self.qdd_joints, self.order, self._record, self.cache_key, self.checks,
                             self.wrench_frames, self.wrench_axes, native.target_id(), self.compile_seconds,
                             self.independent_joints)
+
+    @property
+    def lanes(self) -> int:
+        """States per SIMD lane group of ``batch`` (``gtdyn.compiled.lanes.WIDTH``); 0 while batches run state by
+        state (``gtdyn.compile``'s ``lanes``)."""
+        return 0 if self._batches.lanes is None else lanes.WIDTH
+
+    def compile_lanes(self, wait: bool = True) -> int:
+        """Compile the lane code now, in the background, rather than after ``lanes.LANES_AFTER`` batched states
+        (``wait``: until it is ready). ``lanes`` after it: 0 where lane code cannot come (``lanes=False``, or
+        a solver unpickled without it)."""
+        self._batches.compile_lanes(wait)
+        return self.lanes
 
     @property
     def has_derivatives(self) -> bool:
@@ -379,21 +394,4 @@ class CompiledSolver:
     def _passive_error(self, x):
         """The boundary's error naming the passive joints given a torque in x (one state or rows of them)."""
         check_passive_torques(self.robot, "x", np.max(np.abs(np.atleast_2d(x)), axis=0))
-
-
-def _unpickled(template: Query, qdd_joints, order, record: dict, name: str, checks: bool, wrench_frames, wrench_axes,
-               target: str, compile_seconds: float, independent_joints=None) -> CompiledSolver:
-    """A pickled solver, here: its machine code if it was made for this CPU, else the same plan compiled anew."""
-    if target == native.target_id():
-        solver = CompiledSolver(template, qdd_joints, order, record, name, checks, wrench_frames, wrench_axes,
-                                independent_joints)
-        solver.compile_seconds, solver.from_cache = compile_seconds, True
-        return solver
-    from gtdyn.compiled.build import compile  # here: build imports this module
-
-    return compile(template.robot, template.kind, ordering=list(order), qdd_joints=qdd_joints or None,
-                   gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
-                   wrench_frames=list(wrench_frames) or None, wrench_axes=wrench_axes,
-                   derivatives=bool(record.get("derivative_columns")), independent_joints=independent_joints,
-                   checks=checks, lanes="lanes_object" in record, quick=bool(record.get("quick")))
 
