@@ -20,7 +20,8 @@ from gtdyn.progress import Progress
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "mutate_certificate.md")
 CERTIFICATE = os.path.join("gtdyn", "compiled", "certificate.py")
-TESTS = ["tests/test_certificate.py", "tests/test_compiled.py", "tests/test_compiled_floating.py",
+TESTS = ["tests/test_certificate.py", "tests/test_certificate_a_priori.py",
+         "tests/test_compiled.py", "tests/test_compiled_floating.py",
          "tests/test_edges.py", "tests/test_loops.py", "tests/test_transmissions.py"]
 # (what is switched off, the line as it is, the line mutated)
 MUTATIONS = [
@@ -33,6 +34,16 @@ MUTATIONS = [
      "        pass"),
     ("the finite-input check", "    ok = finite(inputs(fn, layout))", "    ok = 1.0"),
     ("the coupling check", "            ok = ok * trace.le(gap * gap, bound * bound)", "            pass"),
+    ("the a-priori backward error γ_m", "    return longest * UNIT_ROUNDOFF / (1 - longest * UNIT_ROUNDOFF)",
+     "    return 0.0"),
+    ("the longest row in γ_m", "        longest = max(longest, len(solved))", "        longest = 1"),
+    ("substitution alone (no row operations)", "    if plan.tape or len(plan.pivots) != len(plan.rows):",
+     "    if len(plan.pivots) != len(plan.rows):"),
+    ("the solve's rows are the residual's", "            return None  # the solve's row is not the residual's",
+     "            pass"),
+    ("a finite answer for the a-priori bound", "        sure = others * finite(x) * trace.le(",
+     "        sure = others * 1.0 * trace.le("),
+    ("the smallest right-hand side", "SMALLEST_RHS = 1e-280", "SMALLEST_RHS = 0.0"),
 ]
 
 

@@ -28,6 +28,11 @@ BOUND_LIMIT = WARN_CONDITION / 2
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
 CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
 BY_BOUND, BY_SCHUR = 1.0, 2.0  # ws["bounded"] of a call u or u_S certified (0: the estimate, or not certified)
+A_PRIORI = 3.0  # ws["bounded"] of a call u certified with the substitution's a-priori backward error
+UNIT_ROUNDOFF = 2.0 ** -53
+# Below it, the right-hand side's products may round to subnormals, whose absolute errors the a-priori bound leaves
+# out: such calls measure their backward error instead.
+SMALLEST_RHS = 1e-280
 
 
 def coupling_ok(robot: Robot, q: list, v: list, problem: Problem):
@@ -111,6 +116,37 @@ class _Calls:
         return [self.fn.load(self.start["res"] + i) for i in range(self.rows)]
 
 
+def substitution_backward_error(plan: Plan) -> float | None:
+    """For a plan that eliminates by substitution alone — no row operations, every row a pivot row, as RNEA's
+    does — an a-priori bound on the backward error of every answer its solve computes; None for other plans.
+
+    Back-substitution computes each unknown from its pivot row, x_c = (b_p − Σ_j a_pj x_j) / a_pc, on the rows of
+    A themselves. In IEEE arithmetic without fused operations (the generated code has none), in any order of the
+    sum, the computed x satisfies Σ_j a_pj (1 + θ_pj) x_j = b_p with |θ_pj| ≤ γ_k = k u / (1 − k u), k the row's
+    entries and u the unit roundoff (Higham, Accuracy and Stability of Numerical Algorithms, Lemma 8.4): so
+    |b − A x| ≤ γ_m |A| |x|, m the longest row, and
+
+        ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) ≤ γ_m ‖ |A| |x| ‖ / (‖A‖_F ‖x‖) ≤ γ_m.
+
+    Underflow adds absolute errors the lemma leaves out: ``checked_call`` uses the bound only where ‖b‖₁ ≥
+    ``SMALLEST_RHS``, and only where x is finite."""
+    if plan.tape or len(plan.pivots) != len(plan.rows):  # a row operation changes b too, and A's rows
+        return None
+    longest = 0
+    for _, _, p in plan.pivots:
+        solved = _entries(plan.work[p])
+        if [(key, k) for key, k, _ in solved] != [(key, k) for key, k, _ in _entries(plan.rows[p].coef)] or \
+                any(e is not plan.rows[p].coef[key][k] for key, k, e in solved):
+            return None  # the solve's row is not the residual's: the lemma says nothing of b − A x
+        longest = max(longest, len(solved))
+    return longest * UNIT_ROUNDOFF / (1 - longest * UNIT_ROUNDOFF)
+
+
+def _entries(row: dict) -> list:
+    """(variable, component, coefficient) of a row's entries that are not zero by structure."""
+    return [(key, k, e) for key, block in row.items() for k, e in enumerate(block) if trace.is_sym(e) or e != 0]
+
+
 def _backward_error(b: list, x: list, r: list, squared_norms: list):
     """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)."""
     a_norm = trace.sqrt(sum(squared_norms, 0.0))
@@ -167,7 +203,11 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         ‖D S‖₂ ≤ √(max_j g_j) = u_S ≤ u
 
     (u² is the sum of the same g_j). ``_cheapest_way`` picks the estimate alone, u, or u then u_S by their cost per
-    call at the build's sample states; the passes a plan does not use are dropped from ``functions``."""
+    call at the build's sample states; the passes a plan does not use are dropped from ``functions``.
+
+    A plan of substitutions alone (``substitution_backward_error``) has a backward error known a priori: ``main``
+    certifies with it and no residual, and calls ``measured`` (the residual, and the verdict with it as above)
+    only where that cannot certify."""
     fn = trace.Function("main")
     fn.call(functions["factor"])
     squared_norms = _column_norms(fn, plan, column, slots)
@@ -189,24 +229,41 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
             fn.store(layout.start["zt"] + k, norm * magnitude)  # D² Ŝ1: for schur, if u cannot certify
     b = [slots.use(fn, row.rhs) for row in plan.rows]
     x = calls.solve(b)  # after the bound's pass, so that ws keeps x and its residual for exact
-    fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
-    backward = _backward_error(b, x, calls.residual(x), squared_norms)
     others = _other_checks(fn, layout, slots, closure, coupled)
-    ok = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, backward, BY_BOUND, others)
+    gamma = substitution_backward_error(plan)
+    measured, a_priori = fn, None
+    if gamma is not None:
+        fn.comment(f"substitution alone: backward error ≤ γ_m = {gamma:.3g} a priori, for a finite x and "
+                   "‖b‖₁ ≥ SMALLEST_RHS (substitution_backward_error)")
+        sure = others * finite(x) * trace.le(SMALLEST_RHS, sum((trace.fabs(v) for v in b), 0.0))
+        a_priori = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, gamma, A_PRIORI, sure)
+        measured = trace.Function("measured")
+        x = [measured.load(layout.start["sol"] + k) for k in range(len(column))]
+        b = [slots.use(measured, row.rhs) for row in plan.rows]  # from the factor's slots: main stores nothing more
+        bound, others = slots.use(measured, bound), slots.use(measured, others)
+        calls = _Calls(measured, functions, layout, len(plan.rows), len(column))
+        measured.comment("where the a-priori bound cannot certify: the backward error measured")
     exact = trace.Function("exact")
     norms = [slots.use(exact, s) for s in squared_norms]  # stored by main before it may call exact, not after
+    measured.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
+    backward = _backward_error(b, x, calls.residual(x), [slots.use(measured, s) for s in squared_norms])
+    ok = _conclude(measured, layout, slots, closure, coupled, outputs, x if a_priori is None else None, bound,
+                   backward, BY_BOUND, others)
     fallback = exact
     if way == "schur":
         fallback = _schur(functions, layout, len(plan.rows), slots, closure, coupled, outputs,
                           [backward, others], exact)
-        fn.comment("where u cannot certify, Schur's test; where that cannot, the reference path's estimate")
+        measured.comment("where u cannot certify, Schur's test; where that cannot, the reference path's estimate")
     else:
-        fn.comment("where the bound cannot certify, the reference path's estimate decides")
-    fn.call_unless(ok, fallback)
+        measured.comment("where the bound cannot certify, the reference path's estimate decides")
+    measured.call_unless(ok, fallback)
+    if a_priori is not None:
+        fn.call_unless(a_priori, measured)
     exact.comment("the estimate's certificate on the factors main left in ws (main's column norms, x and its "
                   "residual too): for calls the bounds cannot certify, and solver.condition")
     _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled, norms, solved=True)
-    return {"exact": exact, **({"schur": fallback} if way == "schur" else {}), "main": fn}  # callees first
+    return {"exact": exact, **({"schur": fallback} if way == "schur" else {}),  # callees first
+            **({"measured": measured} if a_priori is not None else {}), "main": fn}
 
 
 def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: dict, coupled, outputs,

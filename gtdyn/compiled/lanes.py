@@ -198,7 +198,8 @@ def compile_module(functions: dict, prefix: str, quick: bool = False, visible: s
     (``objects.compile_elsewhere``: a background compile)."""
     if elsewhere:
         with trace.collector_paused():
-            return objects.compile_elsewhere(module_parts(functions, prefix, WIDTH, visible=visible), quick)
+            parts = module_parts(functions, prefix, WIDTH, visible=visible)
+        return objects.compile_elsewhere(parts, quick)
     return native.compile_parts(lambda parts, above: module_parts(functions, prefix, WIDTH, parts, above, visible),
                                 quick)
 

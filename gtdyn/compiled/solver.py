@@ -22,6 +22,7 @@ from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
 from gtdyn.compiled import base_inputs, entry, lanes, listing, native, parallel
 from gtdyn.compiled.base_inputs import base_states, write_base
+from gtdyn.compiled.certificate import A_PRIORI
 from gtdyn.compiled.derivatives import Derivatives, along_loops
 from gtdyn.compiled.fallback import as_vector, reference_answer, reference_result
 from gtdyn.dynamics.reference import template_graph
@@ -252,7 +253,8 @@ class CompiledSolver:
         except ArgumentError:
             raise
         except (TypeError, ValueError):
-            self._shape_error(q, v, x)
+            for name, a in (("q", q), ("v", v), ("x", x)):  # the boundary's error for the one that is not n numbers
+                joint_vector(self.robot, name, a)
             raise
         if base is not None:
             given, other = (base_accel, base_wrench) if self._inverse else (base_wrench, base_accel)
@@ -319,14 +321,12 @@ class CompiledSolver:
 
     @property
     def lanes(self) -> int:
-        """States per SIMD lane group of ``batch`` (``gtdyn.compiled.lanes.WIDTH``); 0 while batches run state by
-        state (``gtdyn.compile``'s ``lanes``)."""
+        """States per SIMD lane group of ``batch``; 0 while batches run state by state (``compile``'s ``lanes``)."""
         return 0 if self._batches.lanes is None else lanes.WIDTH
 
     def compile_lanes(self, wait: bool = True) -> int:
-        """Compile the lane code now, in the background, rather than after ``lanes.LANES_AFTER`` batched states
-        (``wait``: until it is ready). ``lanes`` after it: 0 where lane code cannot come (``lanes=False``, or
-        a solver unpickled without it)."""
+        """Compile the lane code now rather than after ``lanes.LANES_AFTER`` batched states (``wait``: until it is
+        ready); ``lanes`` then, 0 where it cannot come (``lanes=False``, or unpickled without it)."""
         self._batches.compile_lanes(wait)
         return self.lanes
 
@@ -340,16 +340,23 @@ class CompiledSolver:
         """The condition estimate κ of the last single call's equations, as ``DynamicsResult.condition``. A call
         that the certificate's bound settled did not estimate κ (``gtdyn.compiled.certificate.main``): reading
         it runs the reference path's estimate on that call's factors, kept in its workspace (a copy)."""
-        ws = self._last
-        if ws[self._bounded] != 0.0:
-            ws = ws.copy()
-            self._native.function("exact")(ws.ctypes.data)
+        way = self._last[self._bounded]
+        ws = self._last if way == 0.0 else self._again(*(["measured"] if way == A_PRIORI else []), "exact")
         return float(ws[self._status + 1])
 
     @property
     def backward_error(self) -> float:
-        """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) of the last single call's answer."""
-        return float(self._last[self._status + 2])
+        """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) of the last single call's answer (measured when read where the call took
+        the a-priori bound, ``certificate.substitution_backward_error``)."""
+        ws = self._again("measured") if self._last[self._bounded] == A_PRIORI else self._last
+        return float(ws[self._status + 2])
+
+    def _again(self, *functions: str) -> np.ndarray:
+        """A copy of the last call's workspace with generated ``functions`` run on it: what the call left out."""
+        ws = self._last.copy()
+        for name in functions:
+            self._native.function(name)(ws.ctypes.data)
+        return ws
 
     # -- what it is ------------------------------------------------------------------------------------------
 
@@ -385,11 +392,6 @@ class CompiledSolver:
         ops = sum(self.operations.values())
         return (f"CompiledSolver({self.problem} dynamics of '{self.robot.name}', ordering {' '.join(self.ordering)}; "
                 f"{ops} operations)")
-
-    def _shape_error(self, q, v, x):
-        """The boundary's error for whichever of q, q̇, x is not one number per joint (``joint_vector``)."""
-        for name, a in (("q", q), ("v", v), ("x", x)):
-            joint_vector(self.robot, name, a)
 
     def _passive_error(self, x):
         """The boundary's error naming the passive joints given a torque in x (one state or rows of them)."""

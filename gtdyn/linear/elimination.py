@@ -225,8 +225,9 @@ def squared_column_norms(graph: gtsam.GaussianFactorGraph) -> dict[int, np.ndarr
     Jacobian in one pass: GTSAM numbers the columns by key, each key's block as wide as its variable."""
     key_list, starts = _columns(graph)
     rows_cols_values = graph.sparseJacobian_()  # 1-based, whitened (which leaves hard rows as they are); last column b
-    squares = np.bincount(rows_cols_values[1].astype(np.intp) - 1, weights=rows_cols_values[2] ** 2,
-                          minlength=starts[-1] + 1)
+    with np.errstate(over="ignore"):  # an overflowing state: its inf is the overflow check's, which names the input
+        squares = np.bincount(rows_cols_values[1].astype(np.intp) - 1, weights=rows_cols_values[2] ** 2,
+                              minlength=starts[-1] + 1)
     return {key: squares[start:end] for key, start, end in zip(key_list, starts[:-1], starts[1:])}
 
 
