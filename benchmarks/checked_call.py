@@ -30,7 +30,7 @@ from gtdyn.bench.compiled import PinocchioBaseline, batch_states, given_vector
 from gtdyn.bench.orderings import benchmark_state
 from gtdyn.bench.report import machine_description
 from gtdyn.bench.timing import measure_interleaved, paired_ratio
-from gtdyn.compiled.certificate import BY_BOUND, BY_SCHUR
+from gtdyn.compiled.certificate import A_PRIORI, BY_BOUND, BY_SCHUR
 from gtdyn.compiled.lanes import LANES_AFTER
 from gtdyn.progress import Progress
 
@@ -56,7 +56,8 @@ def measure(robot: gtdyn.Robot, path: str, kind: str) -> dict:
     out = {key: paired_ratio(single[key], single["pin"]) for key in ("call", "fast")}
     out["pin_us"] = single["pin"].median_us
     checked(state.q, state.v, x)
-    out["call_way"] = {0.0: "estimate", BY_BOUND: "bound", BY_SCHUR: "Schur"}[checked._ws[checked._bounded]]
+    out["call_way"] = {0.0: "estimate", BY_BOUND: "bound", BY_SCHUR: "Schur",
+                       A_PRIORI: "bound, a-priori backward error"}[checked._ws[checked._bounded]]
     Q, V, X = batch_states(robot, kind, None, BATCH)
     QP, VP, XP = pin.vectors(Q, V, X)
     for t in (1, 2):
@@ -106,7 +107,8 @@ def report(results: dict, header: str) -> str:
              f"its batches ran in lanes, and the batches of {BATCH} it ran state by state meanwhile. "
              "*Bound*: the share of the batch's states a bound (u, or Schur's u_S behind "
              "it) settled in a single call (the rest took the estimate's branch as well); the per-call figure is "
-             "marked with the way `benchmark_state` was certified (bound, Schur or estimate). Goals (issue 24): "
+             "marked with the way `benchmark_state` was certified (bound — with the a-priori backward error of "
+             "a plan of substitutions where it says so —, Schur or estimate). Goals (issue 24): "
              "checked call ≤ 1.5×, unchecked ≤ 1.0×, the default checked batch ≤ 1.0× (in lanes once they are "
              "compiled), lanes unchecked ≤ 0.35× and checked ≤ 0.7× on one thread.", "",
              "| robot | problem | Pinocchio µs | call checked | call unchecked | 1 thread: scalar checked / unchecked "

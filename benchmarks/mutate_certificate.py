@@ -39,7 +39,8 @@ MUTATIONS = [
     ("the longest row in γ_m", "        longest = max(longest, len(solved))", "        longest = 1"),
     ("substitution alone (no row operations)", "    if plan.tape or len(plan.pivots) != len(plan.rows):",
      "    if len(plan.pivots) != len(plan.rows):"),
-    ("the solve's rows are the residual's", "            return None  # the solve's row is not the residual's",
+    ("the solve's rows are the residual's",
+     "            return None  # the solve's row is not the residual's: the lemma says nothing of b − A x",
      "            pass"),
     ("a finite answer for the a-priori bound", "        sure = others * finite(x) * trace.le(",
      "        sure = others * 1.0 * trace.le("),
@@ -58,8 +59,13 @@ def run(mutation: tuple[str, str, str], folder: str) -> tuple[bool, str]:
         text = f.read()
     if before not in text:
         raise SystemExit(f"{name}: the line to mutate is not in {CERTIFICATE}: {before!r}")
+    mutated = text.replace(before, after, 1)
+    try:  # a mutation that breaks the syntax would be "caught" by every test: it is the script's error
+        compile(mutated, path, "exec")
+    except SyntaxError as error:
+        raise SystemExit(f"{name}: the mutated {CERTIFICATE} does not parse: {error}") from None
     with open(path, "w") as f:
-        f.write(text.replace(before, after, 1))
+        f.write(mutated)
     env = {**os.environ, "PYTHONPATH": copy, "GTDYN_CACHE_DIR": os.path.join(folder, "cache", name.replace(" ", "_"))}
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS], cwd=copy,
                             env=env, capture_output=True, text=True)

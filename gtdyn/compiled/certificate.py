@@ -232,7 +232,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     others = _other_checks(fn, layout, slots, closure, coupled)
     gamma = substitution_backward_error(plan)
     measured, a_priori = fn, None
-    if gamma is not None:
+    if gamma is not None and _pays(functions, layout, squared_norms, gamma):
         fn.comment(f"substitution alone: backward error ≤ γ_m = {gamma:.3g} a priori, for a finite x and "
                    "‖b‖₁ ≥ SMALLEST_RHS (substitution_backward_error)")
         sure = others * finite(x) * trace.le(SMALLEST_RHS, sum((trace.fabs(v) for v in b), 0.0))
@@ -285,6 +285,26 @@ def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: di
     return fn
 
 
+def _sample_bound(functions: dict, layout: Layout, squared_norms: list) -> tuple[list, list, np.ndarray]:
+    """At the build's sample states: the squared column norms, ``solve_abs``'s magnitudes Ŝ1 and the bound u."""
+    start, count = layout.start["sol"], len(squared_norms)
+    stored = {op[1] - start: op[2] for op in functions["solve_abs"].ops
+              if op[0] == "store" and start <= op[1] < start + count}
+    with np.errstate(all="ignore"):
+        norms = [trace.value(norm) for norm in squared_norms]
+        magnitudes = [trace.value(stored[k]) for k in range(count)]
+        return norms, magnitudes, np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
+
+
+def _pays(functions: dict, layout: Layout, squared_norms: list, gamma: float) -> bool:
+    """Whether the a-priori backward error certifies (u · γ_m ≤ ``ERROR_BOUND``, with ``_cheapest_way``'s margin of
+    2) at half the build's sample states or more: elsewhere its checks and the branch to ``measured`` cost more
+    than the residual they save (a 12-link chain's RNEA, u about 1e7, ran slower with them:
+    benchmarks/results/design_measurements.md)."""
+    with np.errstate(invalid="ignore"):
+        return float(np.mean(_sample_bound(functions, layout, squared_norms)[2] * gamma <= ERROR_BOUND / 2)) >= 0.5
+
+
 def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transposed_abs) -> str:
     """"estimate", "bound" (u) or "schur" (u, then u_S where u cannot certify), whichever makes the average call
     cheapest: a bound's passes save the estimate's on the share f of calls it certifies. f is the share of the
@@ -293,13 +313,9 @@ def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transpos
     of Talos forward dynamics' 8 and 52 % of its random states within the joint limits; under ``BOUND_LIMIT`` it
     certifies all 8 and 96 %). Costs are operations. Long chains certify with neither bound
     (benchmarks/results/design_measurements.md)."""
-    start, count = layout.start["sol"], len(squared_norms)
-    solve_abs = functions["solve_abs"]
-    stored = {op[1] - start: op[2] for op in solve_abs.ops if op[0] == "store" and start <= op[1] < start + count}
+    count, solve_abs = len(squared_norms), functions["solve_abs"]
+    norms, magnitudes, u = _sample_bound(functions, layout, squared_norms)
     with np.errstate(all="ignore"):
-        norms = [trace.value(norm) for norm in squared_norms]
-        magnitudes = [trace.value(stored[k]) for k in range(count)]
-        u = np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
         z = [np.broadcast_to(n * m, np.shape(u)) for n, m in zip(norms, magnitudes)]
     def share(bound) -> float:  # of the samples a bound certifies, with the margin
         return float(np.mean(bound <= BOUND_LIMIT / 2))
