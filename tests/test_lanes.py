@@ -149,6 +149,53 @@ def test_lane_code_compiled_later_that_is_not_the_scalar_codes_is_refused(puma, 
     assert "lanes_object" not in solver._record
 
 
+EXITING = """
+import sys, time
+import gtdyn
+from gtdyn.compiled import objects
+solver = gtdyn.compile(gtdyn.load_robot(gtdyn.bundled_path("puma560")), "forward", use_cache=False)
+objects._BOOT = "import time; time.sleep(60)"  # a worker that would outlive its parent by a minute
+solver.compile_lanes(wait=False)
+deadline = time.time() + 60
+while not objects._WORKERS and time.time() < deadline:
+    time.sleep(0.01)
+print(next(iter(objects._WORKERS)).pid, flush=True)
+"""
+
+
+def test_a_process_that_exits_while_its_lane_code_compiles_stops_the_worker():
+    """The background compile's worker process (here one that would sleep a minute) is stopped when its parent
+    exits (``objects._stop_workers``), and the exit is clean: no traceback, no worker left running."""
+    import subprocess
+    import sys
+    import time
+
+    done = subprocess.run([sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    worker = int(done.stdout.split()[-1])
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        if not _running(worker):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the compile worker {worker} outlived its parent")
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a killed one may linger as a zombie until whoever adopted it reaps it)."""
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
 def test_a_big_programs_lane_code_compiles_in_parts_with_the_same_bits(puma, monkeypatch):
     """Lane code is compiled in parts side by side as scalar code is (``native.compile_parts``): forced here on
     the PUMA (every program counts as big), two lane objects, linked when loaded, solve the batch bit for bit as
