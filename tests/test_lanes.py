@@ -126,6 +126,26 @@ def test_compile_lanes_asks_for_them_now_and_lanes_false_never_has_them(puma, mo
     assert gtdyn.compile(puma, "inverse", lanes=False).lanes == 0  # the cached entry now holds lanes: left out
 
 
+def test_a_solver_takes_lane_code_its_twin_stored_in_the_meantime(puma, monkeypatch, tmp_path):
+    """The checked solver and its ``checks=False`` twin share a cache entry: once one has compiled its lanes, the
+    other loads them (checked bit for bit all the same) instead of compiling them again — here it could not."""
+    from gtdyn.compiled import objects
+
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    checked, unchecked = gtdyn.compile(puma, "hybrid", qdd_joints=["joint2"]), \
+        gtdyn.compile(puma, "hybrid", qdd_joints=["joint2"], checks=False)
+    assert checked.compile_lanes(wait=True) == lanes.WIDTH and unchecked.lanes == 0
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(objects, "compile_elsewhere", no_compile)
+    assert unchecked.compile_lanes(wait=True) == lanes.WIDTH
+    Q, V, X = random_states(6, 16, seed=12)
+    X[:, 1] = Q[:, 1] * 0.1
+    assert_same(unchecked.batch(Q, V, X), one_by_one(unchecked, Q, V, X))
+
+
 def test_lane_code_compiled_later_that_is_not_the_scalar_codes_is_refused(puma, monkeypatch, tmp_path, caplog):
     """The lane code compiled later is traced again; code from another plan (here another gravity, the same
     entry names) must not answer: it is checked on random rows against the scalar code, bit for bit, refused
@@ -136,11 +156,11 @@ def test_lane_code_compiled_later_that_is_not_the_scalar_codes_is_refused(puma, 
 
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
     solver = gtdyn.compile(puma, "forward")
-    later = solver._batches.later
-    assert isinstance(later, functools.partial) and later.args[3].shape == (3,)  # gravity, as _lane_code takes it
-    args = list(later.args)
+    trace_again = solver._batches.later.args[1]  # build._cached_lanes(name, trace_again)
+    assert trace_again.func is build._lane_code and trace_again.args[3].shape == (3,)  # gravity, as it takes it
+    args = list(trace_again.args)
     args[3] = args[3] * 0.5
-    solver._batches.later = functools.partial(build._lane_code, *args, **later.keywords)
+    solver._batches.later = functools.partial(build._lane_code, *args, **trace_again.keywords)
     with caplog.at_level("WARNING", logger="gtdyn"):
         assert solver.compile_lanes(wait=True) == 0
     assert "disagrees with the scalar code" in caplog.text

@@ -131,8 +131,9 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         record = {k: v for k, v in record.items() if k != "lanes_object"}
     later = (None, None)
     if lanes is not False:  # lane code compiled later: traced again, checked, kept in the cache entry
-        later = (functools.partial(_lane_code, robot, template, order, gravity, qdd_joints, frames, wrench_axes,
-                                   derivatives, quick, record["prefix"], elsewhere=lanes is None),
+        trace_again = functools.partial(_lane_code, robot, template, order, gravity, qdd_joints, frames,
+                                        wrench_axes, derivatives, quick, record["prefix"], elsewhere=lanes is None)
+        later = (functools.partial(_cached_lanes, name, trace_again) if use_cache else trace_again,
                  functools.partial(cache.store, name) if use_cache else None)
     solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes, independent,
                             later)
@@ -168,6 +169,13 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
 def _batch_copies(layout) -> set[int]:
     """What a lane batch copies out of the workspace: the answer, its verdicts, and how it was certified."""
     return set(range(layout.start["out"], layout.status + 3)) | {layout.start["bounded"]}
+
+
+def _cached_lanes(name: str, trace_again) -> list[bytes]:
+    """The lane code of cache entry ``name`` if another solver or process has stored it since this one loaded
+    (its ``checks=False`` twin, say), else ``trace_again()``."""
+    record = cache.load(name)
+    return record["lanes_object"] if record is not None and "lanes_object" in record else trace_again()
 
 
 def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joints, frames, wrench_axes: str,

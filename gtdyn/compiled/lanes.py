@@ -6,13 +6,16 @@ Every operation becomes the same IEEE operation on a vector (no fast-math, no fu
 them apart), so each lane's answer is bit for bit the scalar code's; sin and cos become calls of the same libm
 functions. The workspace interleaves the lanes: value ``i`` of lane ``w`` lives at ``ws[i · WIDTH + w]``.
 
-The certificate's branches (``schur`` where u cannot certify, ``exact`` where no bound can) are taken by a lane
-group when any of its lanes asks: the branch runs on all four, and the lanes that did not ask get back the
-answer and status they had, so each lane ends as the scalar ``main`` would. A state whose lane still says 0 is
-solved again by the scalar ``main`` (and then by the reference path). The verdicts are the scalar code's.
+The certificate's branches (``measured`` where the a-priori backward error cannot certify, ``schur`` where u
+cannot, ``exact`` where no bound can) are taken by a lane group when any of its lanes asks: the branch runs on
+all four, and the lanes that did not ask get back the answer and status they had, so each lane ends as the
+scalar ``main`` would. A state whose lane still says 0 is solved again by the scalar ``main`` (and then by the
+reference path). The verdicts are the scalar code's.
 
-``gtdyn.compile(..., lanes=True)`` also compiles the lane module (in parts side by side, as the scalar one) and keeps
-it in the solver's record and the cache; its batches then run whole lane groups in lanes.
+A default solver compiles its lane module once its batches have run ``LANES_AFTER`` states, in the background
+(``Batches``); ``gtdyn.compile(..., lanes=True)`` compiles it with the solver (in parts side by side, as the
+scalar one). Either way it joins the solver's record and cache entry, and batches then run whole lane groups in
+lanes.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import numpy as np
 
 from gtdyn.compiled import native, objects, parallel, trace
 
+LOG = logging.getLogger("gtdyn")
+
 WIDTH = 4  # AVX2: four doubles per instruction; narrower vector units split each operation, still correct
 ENTRIES = ("main", "fast")
 _INFIX = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
-LOG = logging.getLogger("gtdyn")
 _INTRINSIC = {"sin": "sin", "cos": "cos", "sqrt": "sqrt", "abs": "fabs"}
 
 
@@ -206,7 +210,8 @@ def compile_module(functions: dict, prefix: str, quick: bool = False, visible: s
 
 # States a solver batches before it compiles its lanes in the background (``Batches``). A lane compile costs
 # seconds of one core (Talos: about the scalar compile again) and saves microseconds per state, so it pays back
-# after about a million states in one process, and at once in every later one, which loads it from the cache.
+# after some hundreds of thousands of states in one process, and at once in every later one, which loads it from
+# the cache (benchmarks/results/design_measurements.md).
 LANES_AFTER = 10_000
 CHECKED_ROWS = 64  # random input rows the lane code compiled later must solve bit for bit as the scalar code
 
