@@ -16,6 +16,7 @@ import numpy as np
 
 from gtdyn.arguments import batch_method, instance_of, robot_argument, state_batch, whole_number
 from gtdyn.compiled.frames import CompiledFrames
+from gtdyn.compiled.lanes import LANES_AFTER
 from gtdyn.compiled.operational import CompiledInverseOSIM
 from gtdyn.compiled.quantities import CompiledMassMatrix
 from gtdyn.compiled.solver import CompiledSolver
@@ -41,11 +42,17 @@ def rows_on(client, method, *states, chunk: int = 10_000, **inputs):
     ``gtdyn.compile_frames``. The object goes to the workers once; ``states`` (Q, and V, X where the method takes
     them: (N, n) each) and the per-state rows of ``inputs`` (a leading axis of N: base poses, wrenches) go in
     chunks of ``chunk`` rows, one task each. The answer is what ``method`` returns here, rows in order (arrays,
-    or tuples of them). A row the method refuses raises its ``ArgumentError``, saying where its chunk starts."""
+    or tuples of them). A row the method refuses raises its ``ArgumentError``, saying where its chunk starts.
+
+    A solver's ``batch`` over ``lanes.LANES_AFTER`` states or more compiles its SIMD lanes here first (unless it
+    was compiled with ``lanes=False``), as its batches here would, so that every worker runs them: a solver
+    unpickled on a worker compiles none of its own."""
     owner, name, named = batch_method("method", method, COMPILED, *states, **inputs)
     chunk = whole_number("chunk", chunk, 1)
     states = state_batch(owner.robot.num_dofs, **{key: named[key] for key in list(named)[:len(states)]})
     count = len(states[0])
+    if name == "batch" and isinstance(owner, CompiledSolver) and count >= LANES_AFTER:
+        owner.compile_lanes(wait=True)  # a sweep this long runs in lanes here: the workers get them with it
     shipped = client.scatter(owner, broadcast=True)
     futures = []
     for first in range(0, count, chunk):

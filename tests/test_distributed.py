@@ -29,6 +29,23 @@ def test_a_batch_runs_over_chunks_on_the_cluster(client):
         assert np.array_equal(a, b)
 
 
+def test_a_long_sweep_sends_the_solver_with_its_lanes(client, monkeypatch, tmp_path):
+    """Past ``LANES_AFTER`` states the solver compiles its lanes before it goes, so that the workers, which
+    compile none of their own, run in lanes too; the answers are the same bits."""
+    import gtdyn.distributed as module
+
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(module, "LANES_AFTER", 20)
+    robot = gtdyn.load_robot("puma560")
+    solver = gtdyn.compile(robot, "inverse")
+    Q, V, X = np.random.default_rng(2).uniform(-1, 1, (3, 24, 6))
+    here = solver.batch(Q, V, X)
+    assert solver.lanes == 0
+    there = gtdyn.distributed.batch_on(client, solver, Q, V, X, chunk=8)
+    assert solver.lanes == 4 and np.array_equal(there, here)
+    assert client.submit(lambda s: s.lanes, solver, pure=False).result() == 4  # what a worker gets
+
+
 def test_per_state_inputs_are_chunked_with_the_states(client):
     robot = gtdyn.load_robot("puma560")
     solver = gtdyn.compile(robot, "forward", wrench_frames=["link6"])
