@@ -115,6 +115,41 @@ def test_a_default_solver_compiles_its_lanes_in_the_background_once_its_batches_
     assert gtdyn.compile(puma, "forward", checks=False).lanes == lanes.WIDTH  # one entry for both entries
 
 
+def test_a_long_batch_takes_its_lanes_up_from_the_chunk_after_they_are_ready(puma, monkeypatch, tmp_path):
+    """A batch that starts the lane compile runs in chunks of ``STRIDE`` rows; here the compile is held until
+    the first chunk is done, then waited for: the first chunk runs state by state, every later one in lanes,
+    and the answers are the scalar code's bit for bit."""
+    import threading
+
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(lanes, "LANES_AFTER", 1)
+    monkeypatch.setattr(lanes, "STRIDE", 16)
+    solver = gtdyn.compile(puma, "forward")
+    batches = solver._batches
+    compile_lanes, held = batches.later, threading.Event()
+
+    def later():
+        held.wait(60)
+        return compile_lanes()
+
+    batches.later = later
+    run, chunks = batches._run, []
+
+    def chunk(*args):
+        chunks.append(batches.lanes is not None)
+        out = run(*args)
+        if len(chunks) == 1:  # the first chunk done: let the compile go, and wait for it
+            held.set()
+            batches._compiling.join(60)
+        return out
+
+    monkeypatch.setattr(batches, "_run", chunk)
+    Q, V, X = random_states(6, 64, seed=13)
+    got = solver.batch(Q, V, X)
+    assert chunks == [False, True, True, True]
+    assert np.array_equal(got, gtdyn.compile(puma, "forward", lanes=False).batch(Q, V, X))
+
+
 def test_compile_lanes_asks_for_them_now_and_lanes_false_never_has_them(puma, monkeypatch, tmp_path):
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
     never = gtdyn.compile(puma, "inverse", lanes=False)

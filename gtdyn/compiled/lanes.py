@@ -214,6 +214,7 @@ def compile_module(functions: dict, prefix: str, quick: bool = False, visible: s
 # the cache (benchmarks/results/design_measurements.md).
 LANES_AFTER = 10_000
 CHECKED_ROWS = 64  # random input rows the lane code compiled later must solve bit for bit as the scalar code
+STRIDE = 4096  # a long batch that started before its lanes were ready runs in chunks of these, to take them up
 
 
 class Batches:
@@ -224,7 +225,8 @@ class Batches:
     compiles it (object code from a worker process, ``objects.compile_elsewhere``). Once batches have run
     ``LANES_AFTER`` states, a background thread calls it and checks the lane code: traced again, it must solve
     random rows bit for bit as the scalar code (whatever they mean, each branch alike). From then on batches run
-    in lanes, and ``keep(record)`` is told the record that holds them (the disk cache). Until then, and for good
+    in lanes — a long batch already running, from its next chunk of ``STRIDE`` rows — and ``keep(record)`` is
+    told the record that holds them (the disk cache). Until then, and for good
     if anything fails (logged), batches run state by state: the same answers either way."""
 
     def __init__(self, record: dict, scalar: native.Loaded, size: int, status_column: int, n_in: int, later=None,
@@ -240,11 +242,21 @@ class Batches:
     def run(self, entry: str, inputs: np.ndarray, n_out: int, out_start: int, threads: int) -> np.ndarray:
         """(count, n_out) results of ``entry`` on the rows of ``inputs``: whole lane groups in lanes, the rest and
         every state whose lane the bound did not certify (``main``: its exact branch) by the scalar code."""
-        scalar, lanes, count = self.scalar.batch[entry], self.lanes, inputs.shape[0]
-        if lanes is None and self.later is not None:
+        count = inputs.shape[0]
+        if self.lanes is None and self.later is not None:
             self.batched += count
             if self.batched >= LANES_AFTER:
                 self.compile_lanes()
+            if self._compiling is not None and count > 2 * STRIDE:  # lanes on their way: the chunks after they
+                results = np.empty((count, n_out))  # are ready run in them
+                for first in range(0, count, STRIDE):
+                    results[first:first + STRIDE] = self._run(entry, inputs[first:first + STRIDE], n_out, out_start,
+                                                              threads)
+                return results
+        return self._run(entry, inputs, n_out, out_start, threads)
+
+    def _run(self, entry: str, inputs: np.ndarray, n_out: int, out_start: int, threads: int) -> np.ndarray:
+        scalar, lanes, count = self.scalar.batch[entry], self.lanes, inputs.shape[0]
         if lanes is None or count < WIDTH:
             return parallel.run_states(scalar, self.size, inputs, n_out, out_start, threads)
         whole = count - count % WIDTH
