@@ -622,6 +622,10 @@ def test_compile_warms_the_cache_and_a_second_run_loads_it(capsys, tmp_path, mon
     assert code == 0 and "hybrid dynamics of 'rrr'" in out and "3 solvers" in out
     code, out, _ = run(capsys, "compile", "rrr")
     assert code == 0 and out.count("loaded from the cache") == 2
+    code, out, _ = run(capsys, "compile", "rrr", "--problem", "forward", "--lanes")  # lanes join the same entry
+    assert code == 0 and "compiled into the cache" in out and "3 solvers" in out
+    code, out, _ = run(capsys, "compile", "rrr", "--problem", "forward", "--lanes")
+    assert code == 0 and "loaded from the cache" in out
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -141,8 +141,9 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         self_check(solver, samples)
         if use_cache:  # only code that passed its self-check is kept
             cache.store(name, record)
-    if lanes is True:  # a cached solver without lane code gets it now
+    if lanes is True and not solver.lanes:  # a cached solver without lane code gets it now: compiled, not loaded
         solver.compile_lanes(wait=True)
+        cached = False
     solver.compile_seconds = time.perf_counter() - started
     LOG.info("%s dynamics of '%s' ready in %.3g s (%s)", problem, robot.name, solver.compile_seconds,
              "from the cache" if cached else "compiled")
