@@ -164,7 +164,7 @@ def test_compile_lanes_asks_for_them_now_and_lanes_false_never_has_them(puma, mo
 def test_a_solver_takes_lane_code_its_twin_stored_in_the_meantime(puma, monkeypatch, tmp_path):
     """The checked solver and its ``checks=False`` twin share a cache entry: once one has compiled its lanes, the
     other loads them (checked bit for bit all the same) instead of compiling them again — here it could not."""
-    from gtdyn.compiled import objects
+    from gtdyn.compiled import background
 
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
     checked, unchecked = gtdyn.compile(puma, "hybrid", qdd_joints=["joint2"]), \
@@ -174,7 +174,7 @@ def test_a_solver_takes_lane_code_its_twin_stored_in_the_meantime(puma, monkeypa
     def no_compile(*args, **kwargs):
         raise AssertionError("compiled again")
 
-    monkeypatch.setattr(objects, "compile_elsewhere", no_compile)
+    monkeypatch.setattr(background.objects, "run_worker", no_compile)
     assert unchecked.compile_lanes(wait=True) == lanes.WIDTH
     Q, V, X = random_states(6, 16, seed=12)
     X[:, 1] = Q[:, 1] * 0.1
@@ -187,15 +187,15 @@ def test_lane_code_compiled_later_that_is_not_the_scalar_codes_is_refused(puma, 
     with a warning, and batches stay state by state."""
     import functools
 
-    from gtdyn.compiled import build
+    from gtdyn.compiled import background
 
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
     solver = gtdyn.compile(puma, "forward")
     trace_again = solver._batches.later.args[1]  # build._cached_lanes(name, trace_again)
-    assert trace_again.func is build._lane_code and trace_again.args[3].shape == (3,)  # gravity, as it takes it
+    assert trace_again.func is background.lane_code_elsewhere and trace_again.args[3].shape == (3,)  # gravity
     args = list(trace_again.args)
     args[3] = args[3] * 0.5
-    solver._batches.later = functools.partial(build._lane_code, *args, **trace_again.keywords)
+    solver._batches.later = functools.partial(background.lane_code_elsewhere, *args)
     with caplog.at_level("WARNING", logger="gtdyn"):
         assert solver.compile_lanes(wait=True) == 0
     assert "disagrees with the scalar code" in caplog.text
@@ -207,9 +207,9 @@ def test_lane_code_compiled_later_that_is_not_the_scalar_codes_is_refused(puma, 
 EXITING = """
 import sys, time
 import gtdyn
-from gtdyn.compiled import objects
+from gtdyn.compiled import background, objects
 solver = gtdyn.compile(gtdyn.load_robot(gtdyn.bundled_path("puma560")), "forward", use_cache=False)
-objects._BOOT = "import time; time.sleep(60)"  # a worker that would outlive its parent by a minute
+background.COMMAND = "import time; time.sleep(60)"  # a worker that would outlive its parent by a minute
 solver.compile_lanes(wait=False)
 deadline = time.time() + 60
 while not objects._WORKERS and time.time() < deadline:

@@ -20,7 +20,7 @@ from gtdyn.arguments import choice, covered, flag, gravity_vector, robot_argumen
 from gtdyn.arguments.asked import place_contacts, qdd_joint_names
 from gtdyn.arguments.query import Query
 from gtdyn.arguments.wrenches import compiled_wrench_frames
-from gtdyn.compiled import cache, lanes, native, split
+from gtdyn.compiled import background, cache, lanes, native, split
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.fallback import self_check
 from gtdyn.compiled.solver import CompiledSolver
@@ -131,8 +131,9 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         record = {k: v for k, v in record.items() if k != "lanes_object"}
     later = (None, None)
     if lanes is not False:  # lane code compiled later: traced again, checked, kept in the cache entry
-        trace_again = functools.partial(_lane_code, robot, template, order, gravity, qdd_joints, frames,
-                                        wrench_axes, derivatives, quick, record["prefix"], elsewhere=lanes is None)
+        trace_again = functools.partial(background.lane_code_elsewhere if lanes is None else _lane_code, robot,
+                                        template, order, gravity, qdd_joints, frames, wrench_axes, derivatives, quick,
+                                        record["prefix"])
         later = (functools.partial(_cached_lanes, name, trace_again) if use_cache else trace_again,
                  functools.partial(cache.store, name) if use_cache else None)
     solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes, independent,
@@ -180,14 +181,15 @@ def _cached_lanes(name: str, trace_again) -> list[bytes]:
 
 
 def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joints, frames, wrench_axes: str,
-               derivatives: bool, quick: bool, prefix: str, elsewhere: bool = False) -> list[bytes]:
+               derivatives: bool, quick: bool, prefix: str) -> list[bytes]:
     """The lane code of a solver compiled before without it: its program traced again from the same samples (so
-    the same plan and workspace), compiled here or, ``elsewhere``, in a worker process (``lanes.compile_module``)."""
+    the same plan and workspace) and compiled (``lanes.compile_module``; in the background, in a worker process:
+    ``background.lane_code_elsewhere``)."""
     samples = sample_states(robot, template.kind, qdd_joints, wrench_frames=len(frames))
     with np.errstate(all="ignore"):
         program = generate(robot, template.problem, order, gravity, samples, frames, wrench_axes, derivatives)
     functions, _ = split.split_large(program.functions, program.layout, program.rare)
-    return lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout), elsewhere)
+    return lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout))
 
 
 def unpickled(template: Query, qdd_joints, order, record: dict, name: str, checks: bool, wrench_frames, wrench_axes,

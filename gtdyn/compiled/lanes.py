@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from gtdyn.compiled import native, objects, parallel, trace
+from gtdyn.compiled import native, parallel, trace
 
 LOG = logging.getLogger("gtdyn")
 
@@ -194,16 +194,10 @@ def module_parts(functions: dict, prefix: str, width: int = WIDTH, parts: int = 
                            above)
 
 
-def compile_module(functions: dict, prefix: str, quick: bool = False, visible: set[int] | None = None,
-                   elsewhere: bool = False) -> list[bytes]:
+def compile_module(functions: dict, prefix: str, quick: bool = False, visible: set[int] | None = None) -> list[bytes]:
     """The lane module's object code, in parts side by side as ``native.compile_parts`` compiles a big program's
     scalar code; ``exact`` stays optimized here: a lane group takes it when any of its lanes asks. ``visible``:
-    the indices a batch copies out (``function_ir``). ``elsewhere``: whole, in a worker process
-    (``objects.compile_elsewhere``: a background compile)."""
-    if elsewhere:
-        with trace.collector_paused():
-            parts = module_parts(functions, prefix, WIDTH, visible=visible)
-        return objects.compile_elsewhere(parts, quick)
+    the indices a batch copies out (``function_ir``)."""
     return native.compile_parts(lambda parts, above: module_parts(functions, prefix, WIDTH, parts, above, visible),
                                 quick)
 
@@ -222,7 +216,7 @@ class Batches:
     ``batch_<entry>`` for the rest.
 
     A solver compiled without lane code (``gtdyn.compile``'s default) may be given ``later``: a function that
-    compiles it (object code from a worker process, ``objects.compile_elsewhere``). Once batches have run
+    compiles it (traced and compiled in a worker process, ``background.lane_code_elsewhere``). Once batches have run
     ``LANES_AFTER`` states, a background thread calls it and checks the lane code: traced again, it must solve
     random rows bit for bit as the scalar code (whatever they mean, each branch alike). From then on batches run
     in lanes — a long batch already running, from its next chunk of ``STRIDE`` rows — and ``keep(record)`` is

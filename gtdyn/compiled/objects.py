@@ -158,21 +158,26 @@ def compile_objects(parts: list[str], quick: list[bool]) -> list[bytes]:
                       for k in range(1, len(parts))]
 
 
-def compile_elsewhere(parts: list[str], quick: bool = False) -> list[bytes]:
-    """``compile_objects`` with every part in a worker process, one after the other: for code compiled in the
-    background, which should hold neither llvmlite (serialised within this process) nor more than one core."""
-    objects = []
-    for ir in parts:
-        obj = in_worker_process(ir, quick)
-        if obj is None and _EXITING:  # not into LLVM here while the interpreter shuts down
-            raise RuntimeError("the process is exiting")
-        objects.append(obj or compile_object(ir, quick))
-    return objects
-
-
 _WORKERS: set[subprocess.Popen] = set()  # running, so that a process that exits stops them (``_stop_workers``)
 _EXITING = False
 _WORKERS_LOCK = threading.Lock()
+
+
+def run_worker(command: list[str], payload: bytes, env: dict | None = None) -> tuple[int, bytes, bytes]:
+    """Run ``command`` with ``payload`` on its standard input: (exit code, standard output, standard error). The
+    process is stopped if this one exits first (``_stop_workers``); OSError if it cannot start."""
+    worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    with _WORKERS_LOCK:
+        _WORKERS.add(worker)
+    try:
+        out, err = worker.communicate(payload, timeout=3600)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        out, err = worker.communicate()
+    finally:
+        with _WORKERS_LOCK:
+            _WORKERS.discard(worker)
+    return worker.returncode, out, err
 
 
 def in_worker_process(ir: str, quick: bool) -> bytes | None:
@@ -181,26 +186,20 @@ def in_worker_process(ir: str, quick: bool) -> bytes | None:
     header = json.dumps({"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL, "block": BLOCK,
                          "split_above": SPLIT_ABOVE, "quick": quick})
     try:
-        worker = subprocess.Popen([sys.executable, "-I", "-c", _BOOT, __file__], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        code, out, err = run_worker([sys.executable, "-I", "-c", _BOOT, __file__], (header + "\n" + ir).encode())
     except OSError as error:
         LOG.info("gtdyn.compiled: no compile worker (%s); compiling its part here", error)
         return None
-    with _WORKERS_LOCK:
-        _WORKERS.add(worker)
-    try:
-        out, err = worker.communicate((header + "\n" + ir).encode(), timeout=3600)
-    except subprocess.TimeoutExpired:
-        worker.kill()
-        out, err = worker.communicate()
-    finally:
-        with _WORKERS_LOCK:
-            _WORKERS.discard(worker)
-    if worker.returncode == 0 and out:
+    if code == 0 and out:
         return out
     LOG.info("gtdyn.compiled: a compile worker failed (%s); compiling its part here",
-             err.decode(errors="replace").strip().splitlines()[-1:] or worker.returncode)
+             err.decode(errors="replace").strip().splitlines()[-1:] or code)
     return None
+
+
+def exiting() -> bool:
+    """Whether this process has begun to exit (its workers are stopped: start no compile here)."""
+    return _EXITING
 
 
 @atexit.register
