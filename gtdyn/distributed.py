@@ -15,8 +15,8 @@ import numbers
 import numpy as np
 
 from gtdyn.arguments import batch_method, instance_of, robot_argument, state_batch, whole_number
+from gtdyn.compiled import lanes
 from gtdyn.compiled.frames import CompiledFrames
-from gtdyn.compiled.lanes import LANES_AFTER
 from gtdyn.compiled.operational import CompiledInverseOSIM
 from gtdyn.compiled.quantities import CompiledMassMatrix
 from gtdyn.compiled.solver import CompiledSolver
@@ -51,7 +51,7 @@ def rows_on(client, method, *states, chunk: int = 10_000, **inputs):
     chunk = whole_number("chunk", chunk, 1)
     states = state_batch(owner.robot.num_dofs, **{key: named[key] for key in list(named)[:len(states)]})
     count = len(states[0])
-    if name == "batch" and isinstance(owner, CompiledSolver) and count >= LANES_AFTER:
+    if name == "batch" and isinstance(owner, CompiledSolver) and count >= lanes.LANES_AFTER:
         owner.compile_lanes(wait=True)  # a sweep this long runs in lanes here: the workers get them with it
     shipped = client.scatter(owner, broadcast=True)
     futures = []

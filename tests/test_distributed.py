@@ -32,16 +32,16 @@ def test_a_batch_runs_over_chunks_on_the_cluster(client):
 def test_a_long_sweep_sends_the_solver_with_its_lanes(client, monkeypatch, tmp_path):
     """Past ``LANES_AFTER`` states the solver compiles its lanes before it goes, so that the workers, which
     compile none of their own, run in lanes too; the answers are the same bits."""
-    import gtdyn.distributed as module
+    from gtdyn.compiled import lanes
 
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(module, "LANES_AFTER", 20)
+    monkeypatch.setattr(lanes, "LANES_AFTER", 100)
     robot = gtdyn.load_robot("puma560")
+    Q, V, X = np.random.default_rng(2).uniform(-1, 1, (3, 120, 6))
+    here = gtdyn.compile(robot, "inverse", lanes=False).batch(Q, V, X)
     solver = gtdyn.compile(robot, "inverse")
-    Q, V, X = np.random.default_rng(2).uniform(-1, 1, (3, 24, 6))
-    here = solver.batch(Q, V, X)
     assert solver.lanes == 0
-    there = gtdyn.distributed.batch_on(client, solver, Q, V, X, chunk=8)
+    there = gtdyn.distributed.batch_on(client, solver, Q, V, X, chunk=40)
     assert solver.lanes == 4 and np.array_equal(there, here)
     assert client.submit(lambda s: s.lanes, solver, pure=False).result() == 4  # what a worker gets
 

@@ -166,8 +166,11 @@ _WORKERS_LOCK = threading.Lock()
 def run_worker(command: list[str], payload: bytes, env: dict | None = None) -> tuple[int, bytes, bytes]:
     """Run ``command`` with ``payload`` on its standard input: (exit code, standard output, standard error). The
     process is stopped if this one exits first (``_stop_workers``); OSError if it cannot start."""
-    worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    with _WORKERS_LOCK:
+    with _WORKERS_LOCK:  # started and tracked at once: a stop at exit sees it, or it does not start
+        if _EXITING:
+            raise OSError("the process is exiting")
+        worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=env)
         _WORKERS.add(worker)
     try:
         out, err = worker.communicate(payload, timeout=3600)
