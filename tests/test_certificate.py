@@ -15,15 +15,24 @@ from gtdyn.compiled.certificate import BOUND_LIMIT, BY_SCHUR, CONDITION_LIMIT, E
 pytestmark = pytest.mark.usefixtures("private_cache")
 
 
+def light_tips_without_a_warning(tmp_path, ordering: str, q=None):
+    """The 3R chain with tip links 1e-6 of the first link's mass, compiled in ``ordering`` and called at ``STATE``
+    (q replaced by ``q`` if given) with every warning an error: these states are below the reference path's
+    warning threshold. (chain, solver, (q, v, τ), the answer.)"""
+    chain = load_chain(tmp_path, 1e-6)
+    q0, v, tau = STATE
+    state = (q0 if q is None else q, v, tau)
+    solver = gtdyn.compile(chain, "forward", ordering=ordering)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = solver(*state)
+    return chain, solver, state, got
+
+
 def test_the_condition_limit_alone_sends_a_state_to_the_reference_path(tmp_path):
     """Tip links 1e-6 of the first link's mass: κ ≈ 1.3e7, just above the limit, while κ · backward error stays
     under the error bound — only the condition check rejects the answer (the reference path does not warn yet)."""
-    chain = load_chain(tmp_path, 1e-6)
-    q, v, tau = STATE
-    solver = gtdyn.compile(chain, "forward", ordering="colamd")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # below the reference path's warning threshold: no warning at all
-        got = solver(q, v, tau)
+    chain, solver, (q, v, tau), got = light_tips_without_a_warning(tmp_path, "colamd")
     assert solver.condition > CONDITION_LIMIT and solver.condition * solver.backward_error < ERROR_BOUND
     assert solver.fallbacks == 1
     assert np.array_equal(got, gtdyn.forward_dynamics(chain, q, v, tau, ordering="colamd").qdd)
@@ -36,12 +45,7 @@ def test_a_bound_certifies_up_to_its_own_limit_above_the_estimates(tmp_path):
     1e-6 of the first link's mass, ABA: κ ≈ 1.3e7 and u_S ≈ 2.8e7, certified in the compiled code, as the
     reference path's answer confirms. (Over its limit a bound certifies nothing: the 1e-10 tips of
     ``test_compiled.test_ill_conditioned_robot_warns_like_the_reference`` would lose their warning.)"""
-    chain = load_chain(tmp_path, 1e-6)
-    q, v, tau = STATE
-    solver = gtdyn.compile(chain, "forward", ordering="aba")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # below the reference path's warning threshold: no warning at all
-        got = solver(q, v, tau)
+    chain, solver, (q, v, tau), got = light_tips_without_a_warning(tmp_path, "aba")
     bound = solver._ws[solver._status + 1]
     assert solver.fallbacks == 0 and solver._ws[solver._bounded] == BY_SCHUR
     assert CONDITION_LIMIT < solver.condition <= bound <= BOUND_LIMIT
@@ -52,13 +56,7 @@ def test_the_error_bound_alone_stops_a_bound_under_its_limit(tmp_path):
     """The same chain at another state: u_S ≈ 4.1e7 is under ``BOUND_LIMIT``, but u_S · backward error ≈ 2.7e-10
     is over ``ERROR_BOUND`` (backward error 6.6e-18), so only the error bound keeps the bound from certifying; the
     estimate (κ ≈ 1.9e7) is over its own limit, and the reference path answers, without a warning."""
-    chain = load_chain(tmp_path, 1e-6)
-    _, v, tau = STATE
-    solver = gtdyn.compile(chain, "forward", ordering="aba")
-    q = np.array([-2.4, -0.7, -0.3])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        got = solver(q, v, tau)
+    chain, solver, (q, v, tau), got = light_tips_without_a_warning(tmp_path, "aba", q=np.array([-2.4, -0.7, -0.3]))
     assert solver.fallbacks == 1 and CONDITION_LIMIT < solver.condition < BOUND_LIMIT
     assert np.array_equal(got, gtdyn.forward_dynamics(chain, q, v, tau, ordering="aba").qdd)
 

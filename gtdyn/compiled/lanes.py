@@ -220,14 +220,12 @@ class Batches:
     ``LANES_AFTER`` states, a background thread calls it and checks the lane code: traced again, it must solve
     random rows bit for bit as the scalar code (whatever they mean, each branch alike). From then on batches run
     in lanes — a long batch already running, from its next chunk of ``STRIDE`` rows — and ``keep(record)`` is
-    told the record that holds them (the disk cache). Until then, and for good
-    if anything fails (logged), batches run state by state: the same answers either way."""
+    told the record that holds them (the disk cache). Until then, and for good if anything fails (logged),
+    batches run state by state: the same answers either way."""
 
-    def __init__(self, record: dict, scalar: native.Loaded, size: int, status_column: int, n_in: int, later=None,
-                 keep=None):
-        self.record, self.scalar, self.size, self.status_column, self.n_in = record, scalar, size, status_column, n_in
-        self.lanes = (native.Loaded(record["lanes_object"], record["prefix"], ENTRIES, suffix=f"_x{WIDTH}")
-                      if "lanes_object" in record else None)
+    def __init__(self, record: dict, scalar: native.Loaded, size: int, status_column: int, later=None, keep=None):
+        self.record, self.scalar, self.size, self.status_column = record, scalar, size, status_column
+        self.lanes = self._loaded(record["lanes_object"]) if "lanes_object" in record else None
         self.later, self.keep = later, keep
         self.batched = 0  # states run so far, towards ``LANES_AFTER``
         self._compiling: threading.Thread | None = None
@@ -265,6 +263,10 @@ class Batches:
                                                out_start, threads)
         return results
 
+    def _loaded(self, obj: list[bytes]) -> native.Loaded:
+        """Lane object code loaded: its entries ``main_x4``, ``fast_x4`` and their batch loops."""
+        return native.Loaded(obj, self.record["prefix"], ENTRIES, suffix=f"_x{WIDTH}")
+
     def compile_lanes(self, wait: bool = False) -> bool:
         """Start compiling the lane code in the background (once); ``wait``: until it is done. Whether batches now
         run in lanes."""
@@ -281,8 +283,9 @@ class Batches:
         n_out, start = self.status_column + 3, self.record["start"]["out"]
         try:
             obj = self.later()
-            loaded = native.Loaded(obj, self.record["prefix"], ENTRIES, suffix=f"_x{WIDTH}")
-            rows = np.random.default_rng(0).uniform(-1.0, 1.0, (CHECKED_ROWS, self.n_in))
+            loaded = self._loaded(obj)
+            inputs = start - self.record["start"]["inputs"]  # a batch's row: the inputs, which the answer follows
+            rows = np.random.default_rng(0).uniform(-1.0, 1.0, (CHECKED_ROWS, inputs))
             for entry in ENTRIES:  # traced again, the lane code must be the scalar code's, bit for bit
                 want = parallel.run_states(self.scalar.batch[entry], self.size, rows, n_out, start)
                 got = parallel.run_states(loaded.batch[entry], self.size, rows, n_out, start, 1, WIDTH)

@@ -87,8 +87,7 @@ class CompiledSolver:
         self.quick = bool(record.get("quick"))  # compile(..., quick=True): -O0, slower code, the same bits
         self._native = native.Loaded(record["object"], record["prefix"], record.get("entries", native.ENTRIES))
         # ``lanes_later``: how lane code is compiled later and kept (``lanes.Batches``), or (None, None)
-        self._batches = lanes.Batches(record, self._native, record["size"], record["outputs"],
-                                      self._wrench_inputs.stop, *lanes_later)
+        self._batches = lanes.Batches(record, self._native, record["size"], record["outputs"], *lanes_later)
         self._size, self._n = record["size"], robot.num_dofs
         self._out, self._status = record["start"]["out"], record["status"]
         self._bounded = record["start"]["bounded"]  # not 0: a bound settled the call (certificate.BY_BOUND, BY_SCHUR)
