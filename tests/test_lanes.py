@@ -204,6 +204,23 @@ def test_lane_code_compiled_later_that_is_not_the_scalar_codes_is_refused(puma, 
     assert "lanes_object" not in solver._record
 
 
+
+def test_lane_code_of_another_program_is_refused_before_it_runs(puma, monkeypatch, tmp_path, caplog):
+    """The worker process that compiles lane code traces the plan with its own settings; where they differ from
+    this process's (here the bound's limit, lowered so that the plan keeps the estimate alone), its program has
+    another workspace, which the code would write past: it is refused on its size and operations before it runs
+    (it crashed the process before), and batches stay state by state."""
+    from gtdyn.compiled import certificate
+
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(certificate, "BOUND_LIMIT", 1.0)
+    solver = gtdyn.compile(puma, "forward")
+    with caplog.at_level("WARNING", logger="gtdyn"):
+        assert solver.compile_lanes(wait=True) == 0
+    assert "traced from another program" in caplog.text
+    Q, V, X = random_states(6, 8, seed=13)
+    assert np.array_equal(solver.batch(Q, V, X), one_by_one(solver, Q, V, X))
+
 EXITING = """
 import sys, time
 import gtdyn

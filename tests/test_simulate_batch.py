@@ -124,7 +124,84 @@ def test_a_step_one_lane_cannot_certify_goes_through_every_lanes_python_stepper(
     monkeypatch.setattr(solvers, "_SOLVERS", type(solvers._SOLVERS)())
     for limit in ("CONDITION_LIMIT", "BOUND_LIMIT"):  # the estimate's and the bound's: half the starts pass
         monkeypatch.setattr(certificate, limit, float(np.median(kappas)))
-    batch = gtdyn.simulate_batch(puma, Q0, V0, dt=1e-3, steps=30, lanes=True)
-    lane_solver = solvers.forward_solver(puma, gtdyn.GRAVITY, lanes=True)
+    # compiled here with its lanes: a worker process compiling them later would trace its own (unpatched) plan
+    gtdyn.compile(puma, "forward", ordering="aba", lanes=True)
+    batch = gtdyn.simulate_batch(puma, Q0, V0, dt=1e-3, steps=30)
+    lane_solver = solvers.forward_solver(puma, gtdyn.GRAVITY, lanes=None)
+    assert lane_solver.lanes == 4  # the group looped in lanes
     assert 0 < lane_solver.fallbacks < 4 * 30  # some steps, not all, through the reference path
     assert_stacked(batch, alone(puma, Q0, V0, dt=1e-3, steps=30))
+
+
+def test_a_default_batch_loops_in_lanes_once_they_are_compiled(puma, monkeypatch, tmp_path):
+    """``lanes=None``: a batch under ``LANES_AFTER`` steps (runs × steps; lowered here to 300) compiles no lane
+    code; one over it starts the compile in the background, its groups running one by one meanwhile; once the
+    code is there, every group of four loops in lanes, and a fresh solver (a later process) loads it from the
+    cache for a small batch too. Two threads share a small batch's rows out one by one, and ``lanes=False`` never
+    takes lanes. Every batch is ``simulate``'s runs, bit for bit."""
+    from gtdyn.compiled import lanes
+    from gtdyn.simulation import native_loop, solvers
+
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(solvers, "_SOLVERS", type(solvers._SOLVERS)())
+    monkeypatch.setattr(lanes, "LANES_AFTER", 300)
+    groups, run_group = [], native_loop.run_group
+
+    def counted(runs, lane_solver, report=None):
+        groups.append(len(runs))
+        return run_group(runs, lane_solver, report)
+
+    monkeypatch.setattr(native_loop, "run_group", counted)
+    rng = np.random.default_rng(7)
+    Q0, V0 = rng.uniform(-0.5, 0.5, (2, 9, 6))
+    kw = dict(tau=0.01 * rng.normal(size=(40, 6)), dt=1e-3, steps=40)
+    want = alone(puma, Q0, V0, **kw)
+
+    assert_stacked(gtdyn.simulate_batch(puma, Q0[:4], V0[:4], **kw), want[:4])  # 160 steps
+    solver = solvers.forward_solver(puma, gtdyn.GRAVITY, lanes=None)
+    assert groups == [] and solver._batches._compiling is None
+    assert_stacked(gtdyn.simulate_batch(puma, Q0, V0, **kw), want)  # 360 steps: the compile starts
+    assert solver._batches._compiling is not None and solver.compile_lanes(wait=True) == lanes.WIDTH
+    del groups[:]
+    assert_stacked(gtdyn.simulate_batch(puma, Q0, V0, **kw), want)
+    assert groups == [4, 4]  # and the ninth run alone
+
+    monkeypatch.setattr(solvers, "_SOLVERS", type(solvers._SOLVERS)())  # forgotten: loaded from the cache
+    del groups[:]
+    assert_stacked(gtdyn.simulate_batch(puma, Q0[:5], V0[:5], **kw), want[:5])  # 200 steps
+    assert groups == [4]
+    for options in (dict(threads=2), dict(lanes=False)):
+        assert_stacked(gtdyn.simulate_batch(puma, Q0[:5], V0[:5], **kw, **options), want[:5])
+        assert groups == [4]
+
+
+def test_a_run_that_fails_in_a_lane_group_leaves_it_and_the_runs_below_go_on(puma, monkeypatch):
+    """Row 2 of a lane group diverges (its angles pass ±1e6 rad, which ``simulate`` refuses): the group stops at
+    that step with row 2's error; rows 0 and 1, which had taken the step, go on alone from the next one (no run
+    set up or stepped twice, so none warns twice) and end as ``simulate``'s; row 3 is left out (the batch raises
+    the lowest failing row's error)."""
+    from gtdyn.simulation import batch, native_loop
+
+    gtdyn.compile(puma, "forward", ordering="aba", lanes=True)
+    Q0, V0 = np.zeros((4, 6)), np.full((4, 6), 0.1)
+    V0[2] = 1e120
+    options = dict(tau=None, dt=1e-2, steps=30, method="semi_implicit_euler")
+    want = alone(puma, Q0[:2], V0[:2], **options)
+    starts, run_loop = [], native_loop.run_loop
+
+    def resumed(*args):
+        starts.append(args[-1])
+        return run_loop(*args)
+
+    def again(*args, **kwargs):
+        raise AssertionError("a run simulated again")
+
+    monkeypatch.setattr(native_loop, "run_loop", resumed)
+    monkeypatch.setattr(batch, "simulate", again)
+    ended = batch._group(puma, Q0, V0, range(4), options, batch._LaneCode(True, 0))
+    assert sorted(ended) == [0, 1, 2]
+    assert isinstance(ended[2], gtdyn.ArgumentError) and "beyond ±1e+06 rad" in str(ended[2])
+    assert len(starts) == 2 and starts[0] == starts[1] > 0
+    for i in (0, 1):
+        for field in ("q", "v", "qdd", "tau"):
+            assert np.array_equal(getattr(ended[i], field), getattr(want[i], field)), (i, field)

@@ -164,7 +164,7 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
             "outputs": len(program.outputs),  # no source: rendered when asked for (gtdyn.compiled.listing)
             "entries": native.entries_of(program.functions), "derivative_columns": layout.derivative_columns,
             "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
-            "operations": {fn.name: fn.count() for fn in program.functions.values()},
+            "operations": _operations(program),
             "quick": quick, **({"lanes_object": lane_object[0]} if lane_object else {})}
 
 
@@ -173,23 +173,34 @@ def _batch_copies(layout) -> set[int]:
     return set(range(layout.start["out"], layout.status + 3)) | {layout.start["bounded"]}
 
 
-def _cached_lanes(name: str, trace_again) -> list[bytes]:
+def _operations(program) -> dict[str, int]:
+    """The operations of each generated function: with the workspace's size, what says that lane code compiled
+    later is of the solver's own program (``lanes.Batches``)."""
+    return {fn.name: fn.count() for fn in program.functions.values()}
+
+
+def _cached_lanes(name: str, trace_again) -> dict:
     """The lane code of cache entry ``name`` if another solver or process has stored it since this one loaded
-    (its ``checks=False`` twin, say), else ``trace_again()``."""
+    (its ``checks=False`` twin, say), else ``trace_again()``; as ``_lane_code`` gives it."""
     record = cache.load(name)
-    return record["lanes_object"] if record is not None and "lanes_object" in record else trace_again()
+    if record is not None and "lanes_object" in record:
+        return {"lanes_object": record["lanes_object"], "size": record["size"], "operations": record["operations"]}
+    return trace_again()
 
 
 def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joints, frames, wrench_axes: str,
-               derivatives: bool, quick: bool, prefix: str) -> list[bytes]:
+               derivatives: bool, quick: bool, prefix: str) -> dict:
     """The lane code of a solver compiled before without it: its program traced again from the same samples (so
     the same plan and workspace) and compiled (``lanes.compile_module``; in the background, in a worker process:
-    ``background.lane_code_elsewhere``)."""
+    ``background.lane_code_elsewhere``). Returned with the program's workspace size and operations, which the
+    solver checks against its own before it runs the code: a process whose settings differ (another gtdyn on its
+    path, a changed constant) traces another program, which would write past the workspace."""
     samples = sample_states(robot, template.kind, qdd_joints, wrench_frames=len(frames))
     with np.errstate(all="ignore"):
         program = generate(robot, template.problem, order, gravity, samples, frames, wrench_axes, derivatives)
     functions, _ = split.split_large(program.functions, program.layout, program.rare)
-    return lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout))
+    return {"lanes_object": lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout)),
+            "size": program.layout.size, "operations": _operations(program)}
 
 
 def unpickled(template: Query, qdd_joints, order, record: dict, name: str, checks: bool, wrench_frames, wrench_axes,

@@ -282,7 +282,11 @@ class Batches:
     def _tier_up(self) -> None:
         n_out, start = self.status_column + 3, self.record["start"]["out"]
         try:
-            obj = self.later()
+            made = self.later()  # build._lane_code's answer
+            if (made["size"], made["operations"]) != (self.size, self.record["operations"]):
+                raise RuntimeError(f"they were traced from another program (a workspace of {made['size']} values, "
+                                   f"not {self.size})")
+            obj = made["lanes_object"]
             loaded = self._loaded(obj)
             inputs = start - self.record["start"]["inputs"]  # a batch's row: the inputs, which the answer follows
             rows = np.random.default_rng(0).uniform(-1.0, 1.0, (CHECKED_ROWS, inputs))

@@ -14,6 +14,7 @@ import numpy as np
 
 from gtdyn.arguments import choice, flag, robot_argument, whole_number
 from gtdyn.arguments.series import batch_starts, check_trajectory_memory, time_grid
+from gtdyn.compiled import lanes as compiled_lanes
 from gtdyn.compiled.lanes import WIDTH
 from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
@@ -59,7 +60,8 @@ class Trajectories:
 
 
 def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
-                   threads: int = 1, lanes: bool = False, progress: bool | None = None, **options) -> Trajectories:
+                   threads: int = 1, lanes: bool | None = None, progress: bool | None = None,
+                   **options) -> Trajectories:
     """``gtdyn.simulate(robot, q0[i], v0[i], tau=tau, dt=dt, steps=steps, method=method, **options)`` for each row
     i of ``q0`` and ``v0`` (arrays (N, n)), on ``threads`` native threads; the runs stacked as ``Trajectories``
     (``q`` of shape (N, steps + 1, n), …), each bit for bit what ``simulate`` gives alone.
@@ -69,26 +71,29 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     ``contacts``). Runs that loop natively (fixed-base trees, Euler, semi-implicit Euler or RK4, held torques or a
     ``PDController``) run side by side; the others take the Python stepper and share the GIL. A run that fails
     raises its error, with a note naming its row (the lowest failing row, whatever the threads); the warnings of
-    each run are ``simulate``'s. ``progress``: as ``simulate``'s, counting runs.
+    each run are ``simulate``'s, once each. ``progress``: as ``simulate``'s, counting runs.
 
-    ``lanes=True``: runs that loop natively go four at a time through one loop in the SIMD lanes of a core
-    (``gtdyn.compiled.lanes``; the solver is compiled with ``lanes=True`` once, and cached), the same bits as
-    one by one. A step that does not pass in one of the four is taken by all four's Python steppers; a group
-    whose run fails is run again row by row, so errors name their rows as without lanes (warnings the group gave
-    before it failed then come twice)."""
+    Runs that loop natively go four at a time through one loop in the SIMD lanes of a core once the solver has
+    lane code (``gtdyn.compiled.lanes``), the same bits as one by one, about three times the steps per second.
+    ``lanes=None`` (the default): where the solver's cache entry has it, and for a batch of
+    ``gtdyn.compiled.lanes.LANES_AFTER`` steps or more (runs × steps), compiled in the background while the first
+    groups run one by one (as a solver's batches tier up); on several threads a smaller batch shares its rows out
+    one by one. ``lanes=True`` compiles it first if need be; ``lanes=False`` never uses it. A step that does not
+    pass in one of the four is taken by all four's Python steppers; a run that fails there leaves the group, and
+    the runs below it go on alone from where they were."""
     robot_argument(robot)
     q0, v0 = batch_starts(robot, q0, v0)
     choice("method", method, METHODS)
     threads = whole_number("threads", threads, 1)
-    lanes = flag("lanes", lanes)
+    lanes = None if lanes is None else flag("lanes", lanes)
     dt, steps = time_grid(dt, steps)
     check_trajectory_memory(robot, steps, runs=len(q0))
-    options = {**options, "tau": tau, "dt": dt, "steps": steps, "method": method, "progress": False}
+    options = {**options, "tau": tau, "dt": dt, "steps": steps, "method": method}
     stacked: dict = {}  # the first run's t, robot, method and gravity, and the stacked arrays (shaped by it)
     errors: dict[int, BaseException] = {}
     done = [0]
-    size = WIDTH if lanes else 1  # rows claimed at a time
-    found: dict = {}  # whether the runs loop natively, once known (``_in_lanes``)
+    code = _LaneCode(lanes, len(q0) * steps)
+    size = WIDTH if len(q0) >= WIDTH and (lanes or (lanes is None and (threads == 1 or code.big))) else 1
     claim, lock = iter(range(0, len(q0), size)), threading.Lock()
 
     def keep(i: int, run: Trajectory) -> None:
@@ -108,13 +113,16 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
             if first is None:
                 return
             rows = range(first, min(first + size, len(q0)))
-            runs = _in_lanes(robot, q0, v0, rows, options, found) if len(rows) == WIDTH else None
-            for i in rows:
-                try:
-                    keep(i, runs[i - first] if runs else simulate(robot, q0[i], v0[i], **options))
-                except Exception as e:  # every run's error is kept; the lowest row's is raised
+            if size == 1:
+                ended = {first: _alone(robot, q0[first], v0[first], options)}
+            else:
+                ended = _group(robot, q0, v0, rows, options, code)
+            for i, run in ended.items():
+                if isinstance(run, BaseException):  # every run's error is kept; the lowest row's is raised
                     with lock:
-                        errors[i] = e
+                        errors[i] = run
+                else:
+                    keep(i, run)
             with lock:
                 done[0] += len(rows)
             if report is not None:
@@ -135,22 +143,65 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     return Trajectories(**stacked)
 
 
-def _in_lanes(robot: Robot, q0, v0, rows: range, options: dict, found: dict) -> list[Trajectory] | None:
-    """The runs of ``rows`` (``WIDTH`` of them) side by side in one lane loop, or None where they do not loop
-    natively or one fails (the caller then runs them one by one, as ``simulate`` would, raising where it does).
-    ``found``: the batch's memo of whether its runs loop natively (the same for every row), so that runs in
-    Python compile no lane solver and a batch sets up one run to find out, not one per group."""
-    options = {key: value for key, value in options.items() if key != "progress"}
+def _alone(robot: Robot, q0, v0, options: dict) -> Trajectory | BaseException:
     try:
-        if "native" not in found:
-            found["native"] = prepare(robot, q0[rows[0]], v0[rows[0]], **options).native
-        if not found["native"]:
-            return None
-        runs = [prepare(robot, q0[i], v0[i], lanes=True, **options) for i in rows]
-        native_loop.run_group(runs)
-        return [run.finish() for run in runs]
-    except Exception:  # noqa: BLE001 — the rows again, one by one, name their own errors
-        return None
+        return simulate(robot, q0, v0, progress=False, **options)
+    except Exception as error:  # noqa: BLE001 — the caller keeps it, and raises the lowest row's
+        return error
+
+
+class _LaneCode:
+    """Whose lane code a batch's groups loop in. The first group's solver is asked for it (``lanes=True``: at
+    once; None: in the background for a big batch); any thread's solver that has it serves: the code keeps its
+    state in the workspace each group brings."""
+
+    def __init__(self, asked: bool | None, work: int):
+        self.asked, self.big = asked, work >= compiled_lanes.LANES_AFTER
+        self._first = None
+        self._lock = threading.Lock()
+
+    def solver(self, mine):
+        """A solver with lane code for ``mine``'s groups (``mine`` itself, or the first group's), or None."""
+        with self._lock:
+            if self._first is None:
+                self._first = mine
+                if self.asked or (self.asked is None and self.big):
+                    mine.compile_lanes(wait=bool(self.asked))
+        return next((solver for solver in (mine, self._first) if solver.lanes), None)
+
+
+def _group(robot: Robot, q0, v0, rows: range, options: dict, code: _LaneCode) -> dict:
+    """The runs of ``rows`` (up to ``WIDTH``), each row's trajectory or the error it raised: side by side in one
+    lane loop where all four loop natively and lane code is there, else one by one. Each run is set up once and
+    each of its steps taken once, so it warns as ``simulate`` would. Rows after a failed one are left out: the
+    batch raises the lowest failing row's error."""
+    runs: list = []
+    ended: dict = {}
+    for i in rows:
+        try:
+            runs.append(prepare(robot, q0[i], v0[i], lanes=None, **options))
+        except Exception as error:  # noqa: BLE001 — kept for the caller
+            ended[i] = error
+            break
+    resume = [0] * len(runs)
+    lane_solver = code.solver(runs[0].forward) if len(runs) == WIDTH and all(r.native for r in runs) else None
+    if lane_solver is not None:
+        try:
+            native_loop.run_group(runs, lane_solver)
+        except native_loop.GroupStopped as stop:  # the runs before it took the step; they go on alone
+            ended[rows[stop.run]] = stop.error
+            del runs[stop.run:]
+            resume = [stop.step + 1] * len(runs)
+        else:
+            return {i: run.finish() for i, run in zip(rows, runs)}
+    for i, run, start in zip(rows, runs, resume):
+        try:
+            run.step_all(start=start)
+            ended[i] = run.finish()
+        except Exception as error:  # noqa: BLE001 — kept for the caller
+            ended[i] = error
+            break
+    return ended
 
 
 def _allocate(run: Trajectory, count: int) -> dict:

@@ -319,27 +319,39 @@ def applies(robot, method: str, torque, forward) -> bool:
             and type(forward) is CompiledSolver and not forward.wrench_frames and forward._owner == get_ident())
 
 
-def run_loop(stepper, samples, report, solver, method: str, dt: float, torque) -> None:
-    """``simulate``'s time loop in native code, chunk by chunk; a step whose evaluation does not pass goes through
-    ``stepper`` (the Python path: the reference path answers, warns or raises), and the loop resumes after it."""
+def run_loop(stepper, samples, report, solver, method: str, dt: float, torque, start: int = 0) -> None:
+    """``simulate``'s time loop in native code, chunk by chunk, from step ``start`` (the stepper's state is that
+    step's start); a step whose evaluation does not pass goes through ``stepper`` (the Python path: the reference
+    path answers, warns or raises), and the loop resumes after it."""
     state = np.concatenate([stepper.x, stepper.y]).astype(float)
     plan, rows = plan_of(solver, dt, torque, samples, state)
-    _loop(plan, [(stepper, samples, state)], method, law_of(torque), report)
+    _loop(plan, [(stepper, samples, state)], method, law_of(torque), report, start)
     del rows  # alive until here: the plan points to them
 
 
-def run_group(runs: list, report=None) -> None:
+class GroupStopped(Exception):
+    """A run of a lane group raised ``error`` in its Python step ``step``: the group's runs before it (``run``,
+    its index) have taken that step, the others have not."""
+
+    def __init__(self, run: int, step: int, error: BaseException):
+        super().__init__(f"run {run} of a lane group failed at step {step}")
+        self.run, self.step, self.error = run, step, error
+
+
+def run_group(runs: list, lane_solver, report=None) -> None:
     """Runs side by side in one lane loop (``simulate_batch``): ``gtdyn.simulation.simulate.Run``s, as many as a
-    lane group's states (``gtdyn.compiled.lanes.WIDTH``), of the same solver (compiled with lanes), method, Δt,
-    steps and torque source, each looping natively. A step that does not pass in one run goes through every run's
-    Python stepper (the others' certified steps give the same bits there), and the loop resumes after it."""
+    lane group's states (``gtdyn.compiled.lanes.WIDTH``), of the same solver, method, Δt, steps and torque source,
+    each looping natively, through the lane code of ``lane_solver`` (any thread's solver of the same cache entry:
+    the code keeps its state in the workspace the group brings). A step that does not pass in one run goes
+    through every run's Python stepper (the others' certified steps give the same bits there), and the loop
+    resumes after it; a run that raises there stops the group (``GroupStopped``)."""
     first = runs[0]
     solver, width = first.forward, len(runs)
     states = [np.concatenate([r.stepper.x, r.stepper.y]).astype(float) for r in runs]
     plan, rows = plan_of(solver, first.dt, first.torque, first.samples, states[0])
     ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
     plan[_FIELDS.index("ws")] = ws.ctypes.data
-    plan[_FIELDS.index("run")] = solver._batches.lanes.address[solver._entry]
+    plan[_FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
     arrays = {"state": states} | {name: [getattr(r.samples, name.lower()) for r in runs]
                                   for name in _PER_RUN if name != "state"}
     addresses = {name: np.array([a.ctypes.data for a in arrays[name]], dtype=np.int64) for name in _PER_RUN}
@@ -350,20 +362,25 @@ def run_group(runs: list, report=None) -> None:
     del rows, ws, addresses  # alive until here: the plan points to them
 
 
-def _loop(plan: np.ndarray, runs: list, method: str, passive, report) -> None:
+def _loop(plan: np.ndarray, runs: list, method: str, passive, report, start: int = 0) -> None:
     """Chunks of the native loop over ``runs`` ((stepper, samples, state) each, the state x then y, which the plan
-    points to), each step the loop stops at taken by the runs' Python steppers."""
+    points to) from step ``start``, each step the loop stops at taken by the runs' Python steppers."""
     stepper, samples, state = runs[0]
     steps, n = len(samples.t) - 1, len(stepper.x)
-    k = 0
+    k = start
     while k < steps:
         end = min(k + CHUNK, steps)
         k = run(plan, n, method, passive, k, end, len(runs))
         if k < end:  # the Python step, from the state the loop stopped at
-            for stepper, samples, state in runs:
+            for j, (stepper, samples, state) in enumerate(runs):
                 stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
-                stepper.record(k, samples.t[k], samples)
-                stepper.advance(k, samples.t[k])
+                try:
+                    stepper.record(k, samples.t[k], samples)
+                    stepper.advance(k, samples.t[k])
+                except Exception as error:
+                    if len(runs) == 1:
+                        raise
+                    raise GroupStopped(j, k, error) from error
                 state[:n], state[n:] = stepper.x, stepper.y  # in place: the plan points to it
             k += 1
         if report is not None:

@@ -79,10 +79,12 @@ class Run:
     stepper: Stepper
     native: bool
 
-    def step_all(self, report: Progress | None = None) -> None:
-        """Every step: in the native time loop where it applies, else through the Python stepper."""
+    def step_all(self, report: Progress | None = None, start: int = 0) -> None:
+        """Every step from ``start`` (the stepper's state is that step's start; only a run that loops natively
+        resumes after 0): in the native time loop where it applies, else through the Python stepper."""
         if self.native:
-            native_loop.run_loop(self.stepper, self.samples, report, self.forward, self.method, self.dt, self.torque)
+            native_loop.run_loop(self.stepper, self.samples, report, self.forward, self.method, self.dt, self.torque,
+                                 start)
         else:
             _run(self.stepper, self.samples, report)
 
@@ -94,9 +96,9 @@ class Run:
 
 def prepare(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
             base_pose=None, base_twist=None, gravity=GRAVITY, external_wrenches=None, wrench_axes: str = "local",
-            contacts=None, checks: bool = True, lanes: bool = False) -> Run:
-    """``simulate``'s arguments checked and its run set up (``lanes``: its solver also compiled on SIMD lanes, for
-    ``simulate_batch``)."""
+            contacts=None, checks: bool = True, lanes: bool | None = False) -> Run:
+    """``simulate``'s arguments checked and its run set up (``lanes``: its solver's, ``gtdyn.compile``'s: None for
+    ``simulate_batch``, whose solver may compile its lane code later)."""
     robot_argument(robot)
     choice("method", method, METHODS)
     dt, steps = time_grid(dt, steps)

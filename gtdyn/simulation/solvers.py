@@ -17,8 +17,9 @@ REMEMBERED_SOLVERS = 16
 
 
 def forward_solver(robot: Robot, gravity, checks: bool = True, contacts=None, external_wrenches=None,
-                   wrench_axes: str = "local", lanes: bool = False):
-    """The run's compiled forward solver (ABA; ``lanes``: the plain one also on SIMD lanes). The plain one (no
+                   wrench_axes: str = "local", lanes: bool | None = False):
+    """The run's compiled forward solver (ABA; ``lanes``: ``gtdyn.compile``'s, for the plain one: False for
+    ``simulate``, None for ``simulate_batch``, whose solver may compile its lane code later). The plain one (no
     contacts, no wrenches) is remembered across runs: loading it from the disk cache costs milliseconds, more than
     a short run's steps."""
     if contacts or external_wrenches:
@@ -26,7 +27,7 @@ def forward_solver(robot: Robot, gravity, checks: bool = True, contacts=None, ex
                               wrench_frames=list(external_wrenches or ()), wrench_axes=wrench_axes)
     # per thread: a solver's workspace (and so the native time loop) belongs to the thread that compiled it
     key = (robot_fingerprint(robot), tuple(robot.joint_names), tuple(np.asarray(gravity, float)), bool(checks),
-           bool(lanes), threading.get_ident())
+           lanes, threading.get_ident())
     with _SOLVERS_LOCK:
         solver = _SOLVERS.get(key)
         if solver is not None:
