@@ -142,3 +142,13 @@ def coupling(names, transmissions) -> tuple[np.ndarray, np.ndarray]:
             G[names.index(joint), independent.index(driver)] = ratio
         offset[names.index(joint)] = shift
     return G, offset
+
+
+def elementary_rpy(roll, pitch, yaw) -> np.ndarray:
+    """Rz(yaw)·Ry(pitch)·Rx(roll), URDF's fixed-axis angles, from numpy's cos and sin (independent of
+    ``gtdyn.spatial``)."""
+    c, s = np.cos, np.sin
+    Rx = np.array([[1, 0, 0], [0, c(roll), -s(roll)], [0, s(roll), c(roll)]])
+    Ry = np.array([[c(pitch), 0, s(pitch)], [0, 1, 0], [-s(pitch), 0, c(pitch)]])
+    Rz = np.array([[c(yaw), -s(yaw), 0], [s(yaw), c(yaw), 0], [0, 0, 1]])
+    return Rz @ Ry @ Rx

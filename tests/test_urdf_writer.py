@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from references import elementary_rpy
 
 from gtdyn.errors import ArgumentError
 from gtdyn.io.urdf import read_urdf
@@ -17,21 +18,13 @@ from gtdyn.spatial import roll_pitch_yaw
 ULPS = 1e-13  # rotations go through roll-pitch-yaw and back: a few ulps
 
 
-def rpy_matrix(roll, pitch, yaw):
-    c, s = np.cos, np.sin
-    Rx = np.array([[1, 0, 0], [0, c(roll), -s(roll)], [0, s(roll), c(roll)]])
-    Ry = np.array([[c(pitch), 0, s(pitch)], [0, 1, 0], [-s(pitch), 0, c(pitch)]])
-    Rz = np.array([[c(yaw), -s(yaw), 0], [s(yaw), c(yaw), 0], [0, 0, 1]])
-    return Rz @ Ry @ Rx
-
-
 def test_roll_pitch_yaw_inverts_urdf_convention():
     rng = np.random.default_rng(40)
     angles = [tuple(rng.uniform(-3, 3, 3)) for _ in range(200)]
     angles += [(0.3, math.pi / 2, 0.7), (-1.0, -math.pi / 2, 2.0), (0.0, 0.0, 0.0), (math.pi, 0.0, 0.0)]
     for roll, pitch, yaw in angles:
-        R = rpy_matrix(roll, pitch, yaw)
-        assert np.max(np.abs(rpy_matrix(*roll_pitch_yaw(R)) - R)) < ULPS
+        R = elementary_rpy(roll, pitch, yaw)
+        assert np.max(np.abs(elementary_rpy(*roll_pitch_yaw(R)) - R)) < ULPS
 
 
 @pytest.mark.parametrize("seed", range(3))

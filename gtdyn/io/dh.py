@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gtdyn.spatial import cos_sin
+
 
 @dataclass(frozen=True)
 class DHLink:
@@ -25,7 +27,7 @@ class DHLink:
 
 
 def _rot_x(alpha: float) -> np.ndarray:
-    c, s = np.cos(alpha), np.sin(alpha)
+    c, s = cos_sin(alpha)  # a quarter turn exactly, as the URDF reader turns the rpy this writes
     return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
 
 
