@@ -1,7 +1,7 @@
 """Why ``gtdyn.compiled.objects`` turns LLVM's post-RA scheduler off, which optimization pipeline (-O level) it
-runs, why stores are written next to their values (``gtdyn.compiled.trace.EARLY_STORES``), and why spilled values
-share stack slots (LLVM's default): compile time and the speed of the code each setting makes, on a robot's
-forward and inverse dynamics (with derivatives).
+runs, why stores are written next to their values (``gtdyn.compiled.dataflow.EARLY_STORES``), and why spilled
+values share stack slots (LLVM's default): compile time and the speed of the code each setting makes, on a
+robot's forward and inverse dynamics (with derivatives).
 
     python -m benchmarks.codegen_options [--last N] [robot ...]
         (default: ur5 talos; a bundled name or a URDF path; --last N: only the last N settings)
@@ -22,10 +22,10 @@ CHILD = '''
 import json, sys, time, warnings
 import numpy as np
 import gtdyn
-from gtdyn.compiled import objects, trace
+from gtdyn.compiled import dataflow, objects
 objects.CODEGEN_OPTIONS = tuple(OPTIONS)
 objects.PIPELINE_SPEED_LEVEL = LEVEL
-trace.EARLY_STORES = EARLY
+dataflow.EARLY_STORES = EARLY
 sys.path.insert(0, ROOT)
 from benchmarks.derivatives import load, states
 

@@ -36,8 +36,8 @@ from test_determinacy import STATE, load_chain
 
 import gtdyn
 from gtdyn.bench.pinocchio import PinocchioModel
+from gtdyn.compiled import dataflow, trace
 from gtdyn.compiled import kinematics as traced
-from gtdyn.compiled import trace
 from gtdyn.compiled.states import sample_states
 from gtdyn.orderings import applicable
 from gtdyn.spatial import screw_exp
@@ -708,7 +708,7 @@ def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_pat
 
 
 def test_stores_move_to_their_values_only_where_that_changes_nothing():
-    """``trace.early_stores``: a store is written right after its value's operation unless a call, or a load or
+    """``dataflow.early_stores``: a store is written right after its value's operation unless a call, or a load or
     store of the same entry, lies between; the machine code then leaves ``ws`` exactly as the traced order does
     (checked against the code with every store where it was traced)."""
     from gtdyn.compiled import native
@@ -726,7 +726,7 @@ def test_stores_move_to_their_values_only_where_that_changes_nothing():
     fn.call(callee)
     fn.store(6, negated)        # a call (which reads entry 6) lies between: stays
     fn.store(5, a * 3.0)        # defined after the call: moves (nothing between)
-    moved = trace.early_stores(fn)
+    moved = dataflow.early_stores(fn)
     assert moved == {b.id: [fn.ops.index(("store", 2, b))], total.id: [fn.ops.index(("store", 4, total))],
                      len(fn.ops) - 2: [len(fn.ops) - 1]}
     functions = {"g": callee, "f": fn}
@@ -734,12 +734,12 @@ def test_stores_move_to_their_values_only_where_that_changes_nothing():
     start = rng.normal(size=8)
     results = []
     for early in (True, False):
-        trace.EARLY_STORES = early
+        dataflow.EARLY_STORES = early
         try:
             loaded = native.Loaded(native.compile_object(native.module_ir(functions, "s_", entries=())), "s_",
                                    entries=(), extra=["f"])
         finally:
-            trace.EARLY_STORES = True
+            dataflow.EARLY_STORES = True
         ws = start.copy()
         ctypes.CFUNCTYPE(None, ctypes.c_void_p)(loaded.extra["f"])(ws.ctypes.data)
         results.append(ws)
@@ -748,6 +748,36 @@ def test_stores_move_to_their_values_only_where_that_changes_nothing():
     expected[2:8] = start[1], start[0] * start[1], start[0] + start[1], start[0] * 3.0, -start[0], start[6] + 1.0
     assert np.array_equal(results[0], expected)  # g read entry 6 before the store to it
 
+
+
+def test_negations_are_carried_to_where_they_cost_nothing():
+    """A negation is not computed where it can be folded: into a subtraction, a constant factor, a quotient or an
+    absolute value; only values stored negated keep one (here two). Every rewrite is exact in IEEE arithmetic, so
+    the machine code gives the bits of the same formulas evaluated as written, with their negations."""
+    from gtdyn.compiled import native
+
+    fn = trace.Function("f")
+    a, b, c, d, x = (fn.load(i) for i in range(5))
+    e = (0.0 - a * b) - c * d  # −(ab + cd): the elimination's row updates of a structural zero
+    stored = {5: e, 6: e * 2.0, 7: x - e, 8: (-a) * (-b), 9: (-a) / 4.0, 10: trace.fabs(-c), 11: (-a) + 3.0,
+                 12: (-a) / b, 13: a / (-b), 14: 2.0 / (-b), 15: (-a) - (-b)}
+    for index, value in stored.items():
+        fn.store(index, value)
+    kinds = [op[0] for op, keep in zip(fn.ops, fn.live()) if keep and op[0] not in ("load", "store")]
+    # ab, cd, ab + cd, e; e·2 as (ab + cd)·(−2); x + (ab + cd); a·(−0.25); |c|; 3 − a; a/b and its negation
+    # (also a/(−b)); (−2)/b; b − a
+    assert kinds == ["mul", "mul", "add", "neg", "mul", "add", "mul", "abs", "sub", "div", "neg", "div", "sub"]
+    loaded = native.Loaded(native.compile_object(native.module_ir({"f": fn}, "n_", entries=())), "n_", entries=(),
+                           extra=["f"])
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        ws = np.concatenate([rng.normal(size=5), np.zeros(11)])
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(loaded.extra["f"])(ws.ctypes.data)
+        a, b, c, d, x = ws[:5]
+        e = (0.0 - a * b) - c * d
+        written = [e, e * 2.0, x - e, (-a) * (-b), (-a) / 4.0, abs(-c), (-a) + 3.0, (-a) / b, a / (-b), 2.0 / (-b),
+                   (-a) - (-b)]
+        assert np.array_equal(ws[5:], written)
 
 def _stale_reads(functions: dict, entry: str, first_output: int) -> list[tuple[str, int]]:
     """The ``ws`` entries beyond the inputs that a call of ``entry`` reads before it writes them (following its
@@ -792,7 +822,7 @@ def test_a_call_reads_nothing_a_previous_call_left(name, kind, monkeypatch):
 
 
 def test_dependence_follows_values_through_the_code():
-    """``trace.dependence``: which chosen loads each store's value depends on (the derivatives group outputs by
+    """``dataflow.dependence``: which chosen loads each store's value depends on (the derivatives group outputs by
     it); loads not chosen, constants and folded-away zeros contribute nothing."""
     fn = trace.Function("f")
     a, b, c = fn.load(0), fn.load(1), fn.load(2)
@@ -800,7 +830,7 @@ def test_dependence_follows_values_through_the_code():
     fn.store(11, -(b + a))
     fn.store(12, c * 2.0)
     fn.store(13, 0.0 * a)
-    assert trace.dependence(fn, {0: 0, 1: 1}) == {10: 0b01, 11: 0b11, 12: 0, 13: 0}
+    assert dataflow.dependence(fn, {0: 0, 1: 1}) == {10: 0b01, 11: 0b11, 12: 0, 13: 0}
 
 
 def test_the_garbage_collector_is_paused_while_code_is_made_and_restored_after():

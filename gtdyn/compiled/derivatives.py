@@ -38,7 +38,7 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
-from gtdyn.compiled import base_inputs, trace
+from gtdyn.compiled import base_inputs, dataflow, trace
 from gtdyn.compiled.dual import Cuts, Dual, tangents
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout
@@ -184,7 +184,7 @@ def derivative_functions(robot: Robot, problem: Problem, gravity, plan: Plan, co
 def _row_support(seeds: dict, solve_t: trace.Function, layout: Layout) -> dict[int, int]:
     """Per solved output, the rows its λ = A⁻ᵀ zₒ is non-zero on by structure, as a bit mask."""
     start = layout.start
-    reaches = trace.dependence(solve_t, {start["zt"] + c: c for c in range(layout.unknowns)})
+    reaches = dataflow.dependence(solve_t, {start["zt"] + c: c for c in range(layout.unknowns)})
     row_masks = [reaches.get(start["yt"] + i, 0) for i in range(layout.rows)]
     support = {}
     for e, pairs in seeds.items():

@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from gtdyn.compiled import native, parallel, trace
+from gtdyn.compiled import dataflow, native, parallel, trace
 
 LOG = logging.getLogger("gtdyn")
 
@@ -77,7 +77,7 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: 
                 f"  store {vt} {operand(op[2])}, ptr %p{i}, align 8"]
 
     body = [f"define void @{prefix}{fn.name}_x{width}(ptr noalias nocapture %ws) noinline nounwind {{", "entry:"]
-    early = trace.early_stores(fn)  # as the scalar code writes them
+    early = dataflow.early_stores(fn)  # as the scalar code writes them
     moved = {i for stores in early.values() for i in stores}
     for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
         kind = op[0]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import struct
 
-from gtdyn.compiled import objects, trace
+from gtdyn.compiled import dataflow, objects, trace
 from gtdyn.compiled.objects import compile_object, llvm, llvm_lock, target_machine
 
 _INFIX = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
@@ -37,7 +37,7 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
         return f"%r{a.id}" if trace.is_sym(a) else constant(a)
 
     body = [f"define void @{prefix}{fn.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
-    early = trace.early_stores(fn)
+    early = dataflow.early_stores(fn)
     moved = {i for stores in early.values() for i in stores}
 
     def store(i: int, op) -> list[str]:

@@ -92,7 +92,10 @@ def _operation(op: str, *args):
 
 
 def _negated(x):
-    """y if x = −y was written, else None: a + (−y) is written a − y, and a − (−y) as a + y (exact in IEEE)."""
+    """y if x = −y was written, else None. A negation is carried to where it costs nothing, rather than computed:
+    a + (−y) is written a − y, (−x)·y as −(x·y), and the outer negation may vanish in turn, into a subtraction or
+    a constant factor. Each rewrite is exact in IEEE arithmetic (rounding to nearest is symmetric), up to the sign
+    of an exact zero."""
     if type(x) is Sym:
         op = x.fn.ops[x.id]
         if op[0] == "neg":
@@ -102,27 +105,33 @@ def _negated(x):
 
 def add(a, b):
     if type(a) is not Sym:
-        if type(b) is not Sym:
-            return float(a) + float(b)
-        return b if a == 0 else _operation("add", b, float(a))
+        a, b = b, a
+    if type(a) is not Sym:
+        return float(a) + float(b)
+    x = _negated(a)
     if type(b) is not Sym:
-        return a if b == 0 else _operation("add", a, float(b))
-    if _negated(b) is not None:
-        return _operation("sub", a, _negated(b))
-    if _negated(a) is not None:
-        return _operation("sub", b, _negated(a))
-    return _operation("add", a, b)
+        if b == 0:
+            return a
+        return _operation("sub", float(b), x) if x is not None else _operation("add", a, float(b))  # c − x
+    y = _negated(b)
+    if x is not None:
+        return neg(add(x, y)) if y is not None else _operation("sub", b, x)
+    return _operation("sub", a, y) if y is not None else _operation("add", a, b)
 
 
 def sub(a, b):
     if type(b) is not Sym:
         if type(a) is not Sym:
             return float(a) - float(b)
-        return a if b == 0 else _operation("add", a, -float(b))
+        return a if b == 0 else add(a, -float(b))
     if type(a) is not Sym and a == 0:
         return neg(b)
-    if _negated(b) is not None:
-        return add(a, _negated(b))
+    y = _negated(b)
+    if y is not None:
+        return add(a, y)
+    x = _negated(a)
+    if x is not None:  # −x − b = −(x + b)
+        return neg(add(x, b))
     return _operation("sub", a if type(a) is Sym else float(a), b)
 
 
@@ -139,7 +148,14 @@ def mul(a, b):
             return a
         if b == -1:
             return neg(a)
-    return _operation("mul", a, b)
+        x = _negated(a)
+        return _operation("mul", a, b) if x is None else _operation("mul", x, -b)
+    x, y = _negated(a), _negated(b)
+    if x is None and y is None:
+        return _operation("mul", a, b)
+    if x is not None and y is not None:
+        return mul(x, y)
+    return neg(mul(a if x is None else x, b if y is None else y))
 
 
 def div(a, b):
@@ -151,10 +167,20 @@ def div(a, b):
             return a
         if b == -1:
             return neg(a)
-        return _operation("mul", a, 1.0 / b) if math.frexp(b)[0] == 0.5 else _operation("div", a, b)
+        x = _negated(a)
+        if x is not None:
+            a, b = x, -b
+        return _operation("mul", a, 1.0 / b) if abs(math.frexp(b)[0]) == 0.5 else _operation("div", a, b)
     if type(a) is not Sym and a == 0:
         return 0.0
-    return _operation("div", a if type(a) is Sym else float(a), b)
+    x, y = _negated(a), _negated(b)
+    if x is None and y is None:
+        return _operation("div", a if type(a) is Sym else float(a), b)
+    if x is not None and y is not None:
+        return div(x, y)
+    if type(a) is not Sym:  # c / (−y) = (−c) / y
+        return div(-float(a), y)
+    return neg(div(a if x is None else x, b if y is None else y))
 
 
 def neg(a):
@@ -165,6 +191,8 @@ def neg(a):
         return op[1]
     if op[0] == "sub":  # −(x − y) = y − x, exactly
         return a.fn.emit("sub", op[2], op[1])
+    if op[0] == "mul" and type(op[2]) is not Sym:  # −(x · c) = x · (−c)
+        return a.fn.emit("mul", op[1], -op[2])
     return a.fn.emit("neg", a)
 
 
@@ -185,7 +213,10 @@ def sqrt(a):
 
 
 def fabs(a):
-    return abs(float(a)) if type(a) is not Sym else a.fn.emit("abs", a)
+    if type(a) is not Sym:
+        return abs(float(a))
+    x = _negated(a)
+    return a.fn.emit("abs", a if x is None else x)
 
 
 def atan2(y, x):
@@ -334,56 +365,6 @@ class Function:
             live = zip(self.ops, self.live())
             self._count = (len(self.ops), sum(op[0] not in NOT_ARITHMETIC and keep for op, keep in live))
         return self._count[1]
-
-
-def dependence(fn: Function, sources: dict[int, int]) -> dict[int, int]:
-    """For each index ``fn`` stores to: which of the loads from ``sources`` (ws index → bit) its value depends on,
-    as a bit mask — the structure of a linear map, e.g. which entries of y = A⁻ᵀ z each entry of z reaches."""
-    masks = [0] * len(fn.ops)
-    stored = {}
-    for i, op in enumerate(fn.ops):
-        kind = op[0]
-        if kind == "load":
-            masks[i] = 1 << sources[op[1]] if op[1] in sources else 0
-        elif kind == "store":
-            stored[op[1]] = masks[op[2].id] if is_sym(op[2]) else 0
-        elif kind in ("call", "call_unless"):
-            raise ValueError(f"{fn.name}: dependence through a call is not traced")
-        elif kind != "#":
-            for a in op[1:]:
-                if type(a) is Sym:
-                    masks[i] |= masks[a.id]
-    return stored
-
-
-# Each store is written right after the operation that computes its value, where that means the same
-# (``early_stores``), not where it was traced: a traced function may compute many values and store them at its end
-# (the derivatives' partial derivatives), which keeps them all live at once; LLVM's schedulers do not undo that
-# across thousands of instructions, and its register allocator spills. Stored early, the code compiles up to 15 %
-# faster and runs as fast or faster (benchmarks/results/design_measurements.md).
-EARLY_STORES = True
-
-
-def early_stores(fn: Function) -> dict[int, list[int]]:
-    """Stores that may be written right after the operation computing their value: no call and no other access
-    to the same ``ws`` entry lies between (so the function's effect is the same). Definition → the stores moved
-    there; none unless ``EARLY_STORES``."""
-    moved: dict[int, list[int]] = {}
-    if not EARLY_STORES:
-        return moved
-    last_call, last_access = -1, {}
-    for i, op in enumerate(fn.ops):
-        kind = op[0]
-        if kind in ("call", "call_unless"):
-            last_call = i
-        elif kind == "load":
-            last_access[op[1]] = i
-        elif kind == "store":
-            value = op[2]
-            if is_sym(value) and value.id > max(last_call, last_access.get(op[1], -1)):
-                moved.setdefault(value.id, []).append(i)
-            last_access[op[1]] = i
-    return moved
 
 
 class Lanes:
