@@ -93,9 +93,10 @@ def _operation(op: str, *args):
 
 def _negated(x):
     """y if x = −y was written, else None. A negation is carried to where it costs nothing, rather than computed:
-    a + (−y) is written a − y, (−x)·y as −(x·y), and the outer negation may vanish in turn, into a subtraction or
-    a constant factor. Each rewrite is exact in IEEE arithmetic (rounding to nearest is symmetric), up to the sign
-    of an exact zero."""
+    a + (−y) is written a − y, (−x)·y as −(x·y), x·(−c) as −(x·c) (so that x·c and x·(−c) are one product), and
+    the outer negation may vanish in turn, into a subtraction, a quotient or an absolute value, or where it is
+    stored, into the constant factor. Each rewrite is exact in IEEE arithmetic (rounding to nearest is
+    symmetric), up to the sign of an exact zero."""
     if type(x) is Sym:
         op = x.fn.ops[x.id]
         if op[0] == "neg":
@@ -149,7 +150,9 @@ def mul(a, b):
         if b == -1:
             return neg(a)
         x = _negated(a)
-        return _operation("mul", a, b) if x is None else _operation("mul", x, -b)
+        if x is not None:
+            a, b = x, -b
+        return _operation("mul", a, b) if b > 0 else neg(_operation("mul", a, -b))  # x·(−c) = −(x·c): shared
     x, y = _negated(a), _negated(b)
     if x is None and y is None:
         return _operation("mul", a, b)
@@ -191,8 +194,6 @@ def neg(a):
         return op[1]
     if op[0] == "sub":  # −(x − y) = y − x, exactly
         return a.fn.emit("sub", op[2], op[1])
-    if op[0] == "mul" and type(op[2]) is not Sym:  # −(x · c) = x · (−c)
-        return a.fn.emit("mul", op[1], -op[2])
     return a.fn.emit("neg", a)
 
 
@@ -325,6 +326,9 @@ class Function:
         return sym
 
     def store(self, index: int, x) -> None:
+        inner = _negated(x)
+        if inner is not None and self.ops[inner.id][0] == "mul" and type(self.ops[inner.id][2]) is not Sym:
+            x = self.emit("mul", self.ops[inner.id][1], -self.ops[inner.id][2])  # stored: −(x·c) as x·(−c)
         self.append(("store", int(index), x if type(x) is Sym else float(x)), None)
 
     def call(self, other: Function) -> None:
