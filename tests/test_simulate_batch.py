@@ -205,3 +205,20 @@ def test_a_run_that_fails_in_a_lane_group_leaves_it_and_the_runs_below_go_on(pum
     for i in (0, 1):
         for field in ("q", "v", "qdd", "tau"):
             assert np.array_equal(getattr(ended[i], field), getattr(want[i], field)), (i, field)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_warning_raised_as_an_error_at_a_lane_groups_end_names_its_row(puma, threads):
+    """With joint-limit warnings turned into errors, row 5 of 8 (two lane groups) runs past joint 1's limit: its
+    warning, raised where the run ends, is the batch's error, with a note naming the row, on either thread (a
+    helper thread's error used to escape it, leaving the row's arrays unset)."""
+    import warnings
+
+    gtdyn.compile(puma, "forward", ordering="aba", lanes=True)
+    Q0, V0 = np.zeros((8, 6)), np.zeros((8, 6))
+    Q0[5, 0], V0[5, 0] = 2.78, 1.0  # joint 1's limit is 160°, 2.7925 rad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gtdyn.JointLimitWarning)
+        with pytest.raises(gtdyn.JointLimitWarning) as error:
+            gtdyn.simulate_batch(puma, Q0, V0, dt=1e-3, steps=40, threads=threads, lanes=True)
+    assert error.value.__notes__[-1] == "gtdyn.simulate_batch: the run from row 5 of q0 and v0"

@@ -113,10 +113,11 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
             if first is None:
                 return
             rows = range(first, min(first + size, len(q0)))
-            if size == 1:
-                ended = {first: _alone(robot, q0[first], v0[first], options)}
-            else:
-                ended = _group(robot, q0, v0, rows, options, code)
+            try:
+                ended = {first: _alone(robot, q0[first], v0[first], options)} if size == 1 else \
+                    _group(robot, q0, v0, rows, options, code)
+            except Exception as error:  # noqa: BLE001 — never lost in a helper thread, leaving its rows unset
+                ended = {first: error}
             for i, run in ended.items():
                 if isinstance(run, BaseException):  # every run's error is kept; the lowest row's is raised
                     with lock:
@@ -183,20 +184,20 @@ def _group(robot: Robot, q0, v0, rows: range, options: dict, code: _LaneCode) ->
         except Exception as error:  # noqa: BLE001 — kept for the caller
             ended[i] = error
             break
-    resume = [0] * len(runs)
+    resume: list[int | None] = [0] * len(runs)  # where each run goes on alone; None: every step taken
     lane_solver = code.solver(runs[0].forward) if len(runs) == WIDTH and all(r.native for r in runs) else None
     if lane_solver is not None:
         try:
             native_loop.run_group(runs, lane_solver)
+            resume = [None] * len(runs)
         except native_loop.GroupStopped as stop:  # the runs before it took the step; they go on alone
             ended[rows[stop.run]] = stop.error
             del runs[stop.run:]
             resume = [stop.step + 1] * len(runs)
-        else:
-            return {i: run.finish() for i, run in zip(rows, runs)}
     for i, run, start in zip(rows, runs, resume):
         try:
-            run.step_all(start=start)
+            if start is not None:
+                run.step_all(start=start)
             ended[i] = run.finish()
         except Exception as error:  # noqa: BLE001 — kept for the caller
             ended[i] = error
