@@ -137,8 +137,8 @@ def test_a_default_batch_loops_in_lanes_once_they_are_compiled(puma, monkeypatch
     """``lanes=None``: a batch under ``LANES_AFTER`` steps (runs × steps; lowered here to 300) compiles no lane
     code; one over it starts the compile in the background, its groups running one by one meanwhile; once the
     code is there, every group of four loops in lanes, and a fresh solver (a later process) loads it from the
-    cache for a small batch too. Two threads share a small batch's rows out one by one, and ``lanes=False`` never
-    takes lanes. Every batch is ``simulate``'s runs, bit for bit."""
+    cache for a small batch too, on one thread or two. ``lanes=False`` never takes lanes. Every batch is
+    ``simulate``'s runs, bit for bit."""
     from gtdyn.compiled import lanes
     from gtdyn.simulation import native_loop, solvers
 
@@ -170,9 +170,10 @@ def test_a_default_batch_loops_in_lanes_once_they_are_compiled(puma, monkeypatch
     del groups[:]
     assert_stacked(gtdyn.simulate_batch(puma, Q0[:5], V0[:5], **kw), want[:5])  # 200 steps
     assert groups == [4]
-    for options in (dict(threads=2), dict(lanes=False)):
-        assert_stacked(gtdyn.simulate_batch(puma, Q0[:5], V0[:5], **kw, **options), want[:5])
-        assert groups == [4]
+    assert_stacked(gtdyn.simulate_batch(puma, Q0[:5], V0[:5], **kw, lanes=False), want[:5])
+    assert groups == [4]
+    assert_stacked(gtdyn.simulate_batch(puma, Q0[:8], V0[:8], **kw, threads=2), want[:8])  # 320 steps, cached
+    assert groups == [4, 4, 4]
 
 
 def test_a_run_that_fails_in_a_lane_group_leaves_it_and_the_runs_below_go_on(puma, monkeypatch):

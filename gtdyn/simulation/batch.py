@@ -77,10 +77,10 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     lane code (``gtdyn.compiled.lanes``), the same bits as one by one, about three times the steps per second.
     ``lanes=None`` (the default): where the solver's cache entry has it, and for a batch of
     ``gtdyn.compiled.lanes.LANES_AFTER`` steps or more (runs × steps), compiled in the background while the first
-    groups run one by one (as a solver's batches tier up); on several threads a smaller batch shares its rows out
-    one by one. ``lanes=True`` compiles it first if need be; ``lanes=False`` never uses it. A step that does not
-    pass in one of the four is taken by all four's Python steppers; a run that fails there leaves the group, and
-    the runs below it go on alone from where they were."""
+    groups run one by one (as a solver's batches tier up); on several threads a smaller batch without lane code
+    shares its rows out one by one. ``lanes=True`` compiles it first if need be; ``lanes=False`` never uses it. A
+    step that does not pass in one of the four is taken by all four's Python steppers; a run that fails there
+    leaves the group, and the runs below it go on alone from where they were."""
     robot_argument(robot)
     q0, v0 = batch_starts(robot, q0, v0)
     choice("method", method, METHODS)
@@ -93,7 +93,8 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     errors: dict[int, BaseException] = {}
     done = [0]
     code = _LaneCode(lanes, len(q0) * steps)
-    size = WIDTH if len(q0) >= WIDTH and (lanes or (lanes is None and (threads == 1 or code.big))) else 1
+    size = WIDTH if len(q0) >= WIDTH and (lanes or (lanes is None and (threads == 1 or code.big or _lanes_ready(
+        robot, q0[0], v0[0], options)))) else 1
     claim, lock = iter(range(0, len(q0), size)), threading.Lock()
 
     def keep(i: int, run: Trajectory) -> None:
@@ -149,6 +150,16 @@ def _alone(robot: Robot, q0, v0, options: dict) -> Trajectory | BaseException:
         return simulate(robot, q0, v0, progress=False, **options)
     except Exception as error:  # noqa: BLE001 — the caller keeps it, and raises the lowest row's
         return error
+
+
+def _lanes_ready(robot: Robot, q0, v0, options: dict) -> bool:
+    """Whether the batch's runs would loop in lanes at once: row 0's run, set up here, loops natively and its
+    solver (this thread's, remembered for the first group) already has lane code, from the cache."""
+    try:
+        run = prepare(robot, q0, v0, lanes=None, **options)
+    except Exception:  # noqa: BLE001 — row 0 raises its own error when it runs
+        return False
+    return run.native and bool(run.forward.lanes)
 
 
 class _LaneCode:
