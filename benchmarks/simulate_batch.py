@@ -1,7 +1,8 @@
 """Many rollouts at once: ``gtdyn.simulate_batch`` on 1 and 2 threads against one run after another in a Python
 loop over Pinocchio's ``pin.aba``, in one process, on the PUMA 560 and Talos: semi-implicit Euler without
 gravity, a PD tracking a sampled reference (``gtdyn.PDController``, the rows of ``benchmarks.simulation``), from
-N random starts; state by state and four runs at a time in SIMD lanes (``lanes=True``).
+N random starts; state by state (``lanes=False``) and four runs at a time in SIMD lanes (``lanes=True``; the
+default, ``lanes=None``, takes them once its solver has lane code: cached, or compiled for a big batch).
 
     python -m benchmarks.simulate_batch [STATES [STEPS [DT]]]     # 16 states of 2,000 steps of 1 ms by default
 
