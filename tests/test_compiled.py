@@ -570,6 +570,28 @@ def test_traced_screw_exponential_matches_gtsam():
             and np.array_equal(np.asarray(pose.p, float), np.zeros(3)))
 
 
+
+def test_a_revolute_joints_traced_transform_reads_its_angle_through_sine_and_cosine_alone():
+    """A revolute axis has no pitch (ωᵀv = 0): its translation ω (ωᵀv) θ + v⊥ sin θ + (ω × v)(1 − cos θ) has no term
+    in θ itself (the general formula's θ terms cancel, and computed they grew with θ and left A's entries without
+    a bound); a screw with a pitch keeps its θ term. Against gtsam at large angles too."""
+    rng = np.random.default_rng(27)
+    w = rng.normal(size=3)
+    w /= np.linalg.norm(w)
+    revolute = np.concatenate([w, np.cross(rng.uniform(-2, 2, 3), w)])
+    for S, linear in ((revolute, False), (np.concatenate([w, w * 0.3 + np.cross([1.0, 0, 0], w)]), True)):
+        fn = trace.Function("t")
+        theta = fn.load(0, val=np.array([0.4]))
+        pose = traced.screw_exp(S, theta)
+        for value in list(np.ravel(pose.R)) + list(np.ravel(pose.p)):
+            fn.store(1, value)
+        users = {op[0] for op, keep in zip(fn.ops, fn.live()) if keep and theta in op[1:]}
+        assert users == ({"sin", "cos", "mul"} if linear else {"sin", "cos"}), users
+    for angle in (1e3 + 0.3, -2.5e4):
+        pose = traced.screw_exp(revolute, angle)
+        want = screw_exp(revolute, angle)
+        assert np.allclose(np.asarray(pose.translation(), float), want.translation(), rtol=0, atol=1e-9)
+
 # -- 12. bad arguments to compile -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, match", [

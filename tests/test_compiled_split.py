@@ -56,11 +56,11 @@ def _run(fn: trace.Function, ws: np.ndarray) -> None:
 
 
 def test_a_robot_compiled_in_pieces_gives_the_same_bits(monkeypatch, tmp_path):
-    """A 14-link chain's RNEA (a plan certified three ways: u, Schur's u_S, the estimate) with every function of
+    """A 13-link chain's RNEA (a plan certified three ways: u, Schur's u_S, the estimate) with every function of
     over 600 operations in pieces of 300 — the factor, the solves, the estimate's ``exact`` — gives, one call at a time
     and in SIMD lanes (lane groups whose lanes take different branches), the same answers, verdicts, ways and κ as
     compiled whole."""
-    chain = chain_with_urdf(14, str(tmp_path))[0]
+    chain = chain_with_urdf(13, str(tmp_path))[0]
     whole = gtdyn.compile(chain, "inverse", use_cache=False, lanes=True)
     monkeypatch.setattr(split, "CUT_ABOVE", 600)
     monkeypatch.setattr(split, "PIECE", 300)

@@ -76,8 +76,15 @@ def screw_exp(S: np.ndarray, theta) -> TracedPose:
     K2 = K @ K
     one_minus_c = 1.0 - c
     R = np.eye(3) + K * s + K2 * one_minus_c
-    # ∫₀^θ exp([ω]t) dt · v = (I θ + (1 − cos θ) [ω] + (θ − sin θ) [ω]²) v
-    p = v * theta + (K @ v) * one_minus_c + (K2 @ v) * (theta - s)
+    # ∫₀^θ exp([ω]t) dt · v = (I θ + (1 − cos θ) [ω] + (θ − sin θ) [ω]²) v = ω (ωᵀv) θ + v⊥ sin θ + (ω × v)(1 − cos θ),
+    # with v⊥ = v − ω (ωᵀv) ([ω]² v = −v⊥): a revolute joint's axis has no pitch (ωᵀv = 0), and its θ terms,
+    # which cancel, are not written (they grew with θ, lost digits at large angles, and left no bound on p)
+    pitch = float(w @ v)
+    if abs(pitch) <= 1e-12 * (1.0 + float(np.linalg.norm(v))):  # a revolute joint's, but for the rounding in ω × r
+        pitch = 0.0
+    p = (v - w * pitch) * s + (K @ v) * one_minus_c
+    if pitch != 0.0:
+        p = p + w * pitch * theta
     return TracedPose(R.astype(object), np.asarray(p, dtype=object))
 
 
