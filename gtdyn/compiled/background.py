@@ -18,7 +18,7 @@ LOG = logging.getLogger("gtdyn")
 COMMAND = "from gtdyn.compiled.background import serve; serve()"  # what the worker runs
 
 
-def lane_code_elsewhere(*arguments) -> list[bytes]:
+def lane_code_elsewhere(*arguments) -> dict:
     """``build._lane_code(*arguments)`` in a worker process (``serve``), on one core; in this process if no
     worker can run it (the reason logged), unless this process is exiting."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # where gtdyn imports from

@@ -179,12 +179,15 @@ def _operations(program) -> dict[str, int]:
     return {fn.name: fn.count() for fn in program.functions.values()}
 
 
+_LANE_CODE = ("lanes_object", "size", "operations")  # lane code, and what says which program it is of (the record's)
+
+
 def _cached_lanes(name: str, trace_again) -> dict:
     """The lane code of cache entry ``name`` if another solver or process has stored it since this one loaded
     (its ``checks=False`` twin, say), else ``trace_again()``; as ``_lane_code`` gives it."""
     record = cache.load(name)
     if record is not None and "lanes_object" in record:
-        return {"lanes_object": record["lanes_object"], "size": record["size"], "operations": record["operations"]}
+        return {key: record[key] for key in _LANE_CODE}
     return trace_again()
 
 
@@ -199,8 +202,8 @@ def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joi
     with np.errstate(all="ignore"):
         program = generate(robot, template.problem, order, gravity, samples, frames, wrench_axes, derivatives)
     functions, _ = split.split_large(program.functions, program.layout, program.rare)
-    return {"lanes_object": lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout)),
-            "size": program.layout.size, "operations": _operations(program)}
+    return dict(zip(_LANE_CODE, (lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout)),
+                                  program.layout.size, _operations(program))))
 
 
 def unpickled(template: Query, qdd_joints, order, record: dict, name: str, checks: bool, wrench_frames, wrench_axes,

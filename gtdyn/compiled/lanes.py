@@ -217,8 +217,9 @@ class Batches:
 
     A solver compiled without lane code (``gtdyn.compile``'s default) may be given ``later``: a function that
     compiles it (traced and compiled in a worker process, ``background.lane_code_elsewhere``). Once batches have run
-    ``LANES_AFTER`` states, a background thread calls it and checks the lane code: traced again, it must solve
-    random rows bit for bit as the scalar code (whatever they mean, each branch alike). From then on batches run
+    ``LANES_AFTER`` states, a background thread calls it and checks the lane code: traced again, it must be of
+    the solver's own program (its workspace's size, its operations) and solve random rows bit for bit as the
+    scalar code (whatever they mean, each branch alike). From then on batches run
     in lanes — a long batch already running, from its next chunk of ``STRIDE`` rows — and ``keep(record)`` is
     told the record that holds them (the disk cache). Until then, and for good if anything fails (logged),
     batches run state by state: the same answers either way."""

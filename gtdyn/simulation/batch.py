@@ -74,7 +74,7 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     each run are ``simulate``'s, once each. ``progress``: as ``simulate``'s, counting runs.
 
     Runs that loop natively go four at a time through one loop in the SIMD lanes of a core once the solver has
-    lane code (``gtdyn.compiled.lanes``), the same bits as one by one, about three times the steps per second.
+    lane code (``gtdyn.compiled.lanes``), the same bits as one by one.
     ``lanes=None`` (the default): where the solver's cache entry has it, and for a batch of
     ``gtdyn.compiled.lanes.LANES_AFTER`` steps or more (runs × steps), compiled in the background while the first
     groups run one by one (as a solver's batches tier up); on several threads a smaller batch without lane code
