@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.arguments.asked import TRANSMISSION_TOLERANCE
-from gtdyn.arguments.query import POSE
-from gtdyn.compiled import base_inputs, trace
+from gtdyn.compiled import trace
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan
+from gtdyn.compiled.validity import finite_sum, squared_norm, valid_inputs
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
-from gtdyn.model.limits import MAX_ANGLE
-from gtdyn.model.robot import Robot
-from gtdyn.problem import Problem
 
 # The estimate's limit: above it the reference path decides (it warns from WARN_CONDITION). The estimate here and the
 # reference path's take the same steps on different factors, so they round differently: a wide margin.
@@ -35,66 +31,36 @@ UNIT_ROUNDOFF = 2.0 ** -53
 SMALLEST_RHS = 1e-280
 
 
-def coupling_ok(robot: Robot, q: list, v: list, problem: Problem):
-    """1.0 if the inputs keep every transmission (q, q̇, and q̈ where all of a transmission's are given) to the
-    reference path's ``TRANSMISSION_TOLERANCE``, else 0.0: a state that breaks one goes to the reference path,
-    which names the joint."""
-    ok = 1.0
-    for t in robot.transmissions:
-        series = [(lambda j: q[j - 1], t.offset), (lambda j: v[j - 1], 0.0)]
-        if all(j in problem.known_qdd for j in (t.dependent, *(k for k, _ in t.terms))):
-            series.append((lambda j: problem.known_qdd[j], 0.0))
-        for value, offset in series:
-            expected = sum((ratio * value(k) for k, ratio in t.terms), 0.0) + offset
-            gap = value(t.dependent) - expected
-            bound = TRANSMISSION_TOLERANCE * (1.0 + trace.fabs(expected))
-            ok = ok * trace.le(gap * gap, bound * bound)
-    return ok
-
-
-def inputs(fn: trace.Function, layout: Layout) -> list:
-    """Every input, loaded: one that the equations never read (q1 of a planar arm about a vertical axis) must
-    still not be NaN."""
-    return [fn.load(i) for i in range(layout.start["inputs"], layout.start["inputs"] + layout.inputs)]
-
-
-def valid_inputs(fn: trace.Function, layout: Layout):
-    """1.0 if every input is finite, every revolute angle within ±``MAX_ANGLE`` and a floating base's pose input is
-    a rigid transform (RᵀR = I to 1e-9 per entry, det R > 0, last row 0 0 0 1: what
-    ``gtdyn.arguments.pose_argument`` accepts), else 0.0: the reference path then raises the boundary's error."""
-    ok = finite(inputs(fn, layout))
-    for j in layout.angles:
-        ok = ok * trace.le(trace.fabs(fn.load(layout.start["inputs"] + j)), MAX_ANGLE)
-    if layout.base_inputs:
-        first = layout.start["inputs"] + 3 * layout.n + POSE
-        R = np.array([fn.load(first + i) for i in base_inputs.ROTATION], dtype=object).reshape(3, 3)
-        last_row = [fn.load(first + 12 + k) - (1.0 if k == 3 else 0.0) for k in range(4)]
-        gram = R.T @ R - np.eye(3)
-        det = R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0]) \
-            + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0])
-        ok = ok * trace.le(squared_norm(list(gram.ravel())), 1e-18) * trace.le(-det, 0.0) \
-            * trace.le(squared_norm(last_row), 0.0)
-    return ok
-
-
-def finite(values: list):
-    """1.0 if every value is finite (their sum is), else 0.0."""
-    return trace.le(trace.fabs(sum(values, 0.0)), float(np.finfo(float).max))
-
-
-def squared_norm(values) -> object:
-    return trace.dot(values, values)
-
-
-def _column_norms(fn: trace.Function, plan: Plan, column: dict, slots: Slots) -> list:
-    """‖A e_k‖² for each unknown k: the column scaling D² of the reference path's condition estimate."""
-    squared_norms = [0.0] * len(column)
+def _column_entries(plan: Plan, column: dict) -> list[list]:
+    """A's entries by column (unknown k), each column's in row order."""
+    entries = [[] for _ in column]
     for row in plan.rows:
         for key, block in row.coef.items():
             for k, coefficient in enumerate(block):
-                c = slots.use(fn, coefficient)
-                squared_norms[column[key, k]] = squared_norms[column[key, k]] + c * c
-    return squared_norms
+                entries[column[key, k]].append(coefficient)
+    return entries
+
+
+def _column_norm(fn: trace.Function, entries: list, slots: Slots):
+    """‖A e_k‖², from column k's entries: the column scaling D_k² of the reference path's condition estimate."""
+    total = 0.0
+    for coefficient in entries:
+        c = slots.use(fn, coefficient)
+        total = total + c * c
+    return total
+
+
+def _column_norms(fn: trace.Function, plan: Plan, column: dict, slots: Slots) -> list:
+    """D²: ‖A e_k‖² for each unknown k."""
+    return [_column_norm(fn, entries, slots) for entries in _column_entries(plan, column)]
+
+
+def _sample_column_norms(plan: Plan, column: dict) -> list:
+    """``_column_norms``' values at the build's sample states (the same sums in the same order), without tracing
+    them: the choice of a certificate's way needs them before ``main`` computes them."""
+    with np.errstate(all="ignore"):
+        return [sum((trace.value(c) * trace.value(c) for c in entries), 0.0)
+                for entries in _column_entries(plan, column)]
 
 
 class _Calls:
@@ -147,11 +113,35 @@ def _entries(row: dict) -> list:
     return [(key, k, e) for key, block in row.items() for k, e in enumerate(block) if trace.is_sym(e) or e != 0]
 
 
-def _backward_error(b: list, x: list, r: list, squared_norms: list):
-    """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)."""
-    a_norm = trace.sqrt(sum(squared_norms, 0.0))
-    return trace.div(trace.sqrt(squared_norm(r)), a_norm * trace.sqrt(squared_norm(x)) + trace.sqrt(squared_norm(b))
-                     + 1e-300)
+def _right_hand_side(fn: trace.Function, plan: Plan, layout: Layout, slots: Slots, squares: bool,
+                     store: bool = True):
+    """‖b‖² (``squares``) or ‖b‖₁, b read one entry at a time (and stored where the solve reads it)."""
+    total = 0.0
+    for i, row in enumerate(plan.rows):
+        value = slots.use(fn, row.rhs)
+        if store:
+            fn.store(layout.start["rhs"] + i, value)
+        total = total + (value * value if squares else trace.fabs(value))
+    return total
+
+
+def _solution(fn: trace.Function, layout: Layout, count: int, for_residual: bool) -> tuple[list, object]:
+    """The solve's x, read one entry at a time, and ‖x‖² with x stored where the residual reads it
+    (``for_residual``), or else Σ x (finite if every entry is)."""
+    x, total = [], 0.0
+    for k in range(count):
+        x.append(fn.load(layout.start["sol"] + k))
+        if for_residual:
+            fn.store(layout.start["xr"] + k, x[k])
+        total = total + (x[k] * x[k] if for_residual else x[k])
+    return x, total
+
+
+def _backward_error(residual_squared, sums: dict):
+    """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖), from ‖b − A x‖² and ``sums``: ‖A‖_F² ("A", the sum of the squared column
+    norms), ‖x‖² and ‖b‖²."""
+    return trace.div(trace.sqrt(residual_squared), trace.sqrt(sums["A"]) * trace.sqrt(sums["x"])
+                     + trace.sqrt(sums["b"]) + 1e-300)
 
 
 def _other_checks(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, coupled):
@@ -210,45 +200,60 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     only where that cannot certify."""
     fn = trace.Function("main")
     fn.call(functions["factor"])
-    squared_norms = _column_norms(fn, plan, column, slots)
-    way = _cheapest_way(functions, layout, squared_norms, transposed_abs)
+    sample_norms = _sample_column_norms(plan, column)
+    way = _cheapest_way(functions, layout, sample_norms, transposed_abs)
     if way != "schur":
         functions.pop("solve_t_abs", None)
     if way == "estimate":
         del functions["solve_abs"]
         fn.comment("at the build's sample states no bound would pay: the estimate decides every call")
-        _estimate(fn, functions, plan, column, layout, slots, closure, outputs, coupled, squared_norms)
+        _estimate(fn, functions, plan, column, layout, slots, closure, outputs, coupled,
+                  _column_norms(fn, plan, column, slots))
         return {"main": fn}
-    calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
+    # Values that live across a call are spilled to the stack, and many values at once too: so each vector below
+    # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
+    gamma = substitution_backward_error(plan)
+    by_substitution = gamma is not None and _pays(functions, layout, sample_norms, gamma)
     fn.comment("the bound u = ‖D Ŝ1‖₂ ≥ 1/σ_min(A D⁻¹)")
     fn.call(functions["solve_abs"])
-    magnitudes = [fn.load(layout.start["sol"] + k) for k in range(len(column))]
-    bound = trace.sqrt(trace.dot(squared_norms, [m * m for m in magnitudes]))
-    if way == "schur":
-        for k, (norm, magnitude) in enumerate(zip(squared_norms, magnitudes)):
+    exact = trace.Function("exact")
+    u_squared, a_squared, norms, squared_norms = 0.0, 0.0, [], []  # D²: main's values, and exact's
+    for k, entries in enumerate(_column_entries(plan, column)):
+        norm = _column_norm(fn, entries, slots)
+        magnitude = fn.load(layout.start["sol"] + k)
+        u_squared = u_squared + norm * (magnitude * magnitude)
+        if not by_substitution:  # else measured sums them, where the a-priori bound cannot certify
+            a_squared = a_squared + norm
+        norms.append(norm)
+        squared_norms.append(slots.use(exact, norm))  # main stores it here, before it may call exact
+        if way == "schur":
             fn.store(layout.start["zt"] + k, norm * magnitude)  # D² Ŝ1: for schur, if u cannot certify
-    b = [slots.use(fn, row.rhs) for row in plan.rows]
-    x = calls.solve(b)  # after the bound's pass, so that ws keeps x and its residual for exact
+    bound = trace.sqrt(u_squared)
+    b_sum = _right_hand_side(fn, plan, layout, slots, squares=not by_substitution)  # ‖b‖₁ or ‖b‖²
+    fn.call(functions["solve"])  # after the bound's pass, so that ws keeps x and its residual for exact
+    x, x_sum = _solution(fn, layout, len(column), for_residual=not by_substitution)  # Σ x or ‖x‖²
+    store_outputs(fn, layout, outputs, x)
     others = _other_checks(fn, layout, slots, closure, coupled)
-    gamma = substitution_backward_error(plan)
-    measured, a_priori = fn, None
-    if gamma is not None and _pays(functions, layout, squared_norms, gamma):
+    measured, a_priori, sums = fn, None, {"A": a_squared, "b": b_sum, "x": x_sum}
+    if by_substitution:
         fn.comment(f"substitution alone: backward error ≤ γ_m = {gamma:.3g} a priori, for a finite x and "
                    "‖b‖₁ ≥ SMALLEST_RHS (substitution_backward_error)")
-        sure = others * finite(x) * trace.le(SMALLEST_RHS, sum((trace.fabs(v) for v in b), 0.0))
-        a_priori = _conclude(fn, layout, slots, closure, coupled, outputs, x, bound, gamma, A_PRIORI, sure)
+        sure = others * finite_sum(x_sum) * trace.le(SMALLEST_RHS, b_sum)
+        a_priori = _conclude(fn, layout, slots, closure, coupled, outputs, None, bound, gamma, A_PRIORI, sure)
         measured = trace.Function("measured")
-        x = [measured.load(layout.start["sol"] + k) for k in range(len(column))]
-        b = [slots.use(measured, row.rhs) for row in plan.rows]  # from the factor's slots: main stores nothing more
-        bound, others = slots.use(measured, bound), slots.use(measured, others)
-        calls = _Calls(measured, functions, layout, len(plan.rows), len(column))
         measured.comment("where the a-priori bound cannot certify: the backward error measured")
-    exact = trace.Function("exact")
-    norms = [slots.use(exact, s) for s in squared_norms]  # stored by main before it may call exact, not after
+        sums = {"A": sum((slots.use(measured, norm) for norm in norms), 0.0),  # slots main stored for exact
+                "x": _solution(measured, layout, len(column), True)[1],
+                "b": _right_hand_side(measured, plan, layout, slots, squares=True, store=False)}
+        bound, others = slots.use(measured, bound), slots.use(measured, others)
     measured.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
-    backward = _backward_error(b, x, calls.residual(x), [slots.use(measured, s) for s in squared_norms])
-    ok = _conclude(measured, layout, slots, closure, coupled, outputs, x if a_priori is None else None, bound,
-                   backward, BY_BOUND, others)
+    measured.call(functions["residual"])
+    residual_squared = 0.0
+    for i in range(len(plan.rows)):
+        r = measured.load(layout.start["res"] + i)
+        residual_squared = residual_squared + r * r
+    backward = _backward_error(residual_squared, sums)
+    ok = _conclude(measured, layout, slots, closure, coupled, outputs, None, bound, backward, BY_BOUND, others)
     fallback = exact
     if way == "schur":
         fallback = _schur(functions, layout, len(plan.rows), slots, closure, coupled, outputs,
@@ -261,7 +266,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         fn.call_unless(a_priori, measured)
     exact.comment("the estimate's certificate on the factors main left in ws (main's column norms, x and its "
                   "residual too): for calls the bounds cannot certify, and solver.condition")
-    _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled, norms, solved=True)
+    _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled, squared_norms, solved=True)
     return {"exact": exact, **({"schur": fallback} if way == "schur" else {}),  # callees first
             **({"measured": measured} if a_priori is not None else {}), "main": fn}
 
@@ -285,36 +290,36 @@ def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: di
     return fn
 
 
-def _sample_bound(functions: dict, layout: Layout, squared_norms: list) -> tuple[list, list, np.ndarray]:
-    """At the build's sample states: the squared column norms, ``solve_abs``'s magnitudes Ŝ1 and the bound u."""
-    start, count = layout.start["sol"], len(squared_norms)
+def _sample_bound(functions: dict, layout: Layout, norms: list) -> tuple[list, list, np.ndarray]:
+    """At the build's sample states: the squared column norms (``norms``, ``_sample_column_norms``), ``solve_abs``'s
+    magnitudes Ŝ1 and the bound u."""
+    start, count = layout.start["sol"], len(norms)
     stored = {op[1] - start: op[2] for op in functions["solve_abs"].ops
               if op[0] == "store" and start <= op[1] < start + count}
     with np.errstate(all="ignore"):
-        norms = [trace.value(norm) for norm in squared_norms]
         magnitudes = [trace.value(stored[k]) for k in range(count)]
         return norms, magnitudes, np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
 
 
-def _pays(functions: dict, layout: Layout, squared_norms: list, gamma: float) -> bool:
+def _pays(functions: dict, layout: Layout, norms: list, gamma: float) -> bool:
     """Whether the a-priori backward error certifies (u · γ_m ≤ ``ERROR_BOUND``, with ``_cheapest_way``'s margin of
     2) at half the build's sample states or more: elsewhere its checks and the branch to ``measured`` cost more
     than the residual they save (a 12-link chain's RNEA, u about 1e7, ran slower with them:
     benchmarks/results/design_measurements.md)."""
     with np.errstate(invalid="ignore"):
-        return float(np.mean(_sample_bound(functions, layout, squared_norms)[2] * gamma <= ERROR_BOUND / 2)) >= 0.5
+        return float(np.mean(_sample_bound(functions, layout, norms)[2] * gamma <= ERROR_BOUND / 2)) >= 0.5
 
 
-def _cheapest_way(functions: dict, layout: Layout, squared_norms: list, transposed_abs) -> str:
+def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) -> str:
     """"estimate", "bound" (u) or "schur" (u, then u_S where u cannot certify), whichever makes the average call
     cheapest: a bound's passes save the estimate's on the share f of calls it certifies. f is the share of the
     build's sample states where the bound is under half ``BOUND_LIMIT`` (the samples are eight: the margin
     keeps a bound that only just certifies them from counting: at a tenth of the warning threshold, u certified 7
     of Talos forward dynamics' 8 and 52 % of its random states within the joint limits; under ``BOUND_LIMIT`` it
     certifies all 8 and 96 %). Costs are operations. Long chains certify with neither bound
-    (benchmarks/results/design_measurements.md)."""
-    count, solve_abs = len(squared_norms), functions["solve_abs"]
-    norms, magnitudes, u = _sample_bound(functions, layout, squared_norms)
+    (benchmarks/results/design_measurements.md). ``norms``: D² at the sample states (``_sample_column_norms``)."""
+    count, solve_abs = len(norms), functions["solve_abs"]
+    norms, magnitudes, u = _sample_bound(functions, layout, norms)
     with np.errstate(all="ignore"):
         z = [np.broadcast_to(n * m, np.shape(u)) for n, m in zip(norms, magnitudes)]
     def share(bound) -> float:  # of the samples a bound certifies, with the margin
@@ -357,7 +362,8 @@ def _estimate(fn: trace.Function, functions, plan: Plan, column: dict, layout: L
         residual = calls.residual(x)
     x = [a + d for a, d in zip(x, calls.solve(residual))]
     fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
-    backward = _backward_error(b, x, calls.residual(x), squared_norms)
+    backward = _backward_error(squared_norm(calls.residual(x)),
+                               {"A": sum(squared_norms, 0.0), "x": squared_norm(x), "b": squared_norm(b)})
     fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
     scale = [trace.sqrt(s) for s in squared_norms]
     w0 = np.random.default_rng(0).standard_normal(len(column))  # gtdyn.linear.elimination.condition_estimate

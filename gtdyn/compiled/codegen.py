@@ -37,11 +37,12 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
-from gtdyn.compiled.certificate import checked_call, coupling_ok, finite, valid_inputs
+from gtdyn.compiled.certificate import checked_call
 from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_count, entry
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
+from gtdyn.compiled.validity import coupling_ok, finite, valid_inputs
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.model import base_frame
 from gtdyn.model.robot import Robot

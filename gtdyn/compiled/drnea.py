@@ -28,8 +28,8 @@ import numpy as np
 
 from gtdyn.compiled import dual, entry, native, trace
 from gtdyn.compiled.cache import robot_fingerprint
-from gtdyn.compiled.certificate import finite
 from gtdyn.compiled.kinematics import TRACED, TracedPose, parent_T_child
+from gtdyn.compiled.validity import finite
 from gtdyn.equations import gravity_wrench
 from gtdyn.kinematics.forward import kinematic_pass, subtree_projections
 from gtdyn.model.robot import Robot

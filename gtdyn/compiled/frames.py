@@ -35,8 +35,8 @@ from gtdyn.arguments import (
 )
 from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
 from gtdyn.compiled import native, parallel, trace
-from gtdyn.compiled.certificate import finite
 from gtdyn.compiled.kinematics import TracedPose, traced_kinematics
+from gtdyn.compiled.validity import finite
 from gtdyn.kinematics.frames import REFERENCES, acceleration_of_frame, ancestors, frame_on_body, link_accelerations
 from gtdyn.model.robot import Robot
 from gtdyn.spatial import skew

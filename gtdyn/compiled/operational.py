@@ -31,13 +31,13 @@ from gtdyn.arguments.query import POSE
 from gtdyn.arguments.wrenches import wrench_frame
 from gtdyn.compiled import base_inputs, cache, entry, native, parallel, split, trace
 from gtdyn.compiled.build import DEFAULT_ORDERINGS
-from gtdyn.compiled.certificate import finite
 from gtdyn.compiled.codegen import generate, off_pivot
 from gtdyn.compiled.dual import Dual, tangents
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.plan import traced_rows
 from gtdyn.compiled.render import render
 from gtdyn.compiled.states import sample_query, sample_states
+from gtdyn.compiled.validity import finite
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.dynamics.operational import EFPA_ORDERINGS, operational_space_inverse_inertia
 from gtdyn.dynamics.quantities import NO_GRAVITY
