@@ -11,9 +11,10 @@ joint velocities (a falling Talos swings its gripper links fast enough to make e
 A ``simulate`` call costs a few milliseconds besides its steps (checking the start, loading the compiled solver
 from the cache, allocating the run): long runs (20,000 steps of 0.1 ms) show the steps' own rate.
 
-Each figure is the best of 3 runs (the loops are long enough that the median of a few is the minimum up to
-noise). Pinocchio's loop does only what the integrator needs (no energies, no checks); gtdyn's is the whole
-``simulate`` call. Writes benchmarks/results/simulation.md.
+Each figure is the best of ``RUNS`` runs, gtdyn's and Pinocchio's taken in turns so that a change in the machine's
+load falls on both (the loops are long enough that the median of a few is the minimum up to noise). Pinocchio's
+loop does only what the integrator needs (no energies, no checks); gtdyn's is the whole ``simulate`` call.
+Writes benchmarks/results/simulation.md.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import gtdyn
 from gtdyn.bench.pinocchio import PinocchioModel
 from gtdyn.bench.report import machine_description
 
+RUNS = 5  # runs of each loop, ours and Pinocchio's in turns
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "simulation.md")
 
 
@@ -111,7 +113,7 @@ def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float
     as_callable = lambda t, q, v: controller(t, q, v)  # noqa: E731 (only the Python stepper runs a lambda)
     for label, tau, checks in (("PDController", controller, True), ("PDController, checks=False", controller, False),
                                ("the PD as a Python callable", as_callable, True)):
-        gtdyn_s, pin_s = best_of(lambda: ours(tau, checks)), best_of(theirs)
+        gtdyn_s, pin_s = side_by_side(lambda: ours(tau, checks), theirs)
         apart = np.max(np.abs(ends["gtdyn"] - ends["pin"]))
         rows.append(f"| {name} ({robot.num_dofs} joints) | semi_implicit_euler, PD tracking a reference ({label}; "
                     f"ends {apart:.0e} apart) | {steps / gtdyn_s:,.0f} | {steps / pin_s:,.0f} | "
@@ -120,13 +122,21 @@ def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float
     return rows
 
 
-def best_of(fn, runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
+def best_of(fn, runs: int = RUNS) -> float:
+    return min(_seconds(fn) for _ in range(runs))
+
+
+def side_by_side(ours, theirs, runs: int = RUNS) -> tuple[float, float]:
+    """The best of ``runs`` runs of each, taken in turns (ours, theirs, ours, …), so that a change in this shared
+    machine's load falls on both."""
+    times = [(_seconds(ours), _seconds(theirs)) for _ in range(runs)]
+    return min(t for t, _ in times), min(t for _, t in times)
+
+
+def _seconds(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
 
 
 def main(steps: int = 2000, dt: float = 1e-3) -> None:
@@ -142,10 +152,11 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
         print(f"{name}: compiling and warming up …", file=sys.stderr, flush=True)
         gtdyn.simulate(robot, q0, v0, dt=dt, steps=10, gravity=np.zeros(3), progress=False)
         for method in ("semi_implicit_euler", "rk4"):
-            theirs = best_of(lambda: pinocchio_loop(ref, q0, v0, steps, dt, method))
             for checks in (True, False):
-                ours = best_of(lambda: gtdyn.simulate(robot, q0, v0, dt=dt, steps=steps, method=method, checks=checks,
-                                                      gravity=np.zeros(3), progress=False))
+                ours, theirs = side_by_side(
+                    lambda: gtdyn.simulate(robot, q0, v0, dt=dt, steps=steps, method=method, checks=checks,
+                                           gravity=np.zeros(3), progress=False),
+                    lambda: pinocchio_loop(ref, q0, v0, steps, dt, method))
                 rows.append(f"| {name} ({robot.num_dofs} joints) | {method}{'' if checks else ', checks=False'} | "
                             f"{steps / ours:,.0f} | {steps / theirs:,.0f} | {(steps / ours) / (steps / theirs):.2f} |")
                 print(rows[-1], file=sys.stderr, flush=True)
@@ -168,7 +179,8 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
                       f"`python -m benchmarks.simulation {steps} {dt:g}` ({steps:,} steps of {dt * 1e3:g} ms, no "
                       "gravity, no torque but in the PD rows (gains for 20 rad/s on each joint's inertia, a sinusoidal "
                       "reference sampled at the knots), from joints and velocities drawn in ±0.5) "
-                      f"on {machine_description(1, 1, 0).split('; medians')[0]}; each figure the best of 3 runs.",
+                      f"on {machine_description(1, 1, 0).split('; medians')[0]}; each figure the best of {RUNS} "
+                      "runs, gtdyn's and Pinocchio's taken in turns.",
                       "", *rows, ""])
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
