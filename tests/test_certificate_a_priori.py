@@ -28,7 +28,7 @@ def exact_system(solver) -> tuple[list, list]:
     exec(compile(ast.fix_missing_locations(_Exact().visit(ast.parse(solver.code("residual")))), "residual", "exec"),
          namespace)
     start = solver._record["start"]
-    unknowns, rows = start["res"] - start["xr"], start["bounded"] - start["res"]
+    unknowns, rows = start["res"] - start["xr"], start["sol"] - start["rhs"]
     ws = [Fraction(value) for value in solver._ws]
 
     def residual(x: list) -> list:

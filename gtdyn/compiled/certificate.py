@@ -50,36 +50,12 @@ def _column_norm(fn: trace.Function, entries: list, slots: Slots):
     return total
 
 
-def _column_norms(fn: trace.Function, plan: Plan, column: dict, slots: Slots) -> list:
-    """D²: ‖A e_k‖² for each unknown k."""
-    return [_column_norm(fn, entries, slots) for entries in _column_entries(plan, column)]
-
-
 def _sample_column_norms(plan: Plan, column: dict) -> list:
-    """``_column_norms``' values at the build's sample states (the same sums in the same order), without tracing
+    """``_column_norm``'s values at the build's sample states (the same sums in the same order), without tracing
     them: the choice of a certificate's way needs them before ``main`` computes them."""
     with np.errstate(all="ignore"):
         return [sum((trace.value(c) * trace.value(c) for c in entries), 0.0)
                 for entries in _column_entries(plan, column)]
-
-
-class _Calls:
-    """The solve and the residual as ``fn`` calls them: values in, values out, through their ``ws`` regions."""
-
-    def __init__(self, fn: trace.Function, functions: dict, layout: Layout, rows: int, unknowns: int):
-        self.fn, self.functions, self.start, self.rows, self.unknowns = fn, functions, layout.start, rows, unknowns
-
-    def solve(self, rhs: list) -> list:
-        for i, value in enumerate(rhs):
-            self.fn.store(self.start["rhs"] + i, value)
-        self.fn.call(self.functions["solve"])
-        return [self.fn.load(self.start["sol"] + k) for k in range(self.unknowns)]
-
-    def residual(self, x: list) -> list:
-        for k, value in enumerate(x):
-            self.fn.store(self.start["xr"] + k, value)
-        self.fn.call(self.functions["residual"])
-        return [self.fn.load(self.start["res"] + i) for i in range(self.rows)]
 
 
 def substitution_backward_error(plan: Plan) -> float | None:
@@ -207,8 +183,9 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     if way == "estimate":
         del functions["solve_abs"]
         fn.comment("at the build's sample states no bound would pay: the estimate decides every call")
-        _estimate(fn, functions, plan, column, layout, slots, closure, outputs, coupled,
-                  _column_norms(fn, plan, column, slots))
+        entries = _column_entries(plan, column)
+        _estimate(fn, functions, plan, layout, slots, closure, outputs, coupled,
+                  lambda k: _column_norm(fn, entries[k], slots), len(column))
         return {"main": fn}
     # Values that live across a call are spilled to the stack, and many values at once too: so each vector below
     # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
@@ -216,16 +193,14 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     by_substitution = gamma is not None and _pays(functions, layout, sample_norms, gamma)
     fn.comment("the bound u = ‖D Ŝ1‖₂ ≥ 1/σ_min(A D⁻¹)")
     fn.call(functions["solve_abs"])
-    exact = trace.Function("exact")
-    u_squared, a_squared, norms, squared_norms = 0.0, 0.0, [], []  # D²: main's values, and exact's
+    u_squared, a_squared = 0.0, 0.0
     for k, entries in enumerate(_column_entries(plan, column)):
         norm = _column_norm(fn, entries, slots)
         magnitude = fn.load(layout.start["sol"] + k)
         u_squared = u_squared + norm * (magnitude * magnitude)
         if not by_substitution:  # else measured sums them, where the a-priori bound cannot certify
             a_squared = a_squared + norm
-        norms.append(norm)
-        squared_norms.append(slots.use(exact, norm))  # main stores it here, before it may call exact
+        fn.store(layout.start["norms"] + k, norm)  # for exact and measured
         if way == "schur":
             fn.store(layout.start["zt"] + k, norm * magnitude)  # D² Ŝ1: for schur, if u cannot certify
     bound = trace.sqrt(u_squared)
@@ -242,19 +217,15 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         a_priori = _conclude(fn, layout, slots, closure, coupled, outputs, None, bound, gamma, A_PRIORI, sure)
         measured = trace.Function("measured")
         measured.comment("where the a-priori bound cannot certify: the backward error measured")
-        sums = {"A": sum((slots.use(measured, norm) for norm in norms), 0.0),  # slots main stored for exact
+        sums = {"A": _sum(measured, layout.start["norms"], len(column)),
                 "x": _solution(measured, layout, len(column), True)[1],
                 "b": _right_hand_side(measured, plan, layout, slots, squares=True, store=False)}
         bound, others = slots.use(measured, bound), slots.use(measured, others)
     measured.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
     measured.call(functions["residual"])
-    residual_squared = 0.0
-    for i in range(len(plan.rows)):
-        r = measured.load(layout.start["res"] + i)
-        residual_squared = residual_squared + r * r
-    backward = _backward_error(residual_squared, sums)
+    backward = _backward_error(_sum(measured, layout.start["res"], len(plan.rows), squares=True), sums)
     ok = _conclude(measured, layout, slots, closure, coupled, outputs, None, bound, backward, BY_BOUND, others)
-    fallback = exact
+    fallback = exact = trace.Function("exact")
     if way == "schur":
         fallback = _schur(functions, layout, len(plan.rows), slots, closure, coupled, outputs,
                           [backward, others], exact)
@@ -266,7 +237,8 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         fn.call_unless(a_priori, measured)
     exact.comment("the estimate's certificate on the factors main left in ws (main's column norms, x and its "
                   "residual too): for calls the bounds cannot certify, and solver.condition")
-    _estimate(exact, functions, plan, column, layout, slots, closure, outputs, coupled, squared_norms, solved=True)
+    _estimate(exact, functions, plan, layout, slots, closure, outputs, coupled,
+              lambda k: exact.load(layout.start["norms"] + k), len(column), solved=True)
     return {"exact": exact, **({"schur": fallback} if way == "schur" else {}),  # callees first
             **({"measured": measured} if a_priori is not None else {}), "main": fn}
 
@@ -344,39 +316,67 @@ def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) 
     return min(cost, key=cost.get)
 
 
-def _estimate(fn: trace.Function, functions, plan: Plan, column: dict, layout: Layout, slots: Slots, closure: dict,
-              outputs, coupled, squared_norms: list, solved: bool = False) -> None:
+def _estimate(fn: trace.Function, functions, plan: Plan, layout: Layout, slots: Slots, closure: dict, outputs,
+              coupled, norm_of, count: int, solved: bool = False) -> None:
     """The certificate with the reference path's own estimate, on the factors in ``ws``: solve, refine once, the
-    backward error, and κ by the reference path's inverse iteration (same start vector, same steps). ``solved``:
-    ``main`` left the solve's x and its residual in ``ws`` (the same operations, so the same bits): start from
-    them."""
-    calls = _Calls(fn, functions, layout, len(plan.rows), len(column))
-    b = [slots.use(fn, row.rhs) for row in plan.rows]
-    start, M = layout.start, len(plan.rows)
+    backward error, and κ by the reference path's inverse iteration (same start vector, same steps). ``norm_of(k)``:
+    D²_k in ``fn``, for each of the ``count`` unknowns. ``solved``: ``main`` left the solve's x in ``xr`` and its
+    residual in ``res`` (the same operations, so the same bits): start from them. As in ``main``, each vector is
+    read one entry at a time into what goes on: only scalars live across the calls."""
+    start, rows = layout.start, len(plan.rows)
     fn.comment("solve, then one step of iterative refinement with the original rows")
-    if solved:
-        x = [fn.load(start["sol"] + k) for k in range(len(column))]
-        residual = [fn.load(start["res"] + i) for i in range(M)]
-    else:
-        x = calls.solve(b)
-        residual = calls.residual(x)
-    x = [a + d for a, d in zip(x, calls.solve(residual))]
+    b_squared = _right_hand_side(fn, plan, layout, slots, squares=True, store=not solved)
+    if not solved:
+        fn.call(functions["solve"])
+        _solution(fn, layout, count, for_residual=True)
+        fn.call(functions["residual"])
+    _copy(fn, start["res"], start["rhs"], rows)  # the residual, the refinement's right-hand side
+    fn.call(functions["solve"])
+    x, x_squared = [], 0.0
+    for k in range(count):
+        x.append(fn.load(start["xr"] + k) + fn.load(start["sol"] + k))
+        fn.store(start["xr"] + k, x[k])  # the refined x, for its residual
+        x_squared = x_squared + x[k] * x[k]
+    store_outputs(fn, layout, outputs, x)
     fn.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
-    backward = _backward_error(squared_norm(calls.residual(x)),
-                               {"A": sum(squared_norms, 0.0), "x": squared_norm(x), "b": squared_norm(b)})
+    fn.call(functions["residual"])
+    residual_squared = _sum(fn, start["res"], rows, squares=True)
     fn.comment("condition estimate: inverse iteration on (A D⁻¹)ᵀ(A D⁻¹) from the reference path's start vector")
-    scale = [trace.sqrt(s) for s in squared_norms]
-    w0 = np.random.default_rng(0).standard_normal(len(column))  # gtdyn.linear.elimination.condition_estimate
+    w0 = np.random.default_rng(0).standard_normal(count)  # gtdyn.linear.elimination.condition_estimate
     w0 /= np.linalg.norm(w0)
-    y = [trace.div(float(w), s) for w, s in zip(w0, scale)]
+    a_squared = 0.0
+    for k in range(count):
+        norm = norm_of(k)
+        a_squared = a_squared + norm
+        scale = trace.sqrt(norm)
+        fn.store(start["scale"] + k, scale)
+        fn.store(start["zt"] + k, trace.div(float(w0[k]), scale))  # y
+    backward = _backward_error(residual_squared, {"A": a_squared, "x": x_squared, "b": b_squared})
     growth = 1.0
     for _ in range(INVERSE_ITERATIONS):
-        for k, value in enumerate(y):
-            fn.store(start["zt"] + k, value)
         fn.call(functions["solve_t"])
-        u = calls.solve([fn.load(start["yt"] + i) for i in range(M)])
-        z = [s * value for s, value in zip(scale, u)]
-        growth = trace.sqrt(squared_norm(z))
-        y = [trace.div(value, growth) for value in u]
+        _copy(fn, start["yt"], start["rhs"], rows)
+        fn.call(functions["solve"])
+        z_squared = 0.0
+        for k in range(count):
+            z = fn.load(start["scale"] + k) * fn.load(start["sol"] + k)
+            z_squared = z_squared + z * z
+        growth = trace.sqrt(z_squared)
+        for k in range(count):
+            fn.store(start["zt"] + k, trace.div(fn.load(start["sol"] + k), growth))  # y
     condition = trace.sqrt(growth)
-    _conclude(fn, layout, slots, closure, coupled, outputs, x, condition, backward, 0.0)
+    _conclude(fn, layout, slots, closure, coupled, outputs, None, condition, backward, 0.0)
+
+
+def _copy(fn: trace.Function, source: int, target: int, count: int) -> None:
+    for i in range(count):
+        fn.store(target + i, fn.load(source + i))
+
+
+def _sum(fn: trace.Function, first: int, count: int, squares: bool = False):
+    """Σ v_i (or Σ v_i², ``squares``) of ``count`` values of ``ws`` from ``first``, read one at a time."""
+    total = 0.0
+    for i in range(count):
+        value = fn.load(first + i)
+        total = total + (value * value if squares else value)
+    return total

@@ -30,7 +30,9 @@ class Layout:
                  "rhs": self.rows, "sol": self.unknowns, "zt_lanes": self.unknowns * self.lanes,
                  "yt_lanes": self.rows * self.lanes,
                  "zt": self.unknowns, "yt": self.rows, "xr": self.unknowns, "res": self.rows,
-                "bounded": 1}  # 1 when main's bound certified the call (its κ is the bound, not the estimate)
+                 "norms": self.unknowns,  # D², which main computes and exact and measured read
+                 "scale": self.unknowns,  # D, the estimate's column scaling, kept over its iterations
+                 "bounded": 1}  # 1 when main's bound certified the call (its κ is the bound, not the estimate)
         for name, size in sizes.items():
             self.start[name] = self.size
             self.size += size
