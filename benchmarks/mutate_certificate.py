@@ -20,20 +20,22 @@ from gtdyn.progress import Progress
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "mutate_certificate.md")
 CERTIFICATE = os.path.join("gtdyn", "compiled", "certificate.py")
+VALIDITY = os.path.join("gtdyn", "compiled", "validity.py")  # the input checks the certificate keeps
 TESTS = ["tests/test_certificate.py", "tests/test_certificate_a_priori.py",
          "tests/test_compiled.py", "tests/test_compiled_floating.py",
          "tests/test_edges.py", "tests/test_loops.py", "tests/test_transmissions.py"]
-# (what is switched off, the line as it is, the line mutated)
+# (what is switched off, the line as it is, the line mutated[, the file: the certificate's by default])
 MUTATIONS = [
     ("the condition limit", "CONDITION_LIMIT = WARN_CONDITION / 10", "CONDITION_LIMIT = 1e300"),
     ("the bound's limit", "BOUND_LIMIT = WARN_CONDITION / 2", "BOUND_LIMIT = 1e300"),
     ("the error bound κ · backward error", "ERROR_BOUND = 1e-10 ", "ERROR_BOUND = 1e300 "),
     ("the loop-closure check", "CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE", "CLOSURE_LIMIT = 1e300"),
-    ("the refinement step", "    x = [a + d for a, d in zip(x, calls.solve(residual))]", "    x = x"),
+    ("the refinement step", "        x.append(fn.load(start[\"xr\"] + k) + fn.load(start[\"sol\"] + k))",
+     "        x.append(fn.load(start[\"xr\"] + k))"),
     ("the angle bound", "        ok = ok * trace.le(trace.fabs(fn.load(layout.start[\"inputs\"] + j)), MAX_ANGLE)",
-     "        pass"),
-    ("the finite-input check", "    ok = finite(inputs(fn, layout))", "    ok = 1.0"),
-    ("the coupling check", "            ok = ok * trace.le(gap * gap, bound * bound)", "            pass"),
+     "        pass", VALIDITY),
+    ("the finite-input check", "    ok = finite(inputs(fn, layout))", "    ok = 1.0", VALIDITY),
+    ("the coupling check", "            ok = ok * trace.le(gap * gap, bound * bound)", "            pass", VALIDITY),
     ("the a-priori backward error γ_m", "    return longest * UNIT_ROUNDOFF / (1 - longest * UNIT_ROUNDOFF)",
      "    return 0.0"),
     ("the longest row in γ_m", "        longest = max(longest, len(solved))", "        longest = 1"),
@@ -42,28 +44,28 @@ MUTATIONS = [
     ("the solve's rows are the residual's",
      "            return None  # the solve's row is not the residual's: the lemma says nothing of b − A x",
      "            pass"),
-    ("a finite answer for the a-priori bound", "        sure = others * finite(x) * trace.le(",
+    ("a finite answer for the a-priori bound", "        sure = others * finite_sum(x_sum) * trace.le(",
      "        sure = others * 1.0 * trace.le("),
     ("the smallest right-hand side", "SMALLEST_RHS = 1e-280", "SMALLEST_RHS = 0.0"),
 ]
 
 
-def run(mutation: tuple[str, str, str], folder: str) -> tuple[bool, str]:
+def run(mutation: tuple, folder: str) -> tuple[bool, str]:
     """Apply one mutation in a copy of the source and run the compiled tests there: (caught, last line)."""
-    name, before, after = mutation
+    name, before, after, source = (*mutation, CERTIFICATE)[:4]
     copy = os.path.join(folder, "src")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv", "*.egg-info"))
-    path = os.path.join(copy, CERTIFICATE)
+    path = os.path.join(copy, source)
     with open(path) as f:
         text = f.read()
     if before not in text:
-        raise SystemExit(f"{name}: the line to mutate is not in {CERTIFICATE}: {before!r}")
+        raise SystemExit(f"{name}: the line to mutate is not in {source}: {before!r}")
     mutated = text.replace(before, after, 1)
     try:  # a mutation that breaks the syntax would be "caught" by every test: it is the script's error
         compile(mutated, path, "exec")
     except SyntaxError as error:
-        raise SystemExit(f"{name}: the mutated {CERTIFICATE} does not parse: {error}") from None
+        raise SystemExit(f"{name}: the mutated {source} does not parse: {error}") from None
     with open(path, "w") as f:
         f.write(mutated)
     env = {**os.environ, "PYTHONPATH": copy, "GTDYN_CACHE_DIR": os.path.join(folder, "cache", name.replace(" ", "_"))}
@@ -81,8 +83,9 @@ def main() -> None:
             rows.append((mutation[0], caught, last))
             progress.step(mutation[0])
     lines = ["# The certificate's checks under mutation", "", "`python -m benchmarks.mutate_certificate`: each "
-             f"check of `{CERTIFICATE}` switched off in a scratch copy, then `pytest {' '.join(TESTS)}`; a "
-             "mutation the tests pass is a survivor, a check no test exercises.", "",
+             f"check of `{CERTIFICATE}` (and of `{VALIDITY}`, the input checks it keeps) switched off in a scratch "
+             f"copy, then `pytest {' '.join(TESTS)}`; a mutation the tests pass is a survivor, a check no test "
+             "exercises.", "",
              "| switched off | caught | the run's last line |", "|---|---|---|"]
     lines += [f"| {name} | {'yes' if caught else '**survivor**'} | {last} |" for name, caught, last in rows]
     with open(RESULTS, "w") as f:

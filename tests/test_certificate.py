@@ -86,3 +86,17 @@ def test_an_input_the_equations_never_read_must_still_be_finite(tmp_path):
     with pytest.raises(gtdyn.ArgumentError) as compiled:
         solver(q, np.zeros(2), np.zeros(2))
     assert str(compiled.value) == str(reference.value)
+
+
+def test_every_mutation_of_the_certificate_finds_its_line():
+    """``benchmarks.mutate_certificate`` switches checks off by replacing their lines: each line must be there, once,
+    in its file, or the mutation pass stops (it did, when the input checks moved to ``validity.py``)."""
+    import pathlib
+
+    from benchmarks.mutate_certificate import CERTIFICATE, MUTATIONS
+
+    root = pathlib.Path(__file__).parents[1]
+    for name, before, after, *source in MUTATIONS:
+        text = (root / (source[0] if source else CERTIFICATE)).read_text()
+        assert text.count(before) == 1, name
+        compile(text.replace(before, after), name, "exec")
