@@ -921,3 +921,37 @@ def test_the_native_entry_takes_calls_from_its_owner_thread_only():
     out = np.empty(6)
     assert mine.call(q, v, tau, None, None, None, None, out) and np.array_equal(out, expected)
     assert err(solver(q, v, tau), expected) == 0.0
+
+
+def test_a_value_read_far_from_where_it_was_stored_is_read_back_from_ws(monkeypatch):
+    """``native.function_ir``: in a function without calls, a value stored to ws and read again more than
+    ``RELOAD_AFTER`` operations later is loaded back from its entry there (volatile, so LLVM keeps the load rather
+    than a spill) — only after the store, only entries stored once and never loaded — and the answers are bit for
+    bit those of the code without reloads."""
+    import gtdyn.compiled.build as build
+    from gtdyn.compiled import native
+
+    programs = []
+    generate = build.generate
+    monkeypatch.setattr(build, "generate", lambda *args, **kwargs: programs.append(generate(*args, **kwargs))
+                        or programs[-1])
+    puma = cases_robot("puma560")
+    solver = gtdyn.compile(puma, "forward", use_cache=False, lanes=False)
+    ir = native.function_ir(programs[-1].functions["factor"], "p_").splitlines()
+    stored, reloads = set(), 0
+    for line in ir:
+        if match := re.match(r"  %(p\d+) = getelementptr inbounds double, double\* %ws, i64 (\d+)", line):
+            address = {match.group(1): int(match.group(2))}
+        if match := re.match(r"  %(g\d+_\d+) = getelementptr inbounds double, double\* %ws, i64 (\d+)", line):
+            reload_at = int(match.group(2))
+        if re.match(r"  store double %r\d+, double\* %(p\d+)", line):
+            stored.add(address[re.search(r"%(p\d+),", line).group(1)])
+        if "load volatile" in line:
+            reloads += 1
+            assert reload_at in stored  # read back only what the function already wrote
+    assert reloads > 100
+    monkeypatch.setattr(native, "RELOAD_AFTER", 0)
+    without = gtdyn.compile(puma, "forward", use_cache=False, lanes=False)
+    assert "load volatile" not in native.function_ir(programs[-1].functions["factor"], "p_")
+    for q, v, tau in zip(*np.random.default_rng(7).uniform(-2, 2, (3, 20, 6))):
+        assert solver(q, v, tau).tobytes() == without(q, v, tau).tobytes()

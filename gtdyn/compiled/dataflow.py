@@ -54,3 +54,14 @@ def early_stores(fn: Function) -> dict[int, list[int]]:
                 moved.setdefault(value.id, []).append(i)
             last_access[op[1]] = i
     return moved
+
+
+def stored_once(fn: Function) -> dict[int, int]:
+    """Values ``fn`` stores to a ``ws`` entry that it stores nothing else to and never loads: value → the entry."""
+    stores: dict[int, list] = {}
+    loaded = {op[1] for op in fn.ops if op[0] == "load"}
+    for op in fn.ops:
+        if op[0] == "store":
+            stores.setdefault(op[1], []).append(op[2])
+    return {values[0].id: index for index, values in stores.items()
+            if len(values) == 1 and is_sym(values[0]) and values[0].fn is fn and index not in loaded}

@@ -32,13 +32,33 @@ def constant(x: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
 
 
-def function_ir(fn: trace.Function, prefix: str) -> str:
-    def operand(a) -> str:
-        return f"%r{a.id}" if trace.is_sym(a) else constant(a)
+RELOAD_AFTER = 100  # operations: a stored value read again after so many is reloaded from ws (``function_ir``)
 
+
+def function_ir(fn: trace.Function, prefix: str) -> str:
+    """``fn`` as an LLVM function on ``ws``. A value that ``fn`` stores (early: ``dataflow.early_stores``) and reads
+    again more than ``RELOAD_AFTER`` operations later is read back from its ``ws`` entry there (a volatile load, so
+    that LLVM does not forward the stored value, which it would then keep in a register or spill to the stack; the
+    same bits). Only in functions without calls, and for entries stored once."""
     body = [f"define void @{prefix}{fn.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
     early = dataflow.early_stores(fn)
     moved = {i for stores in early.values() for i in stores}
+    home = {} if not RELOAD_AFTER or any(op[0] in ("call", "call_unless") for op in fn.ops) else \
+        {value: index for value, index in dataflow.stored_once(fn).items() if value in early}  # stored at once
+    seen: dict[int, tuple[str, int]] = {}  # value → (its name now, the operation that last read it)
+    position = [0]
+
+    def operand(a) -> str:
+        if not trace.is_sym(a):
+            return constant(a)
+        name, last = seen.get(a.id, (f"%r{a.id}", a.id))
+        i = position[0]
+        if a.id in home and i - last > RELOAD_AFTER:
+            name = f"%v{a.id}_{i}"
+            body.extend([f"  %g{a.id}_{i} = getelementptr inbounds double, double* %ws, i64 {home[a.id]}",
+                         f"  {name} = load volatile double, double* %g{a.id}_{i}, align 8"])
+        seen[a.id] = (name, i)
+        return name
 
     def store(i: int, op) -> list[str]:
         return [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
@@ -48,6 +68,7 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
         kind = op[0]
         if kind == "#" or not keep or i in moved:
             continue
+        position[0] = i
         if kind == "store":
             body += store(i, op)
             continue
