@@ -924,10 +924,10 @@ def test_the_native_entry_takes_calls_from_its_owner_thread_only():
 
 
 def test_a_value_read_far_from_where_it_was_stored_is_read_back_from_ws(monkeypatch):
-    """``native.function_ir``: in a function without calls, a value stored to ws and read again more than
-    ``RELOAD_AFTER`` operations later is loaded back from its entry there (volatile, so LLVM keeps the load rather
-    than a spill) — only after the store, only entries stored once and never loaded — and the answers are bit for
-    bit those of the code without reloads."""
+    """``native.function_ir``: in a function without calls, a value stored to ws, or loaded from an entry the
+    function never writes, and read again more than ``RELOAD_AFTER`` operations later is loaded again from its entry
+    there (volatile, so LLVM keeps the load rather than a spill) — a stored one only after the store, and only from
+    entries stored once and never loaded — and the answers are bit for bit those of the code without reloads."""
     import gtdyn.compiled.build as build
     from gtdyn.compiled import native
 
@@ -939,6 +939,7 @@ def test_a_value_read_far_from_where_it_was_stored_is_read_back_from_ws(monkeypa
     solver = gtdyn.compile(puma, "forward", use_cache=False, lanes=False)
     ir = native.function_ir(programs[-1].functions["factor"], "p_").splitlines()
     stored, reloads = set(), 0
+    written = {int(n) for n in re.findall(r"i64 (\d+)\n  store double", "\n".join(ir))}
     for line in ir:
         if match := re.match(r"  %(p\d+) = getelementptr inbounds double, double\* %ws, i64 (\d+)", line):
             address = {match.group(1): int(match.group(2))}
@@ -948,7 +949,7 @@ def test_a_value_read_far_from_where_it_was_stored_is_read_back_from_ws(monkeypa
             stored.add(address[re.search(r"%(p\d+),", line).group(1)])
         if "load volatile" in line:
             reloads += 1
-            assert reload_at in stored  # read back only what the function already wrote
+            assert reload_at in stored or reload_at not in written  # written already, or never
     assert reloads > 100
     monkeypatch.setattr(native, "RELOAD_AFTER", 0)
     without = gtdyn.compile(puma, "forward", use_cache=False, lanes=False)

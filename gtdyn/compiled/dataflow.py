@@ -56,6 +56,12 @@ def early_stores(fn: Function) -> dict[int, list[int]]:
     return moved
 
 
+def loaded_unwritten(fn: Function) -> dict[int, int]:
+    """Values ``fn`` loads from a ``ws`` entry that it never stores to: value → the entry."""
+    written = {op[1] for op in fn.ops if op[0] == "store"}
+    return {i: op[1] for i, op in enumerate(fn.ops) if op[0] == "load" and op[1] not in written}
+
+
 def stored_once(fn: Function) -> dict[int, int]:
     """Values ``fn`` stores to a ``ws`` entry that it stores nothing else to and never loads: value → the entry."""
     stores: dict[int, list] = {}

@@ -32,19 +32,21 @@ def constant(x: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
 
 
-RELOAD_AFTER = 100  # operations: a stored value read again after so many is reloaded from ws (``function_ir``)
+RELOAD_AFTER = 100  # operations: a value in ws read again after so many is loaded again (``function_ir``)
 
 
 def function_ir(fn: trace.Function, prefix: str) -> str:
-    """``fn`` as an LLVM function on ``ws``. A value that ``fn`` stores (early: ``dataflow.early_stores``) and reads
-    again more than ``RELOAD_AFTER`` operations later is read back from its ``ws`` entry there (a volatile load, so
-    that LLVM does not forward the stored value, which it would then keep in a register or spill to the stack; the
-    same bits). Only in functions without calls, and for entries stored once."""
+    """``fn`` as an LLVM function on ``ws``. A value that ``fn`` stores (early: ``dataflow.early_stores``), or loads
+    from an entry it never writes, and reads again more than ``RELOAD_AFTER`` operations later is loaded again from
+    its ``ws`` entry there (a volatile load, so that LLVM does not forward or merge it into the first, which it would
+    then keep in a register or spill to the stack; the same bits). Only in functions without calls, and for entries
+    stored once and never loaded."""
     body = [f"define void @{prefix}{fn.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
     early = dataflow.early_stores(fn)
     moved = {i for stores in early.values() for i in stores}
     home = {} if not RELOAD_AFTER or any(op[0] in ("call", "call_unless") for op in fn.ops) else \
-        {value: index for value, index in dataflow.stored_once(fn).items() if value in early}  # stored at once
+        {value: index for value, index in dataflow.stored_once(fn).items() if value in early} \
+        | dataflow.loaded_unwritten(fn)  # stored at once, or an entry ws keeps as it was
     seen: dict[int, tuple[str, int]] = {}  # value → (its name now, the operation that last read it)
     position = [0]
 
