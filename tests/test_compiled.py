@@ -943,7 +943,7 @@ def test_a_value_read_far_from_where_it_was_stored_is_read_back_from_ws(monkeypa
     for line in ir:
         if match := re.match(r"  %(p\d+) = getelementptr inbounds double, double\* %ws, i64 (\d+)", line):
             address = {match.group(1): int(match.group(2))}
-        if match := re.match(r"  %(g\d+_\d+) = getelementptr inbounds double, double\* %ws, i64 (\d+)", line):
+        if match := re.match(r"  %(v\d+_\d+p) = getelementptr inbounds double, double\* %ws, i64 (\d+)", line):
             reload_at = int(match.group(2))
         if re.match(r"  store double %r\d+, double\* %(p\d+)", line):
             stored.add(address[re.search(r"%(p\d+),", line).group(1)])

@@ -69,7 +69,7 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: 
     vt = _vector(width)
 
     def operand(a) -> str:
-        return f"%r{a.id}" if trace.is_sym(a) else _splat(a, width)
+        return reloads.name(a, body) if trace.is_sym(a) else _splat(a, width)
 
     def access(i: int, op) -> list[str]:
         return [f"  %p{i} = getelementptr inbounds double, ptr %ws, i64 {op[1] * width}",
@@ -79,10 +79,14 @@ def function_ir(fn: trace.Function, prefix: str, width: int = WIDTH, functions: 
     body = [f"define void @{prefix}{fn.name}_x{width}(ptr noalias nocapture %ws) noinline nounwind {{", "entry:"]
     early = dataflow.early_stores(fn)  # as the scalar code writes them
     moved = {i for stores in early.values() for i in stores}
+    reloads = native.Reloads(fn, early, lambda name, entry: [
+        f"  {name}p = getelementptr inbounds double, ptr %ws, i64 {entry * width}",
+        f"  {name} = load volatile {vt}, ptr {name}p, align 8"])
     for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
         kind = op[0]
         if kind == "#" or not keep or i in moved:
             continue
+        reloads.position = i
         if kind in ("load", "store"):
             body += access(i, op)
         elif kind == "call":

@@ -32,35 +32,45 @@ def constant(x: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
 
 
-RELOAD_AFTER = 100  # operations: a value in ws read again after so many is loaded again (``function_ir``)
+RELOAD_AFTER = 100  # operations: a value in ws read again after so many is loaded again (``Reloads``)
+
+
+class Reloads:
+    """A value that a function without calls stores (early: ``dataflow.early_stores``), or loads from an entry it
+    never writes, and reads again more than ``RELOAD_AFTER`` operations after its last read is loaded again from
+    its ``ws`` entry there: a volatile load, so that LLVM neither forwards the stored value nor merges the load
+    into the first, either of which would keep the value in a register or spill it to the stack (the same bits).
+    Only entries stored once and never loaded count as stored. ``load(name, entry)``: the IR lines that load
+    ``entry`` as ``name``; ``position``: the operation being written."""
+
+    def __init__(self, fn: trace.Function, early: dict, load):
+        self.home = {} if not RELOAD_AFTER or any(op[0] in ("call", "call_unless") for op in fn.ops) else \
+            {value: index for value, index in dataflow.stored_once(fn).items() if value in early} \
+            | dataflow.loaded_unwritten(fn)
+        self.load, self.position = load, 0
+        self.seen: dict[int, tuple[str, int]] = {}  # value → (its name now, the operation that last read it)
+
+    def name(self, a: trace.Sym, body: list[str]) -> str:
+        """The name to read traced value ``a`` by at ``position``, loading it again into ``body`` if far."""
+        name, last = self.seen.get(a.id, (f"%r{a.id}", a.id))
+        if a.id in self.home and self.position - last > RELOAD_AFTER:
+            name = f"%v{a.id}_{self.position}"
+            body.extend(self.load(name, self.home[a.id]))
+        self.seen[a.id] = (name, self.position)
+        return name
 
 
 def function_ir(fn: trace.Function, prefix: str) -> str:
-    """``fn`` as an LLVM function on ``ws``. A value that ``fn`` stores (early: ``dataflow.early_stores``), or loads
-    from an entry it never writes, and reads again more than ``RELOAD_AFTER`` operations later is loaded again from
-    its ``ws`` entry there (a volatile load, so that LLVM does not forward or merge it into the first, which it would
-    then keep in a register or spill to the stack; the same bits). Only in functions without calls, and for entries
-    stored once and never loaded."""
+    """``fn`` as an LLVM function on ``ws`` (values read far from their last read: ``Reloads``)."""
     body = [f"define void @{prefix}{fn.name}(double* noalias nocapture %ws) noinline nounwind {{", "entry:"]
     early = dataflow.early_stores(fn)
     moved = {i for stores in early.values() for i in stores}
-    home = {} if not RELOAD_AFTER or any(op[0] in ("call", "call_unless") for op in fn.ops) else \
-        {value: index for value, index in dataflow.stored_once(fn).items() if value in early} \
-        | dataflow.loaded_unwritten(fn)  # stored at once, or an entry ws keeps as it was
-    seen: dict[int, tuple[str, int]] = {}  # value → (its name now, the operation that last read it)
-    position = [0]
+    reloads = Reloads(fn, early, lambda name, entry: [
+        f"  {name}p = getelementptr inbounds double, double* %ws, i64 {entry}",
+        f"  {name} = load volatile double, double* {name}p, align 8"])
 
     def operand(a) -> str:
-        if not trace.is_sym(a):
-            return constant(a)
-        name, last = seen.get(a.id, (f"%r{a.id}", a.id))
-        i = position[0]
-        if a.id in home and i - last > RELOAD_AFTER:
-            name = f"%v{a.id}_{i}"
-            body.extend([f"  %g{a.id}_{i} = getelementptr inbounds double, double* %ws, i64 {home[a.id]}",
-                         f"  {name} = load volatile double, double* %g{a.id}_{i}, align 8"])
-        seen[a.id] = (name, i)
-        return name
+        return reloads.name(a, body) if trace.is_sym(a) else constant(a)
 
     def store(i: int, op) -> list[str]:
         return [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
@@ -70,7 +80,7 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
         kind = op[0]
         if kind == "#" or not keep or i in moved:
             continue
-        position[0] = i
+        reloads.position = i
         if kind == "store":
             body += store(i, op)
             continue
