@@ -50,12 +50,12 @@ def _column_norm(fn: trace.Function, entries: list, slots: Slots):
     return total
 
 
-def _sample_column_norms(plan: Plan, column: dict) -> list:
-    """``_column_norm``'s values at the build's sample states (the same sums in the same order), without tracing
-    them: the choice of a certificate's way needs them before ``main`` computes them."""
+def _sample_column_norms(entries: list[list]) -> list:
+    """``_column_norm``'s values at the build's sample states (the same sums in the same order), from A's entries
+    by column (``_column_entries``), without tracing them: the choice of a certificate's way needs them before
+    ``main`` computes them."""
     with np.errstate(all="ignore"):
-        return [sum((trace.value(c) * trace.value(c) for c in entries), 0.0)
-                for entries in _column_entries(plan, column)]
+        return [sum((trace.value(c) * trace.value(c) for c in column), 0.0) for column in entries]
 
 
 def substitution_backward_error(plan: Plan) -> float | None:
@@ -129,19 +129,17 @@ def _other_checks(fn: trace.Function, layout: Layout, slots: Slots, closure: dic
     return ok
 
 
-def _conclude(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, coupled, outputs, x, condition,
-              backward, way: float, others=None):
+def _conclude(fn: trace.Function, layout: Layout, slots: Slots, closure: dict, coupled, condition, backward,
+              way: float, others=None):
     """The certificate — well conditioned (``condition`` under ``BOUND_LIMIT`` for a bound, ``CONDITION_LIMIT``
-    for the estimate), accurate, and ``others`` (default ``_other_checks``) — and the answer (unless ``x`` is
-    None: stored already), status, κ (or the bound), backward error and, where it certifies, which way (``way``:
-    0 the estimate, ``BY_BOUND`` u, ``BY_SCHUR`` u_S), stored; the status."""
+    for the estimate), accurate, and ``others`` (default ``_other_checks``) — with status, κ (or the bound),
+    backward error and, where it certifies, which way (``way``: 0 the estimate, ``BY_BOUND`` u, ``BY_SCHUR`` u_S),
+    stored (the answer is stored where it is read, before); the status."""
     fn.comment("certificate: well conditioned, accurate, and every loop closed")
     if others is None:
         others = _other_checks(fn, layout, slots, closure, coupled)
     limit = CONDITION_LIMIT if way == 0.0 else BOUND_LIMIT
     ok = trace.le(condition, limit) * trace.le(condition * backward, ERROR_BOUND) * others
-    if x is not None:
-        store_outputs(fn, layout, outputs, x)
     fn.store(layout.status, ok)
     fn.store(layout.status + 1, condition)
     fn.store(layout.status + 2, backward)
@@ -176,14 +174,14 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     only where that cannot certify."""
     fn = trace.Function("main")
     fn.call(functions["factor"])
-    sample_norms = _sample_column_norms(plan, column)
+    entries = _column_entries(plan, column)
+    sample_norms = _sample_column_norms(entries)
     way = _cheapest_way(functions, layout, sample_norms, transposed_abs)
     if way != "schur":
         functions.pop("solve_t_abs", None)
     if way == "estimate":
         del functions["solve_abs"]
         fn.comment("at the build's sample states no bound would pay: the estimate decides every call")
-        entries = _column_entries(plan, column)
         _estimate(fn, functions, plan, layout, slots, closure, outputs, coupled,
                   lambda k: _column_norm(fn, entries[k], slots), len(column))
         return {"main": fn}
@@ -194,8 +192,8 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     fn.comment("the bound u = ‖D Ŝ1‖₂ ≥ 1/σ_min(A D⁻¹)")
     fn.call(functions["solve_abs"])
     u_squared, a_squared = 0.0, 0.0
-    for k, entries in enumerate(_column_entries(plan, column)):
-        norm = _column_norm(fn, entries, slots)
+    for k, column_entries in enumerate(entries):
+        norm = _column_norm(fn, column_entries, slots)
         magnitude = fn.load(layout.start["sol"] + k)
         u_squared = u_squared + norm * (magnitude * magnitude)
         if not by_substitution:  # else measured sums them, where the a-priori bound cannot certify
@@ -214,7 +212,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         fn.comment(f"substitution alone: backward error ≤ γ_m = {gamma:.3g} a priori, for a finite x and "
                    "‖b‖₁ ≥ SMALLEST_RHS (substitution_backward_error)")
         sure = others * finite_sum(x_sum) * trace.le(SMALLEST_RHS, b_sum)
-        a_priori = _conclude(fn, layout, slots, closure, coupled, outputs, None, bound, gamma, A_PRIORI, sure)
+        a_priori = _conclude(fn, layout, slots, closure, coupled, bound, gamma, A_PRIORI, sure)
         measured = trace.Function("measured")
         measured.comment("where the a-priori bound cannot certify: the backward error measured")
         sums = {"A": _sum(measured, layout.start["norms"], len(column)),
@@ -224,11 +222,10 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     measured.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
     measured.call(functions["residual"])
     backward = _backward_error(_sum(measured, layout.start["res"], len(plan.rows), squares=True), sums)
-    ok = _conclude(measured, layout, slots, closure, coupled, outputs, None, bound, backward, BY_BOUND, others)
+    ok = _conclude(measured, layout, slots, closure, coupled, bound, backward, BY_BOUND, others)
     fallback = exact = trace.Function("exact")
     if way == "schur":
-        fallback = _schur(functions, layout, len(plan.rows), slots, closure, coupled, outputs,
-                          [backward, others], exact)
+        fallback = _schur(functions, layout, len(plan.rows), slots, closure, coupled, [backward, others], exact)
         measured.comment("where u cannot certify, Schur's test; where that cannot, the reference path's estimate")
     else:
         measured.comment("where the bound cannot certify, the reference path's estimate decides")
@@ -243,8 +240,8 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
             **({"measured": measured} if a_priori is not None else {}), "main": fn}
 
 
-def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: dict, coupled, outputs,
-           main_values: list, exact: trace.Function) -> trace.Function:
+def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: dict, coupled, main_values: list,
+           exact: trace.Function) -> trace.Function:
     """``schur``: u_S = √(max_j g_j), g = Ŝᵀ (D² Ŝ1) by ``solve_t_abs`` from the D² Ŝ1 main stored, and the
     certificate with it and main's backward error and other checks (``main_values``, main's values as slots);
     ``exact`` where u_S cannot certify either. u_S is NaN unless every g_j is finite (a running maximum would step
@@ -257,20 +254,20 @@ def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: di
     for value in g[1:]:
         largest = trace.select(trace.le(largest, value), value, largest)
     bound = trace.sqrt(largest + 0.0 * sum(g[1:], g[0]))  # + 0 · Σ g: NaN where some g_j is not finite
-    ok = _conclude(fn, layout, slots, closure, coupled, outputs, None, bound, backward, BY_SCHUR, others)
+    ok = _conclude(fn, layout, slots, closure, coupled, bound, backward, BY_SCHUR, others)
     fn.call_unless(ok, exact)
     return fn
 
 
-def _sample_bound(functions: dict, layout: Layout, norms: list) -> tuple[list, list, np.ndarray]:
-    """At the build's sample states: the squared column norms (``norms``, ``_sample_column_norms``), ``solve_abs``'s
-    magnitudes Ŝ1 and the bound u."""
+def _sample_bound(functions: dict, layout: Layout, norms: list) -> tuple[list, np.ndarray]:
+    """At the build's sample states, from the squared column norms there (``norms``, ``_sample_column_norms``):
+    ``solve_abs``'s magnitudes Ŝ1 and the bound u."""
     start, count = layout.start["sol"], len(norms)
     stored = {op[1] - start: op[2] for op in functions["solve_abs"].ops
               if op[0] == "store" and start <= op[1] < start + count}
     with np.errstate(all="ignore"):
         magnitudes = [trace.value(stored[k]) for k in range(count)]
-        return norms, magnitudes, np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
+        return magnitudes, np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
 
 
 def _pays(functions: dict, layout: Layout, norms: list, gamma: float) -> bool:
@@ -279,7 +276,7 @@ def _pays(functions: dict, layout: Layout, norms: list, gamma: float) -> bool:
     than the residual they save (a 12-link chain's RNEA, u about 1e7, ran slower with them:
     benchmarks/results/design_measurements.md)."""
     with np.errstate(invalid="ignore"):
-        return float(np.mean(_sample_bound(functions, layout, norms)[2] * gamma <= ERROR_BOUND / 2)) >= 0.5
+        return float(np.mean(_sample_bound(functions, layout, norms)[1] * gamma <= ERROR_BOUND / 2)) >= 0.5
 
 
 def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) -> str:
@@ -291,7 +288,7 @@ def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) 
     certifies all 8 and 96 %). Costs are operations. Long chains certify with neither bound
     (benchmarks/results/design_measurements.md). ``norms``: D² at the sample states (``_sample_column_norms``)."""
     count, solve_abs = len(norms), functions["solve_abs"]
-    norms, magnitudes, u = _sample_bound(functions, layout, norms)
+    magnitudes, u = _sample_bound(functions, layout, norms)
     with np.errstate(all="ignore"):
         z = [np.broadcast_to(n * m, np.shape(u)) for n, m in zip(norms, magnitudes)]
     def share(bound) -> float:  # of the samples a bound certifies, with the margin
@@ -365,7 +362,7 @@ def _estimate(fn: trace.Function, functions, plan: Plan, layout: Layout, slots: 
         for k in range(count):
             fn.store(start["zt"] + k, trace.div(fn.load(start["sol"] + k), growth))  # y
     condition = trace.sqrt(growth)
-    _conclude(fn, layout, slots, closure, coupled, outputs, None, condition, backward, 0.0)
+    _conclude(fn, layout, slots, closure, coupled, condition, backward, 0.0)
 
 
 def _copy(fn: trace.Function, source: int, target: int, count: int) -> None:

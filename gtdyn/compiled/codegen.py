@@ -294,7 +294,7 @@ def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, nam
 
 def _residual(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.Function:
     fn = trace.Function("residual")
-    x = _FirstRead(lambda kc: fn.load(layout.start["xr"] + column[kc]))
+    x = {kc: fn.load(layout.start["xr"] + col) for kc, col in column.items()}
     for i, row in enumerate(plan.rows):
         total = slots.use(fn, row.rhs)
         for key, block in row.coef.items():
@@ -317,15 +317,3 @@ def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, out
     store_outputs(fn, layout, outputs, x)
     fn.store(layout.status, finite(x) * valid_inputs(fn, layout) * slots.use(fn, coupled))
     return fn
-
-
-class _FirstRead(dict):
-    """Values made (``make(key)``) where first read, then kept: loads placed at their first use."""
-
-    def __init__(self, make):
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, key):
-        self[key] = value = self.make(key)
-        return value
