@@ -729,6 +729,32 @@ def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_pat
     assert whole.condition == parts.condition == alone.condition
 
 
+def test_a_programs_parts_are_balanced_by_loads_and_stores_too():
+    """``native.assemble`` deals functions to parts by their compile weight, which counts loads and stores: a long
+    chain's last piece of ``factor`` has few operations and tens of thousands of them, and its IR compiled for
+    longer than a piece of 30,000 operations. Weighed by operations alone it went with the heaviest function, and
+    that part compiled 16 s against the other's 10 (nested dissection, 96 joints: design_measurements.md)."""
+    from gtdyn.compiled import native
+
+    def function(name: str, operations: int, copies: int) -> trace.Function:
+        fn = trace.Function(name)
+        total = fn.load(0)
+        for i in range(operations):
+            total = total * 1.0001 + float(i)
+        fn.store(1, total)
+        for i in range(copies):  # values passed on through ws: loads and stores, no arithmetic
+            fn.store(10 + 2 * i, fn.load(11 + 2 * i))
+        return fn
+
+    functions = {"heavy": function("heavy", 3000, 0), "copies": function("copies", 10, 3000),
+                 "light": function("light", 1500, 0)}
+    assert functions["copies"].count() < functions["light"].count() < functions["heavy"].count()
+    bodies = {name: native.function_ir(fn, "p_") for name, fn in functions.items()}
+    parts = native.assemble([], bodies, [], functions, (), lambda name: f"declare void @p_{name}(ptr)", parts=2)
+    together = next(part for part in parts if "@p_heavy(" in part)
+    assert "define void @p_copies(" not in together and "define void @p_light(" in together
+
+
 def test_stores_move_to_their_values_only_where_that_changes_nothing():
     """``dataflow.early_stores``: a store is written right after its value's operation unless a call, or a load or
     store of the same entry, lies between; the machine code then leaves ``ws`` exactly as the traced order does

@@ -216,10 +216,11 @@ def assemble(head: list[str], bodies: dict[str, str], loops: list[str], function
     rare = sorted(rare & set(bodies))
     share: list[list[str]] = [[] for _ in range(parts)] + ([rare] if rare else [])
     size = [0] * parts
-    for name in sorted(set(bodies) - set(rare), key=lambda n: -_compile_weight(functions[n])):  # the largest
-        k = size.index(min(size))  # first, each to the lightest part
+    weight = {name: _compile_weight(functions[name]) for name in bodies}
+    for name in sorted(set(bodies) - set(rare), key=lambda n: -weight[n]):  # the largest first, each to the
+        k = size.index(min(size))  # lightest part
         share[k].append(name)
-        size[k] += _compile_weight(functions[name])
+        size[k] += weight[name]
     modules = []
     for k, names in enumerate(share):
         called = {op[1] if op[0] == "call" else op[2] for name in names for op in _ops(functions[name])
@@ -229,11 +230,15 @@ def assemble(head: list[str], bodies: dict[str, str], loops: list[str], function
     return modules
 
 
-def _compile_weight(fn) -> int:
-    """About what ``fn`` costs the code generator: its operations, three times over for a function with a branch,
-    which ``objects.split_blocks`` leaves whole (whole functions cost about three times as much per operation as
-    ones cut into blocks: benchmarks/results/design_measurements.md)."""
-    return fn.count() * (3 if any(op[0] == "call_unless" for op in _ops(fn)) else 1)
+def _compile_weight(fn) -> float:
+    """About what ``fn`` costs the code generator, w (1 + w / 300,000) with w its operations and 1.25 per load or
+    store, a quarter more for a function with a branch (``objects.split_blocks`` leaves it whole): fitted to
+    single-function compiles of the UR5, Talos and long chains (benchmarks/results/design_measurements.md). The
+    loads and stores count, since their share ranges over 20× between functions (a long chain's last piece of
+    ``factor`` against its others); and the cost per operation grows with the function."""
+    ops = _ops(fn)
+    w = fn.count() + 1.25 * sum(op[0] in ("load", "store") for op in ops)
+    return w * (1 + w / 300_000) * (1.25 if any(op[0] == "call_unless" for op in ops) else 1.0)
 
 
 def _ops(fn) -> list:
