@@ -729,6 +729,28 @@ def test_a_program_compiled_in_parts_computes_the_same_bits(monkeypatch, tmp_pat
     assert whole.condition == parts.condition == alone.condition
 
 
+def test_a_giant_program_skips_the_optimization_pipeline_with_the_same_bits(monkeypatch):
+    """A program of over ``objects.PIPELINE_BELOW`` operations goes to LLVM's code generator without the -O1
+    pipeline (forced here on the PUMA): the same IEEE operations, so the same answers and verdicts."""
+    from gtdyn.compiled import native, objects
+
+    puma = robot("puma560")
+    whole = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
+    monkeypatch.setattr(objects, "PIPELINE_BELOW", 0)
+    modes = []
+    compile_object = objects.compile_object
+    monkeypatch.setattr(objects, "compile_object", lambda ir, quick=False, pipeline=True:
+                        modes.append(pipeline) or compile_object(ir, quick, pipeline))
+    monkeypatch.setattr(native, "compile_object", objects.compile_object)
+    lean = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
+    assert modes == [False]
+    s = sample_states(puma, "forward", (), count=5, seed=7)
+    for k in range(5):
+        q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
+        assert np.array_equal(lean(q, v, x), whole(q, v, x))
+        assert lean.condition == whole.condition and lean.backward_error == whole.backward_error
+
+
 def test_a_programs_parts_are_balanced_by_loads_and_stores_too():
     """``native.assemble`` deals functions to parts by their compile weight, which counts loads and stores: a long
     chain's last piece of ``factor`` has few operations and tens of thousands of them, and its IR compiled for

@@ -40,6 +40,37 @@ def test_pieces_pass_each_crossing_value_through_a_slot_of_its_own(monkeypatch):
     assert ws[2] == ((2.0 + 3.0) * 2.0 - 3.0) / (2.0 + 3.0) * ((2.0 + 3.0) * 2.0)
 
 
+def test_a_value_stored_at_the_end_is_stored_in_its_own_piece(monkeypatch):
+    """A value a function stores at its end for a later pass (as ``Slots`` appends to ``factor``) is stored in the
+    piece that computes it, where that means the same (``dataflow.early_stores``): it needs no slot, and the last
+    piece does not load and store it again. A store with a load of its entry between stays where it was."""
+    fn = trace.Function("f", 1)
+    a, b = fn.load(0, np.array([2.0])), fn.load(1, np.array([3.0]))
+    s = a + b
+    p = s * a
+    d = p - b
+    e = d * b
+    fn.store(2, e * p)
+    fn.store(3, s)  # moves to the first piece, where s is computed
+    t = fn.load(4, np.array([0.5]))
+    fn.store(4, p)  # stays after the load of its entry: p crosses to the last piece
+    fn.store(5, t)
+    layout = Layout(n=1, outputs=0, rows=0, unknowns=0)
+    size = layout.size
+    monkeypatch.setattr(split, "CUT_ABOVE", 4)
+    monkeypatch.setattr(split, "PIECE", 2)
+    functions, _ = split.split_large({"f": fn}, layout, frozenset())
+    first = functions["f_1"]
+    assert ("store", 3, first.syms[2]) in first.ops and first.ops[2][0] == "add"
+    # b, p and e are read by later pieces (p by the last one's store too); s, stored where it is computed, is not
+    assert layout.size == size + 3
+    ws = np.zeros(layout.size)
+    ws[:2], ws[4] = (2.0, 3.0), 0.5
+    for k in range(1, len(functions)):
+        _run(functions[f"f_{k}"], ws)
+    assert ws[3] == 5.0 and ws[4] == 10.0 and ws[5] == 0.5 and ws[2] == (10.0 - 3.0) * 3.0 * 10.0
+
+
 def _run(fn: trace.Function, ws: np.ndarray) -> None:
     """A straight-line function evaluated by numpy, operation by operation (loads, stores and arithmetic)."""
     value = {}

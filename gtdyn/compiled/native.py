@@ -248,21 +248,28 @@ def _ops(fn) -> list:
 def compile_module(functions: dict, prefix: str, entries: tuple[str, ...] | None = None,
                    quick: bool = False, rare: frozenset = frozenset()) -> list[bytes]:
     """``module_ir``'s program as object code (``compile_parts``)."""
-    return compile_parts(lambda parts, above: module_parts(functions, prefix, entries, parts, above, rare), quick)
+    return compile_parts(lambda parts, above: module_parts(functions, prefix, entries, parts, above, rare), quick,
+                         pipelined(functions))
 
 
-def compile_parts(modules, quick: bool = False) -> list[bytes]:
+def pipelined(functions: dict) -> bool:
+    """Whether a program of these functions goes through LLVM's optimization pipeline (``objects.PIPELINE_BELOW``)."""
+    return sum(fn.count() for fn in functions.values()) < objects.PIPELINE_BELOW
+
+
+def compile_parts(modules, quick: bool = False, pipeline: bool = True) -> list[bytes]:
     """A program (``modules(parts, above)``: its IR as ``assemble`` cuts it) as object code: one object, or for a
     big program (``objects.PARALLEL_ABOVE``) one per part, compiled side by side (``objects.compile_objects``);
     ``Loaded`` takes either. Parts beyond the ``parts`` asked for hold a big program's rare functions (the
     certificate's estimate, run on the few calls no bound certifies): they are compiled quickly, LLVM's -O0 code
-    generator, the same IEEE operations so the same bits, slower code (benchmarks/results/design_measurements.md)."""
+    generator, the same IEEE operations so the same bits, slower code (benchmarks/results/design_measurements.md).
+    ``pipeline``: the others go through LLVM's optimization pipeline (``pipelined``)."""
     with trace.collector_paused():
         workers = objects.workers()
         parts = modules(workers, objects.PARALLEL_ABOVE)
         if len(parts) == 1:
-            return [compile_object(parts[0], quick)]
-        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers))
+            return [compile_object(parts[0], quick, pipeline)]
+        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers), pipeline)
 
 
 # the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;

@@ -29,6 +29,10 @@ CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
 # and its code is as fast (the traced code is already folded and free of common subexpressions;
 # benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``)
 PIPELINE_SPEED_LEVEL = 1
+# A program of more operations than this skips that pipeline (the code generator still optimizes): on a 96-joint
+# chain it bought no speed and cost 15-20 % of the compile; on a 48-joint chain it bought 1-7 %, on Talos about
+# 10 % (benchmarks/results/design_measurements.md; ``gtdyn.compiled.native.pipelined``)
+PIPELINE_BELOW = 200_000
 BLOCK = 1000
 SPLIT_ABOVE = 5_000  # smaller functions compile fast whole; above it, blocks compile 2-3x faster and run as
 # fast (benchmarks/results/design_measurements.md)
@@ -60,9 +64,9 @@ def target_machine(codegen_level: int = 2):
                                         features=binding.get_host_cpu_features().flatten(), opt=codegen_level)
 
 
-def compile_object(ir: str, quick: bool = False) -> bytes:
-    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``; IEEE
-    arithmetic).
+def compile_object(ir: str, quick: bool = False, pipeline: bool = True) -> bytes:
+    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``, unless
+    ``pipeline`` is False; IEEE arithmetic).
 
     Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
     generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
@@ -82,9 +86,10 @@ def compile_object(ir: str, quick: bool = False) -> bytes:
     if quick:
         return target_machine(codegen_level=0).emit_object(module)
     machine = target_machine()
-    builder = binding.create_pass_builder(machine,
-                                          binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL))
-    builder.getModulePassManager().run(module, builder)
+    if pipeline:
+        tuning = binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL)
+        builder = binding.create_pass_builder(machine, tuning)
+        builder.getModulePassManager().run(module, builder)
     module = binding.parse_assembly(split_blocks(str(module), BLOCK), context=context)
     module.verify()
     return machine.emit_object(module)
@@ -139,22 +144,23 @@ def workers() -> int:
     return max(1, min(cores, 2))
 
 
-def compile_objects(parts: list[str], quick: list[bool]) -> list[bytes]:
+def compile_objects(parts: list[str], quick: list[bool], pipeline: bool = True) -> list[bytes]:
     """The object code of each module in ``parts`` (IR text; together one program, each declaring what it calls
-    in the others; ``quick``: each one's ``compile_object`` flag): the first compiled in this process, the others
-    meanwhile in worker processes. A worker that fails leaves its part to this process (the same code, later)."""
+    in the others; ``quick``: each one's ``compile_object`` flag, ``pipeline`` all of theirs): the first compiled
+    in this process, the others meanwhile in worker processes. A worker that fails leaves its part to this process
+    (the same code, later)."""
     results: dict[int, bytes | None] = {}
 
     def in_worker(k: int) -> None:
-        results[k] = in_worker_process(parts[k], quick[k])
+        results[k] = in_worker_process(parts[k], quick[k], pipeline)
 
     threads = [threading.Thread(target=in_worker, args=(k,), daemon=True) for k in range(1, len(parts))]
     for thread in threads:
         thread.start()
-    first = compile_object(parts[0], quick[0])
+    first = compile_object(parts[0], quick[0], pipeline)
     for thread in threads:
         thread.join()
-    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick[k])
+    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick[k], pipeline)
                       for k in range(1, len(parts))]
 
 
@@ -183,11 +189,11 @@ def run_worker(command: list[str], payload: bytes, env: dict | None = None) -> t
     return worker.returncode, out, err
 
 
-def in_worker_process(ir: str, quick: bool) -> bytes | None:
-    """``compile_object(ir, quick)`` run in a worker process (``serve``); None, with the reason logged, if it
+def in_worker_process(ir: str, quick: bool, pipeline: bool = True) -> bytes | None:
+    """``compile_object(ir, quick, pipeline)`` run in a worker process (``serve``); None, with the reason logged, if it
     failed."""
     header = json.dumps({"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL, "block": BLOCK,
-                         "split_above": SPLIT_ABOVE, "quick": quick})
+                         "split_above": SPLIT_ABOVE, "quick": quick, "pipeline": pipeline})
     try:
         code, out, err = run_worker([sys.executable, "-I", "-c", _BOOT, __file__], (header + "\n" + ir).encode())
     except OSError as error:
@@ -227,5 +233,5 @@ def serve() -> None:
     settings = json.loads(header)
     CODEGEN_OPTIONS, PIPELINE_SPEED_LEVEL = tuple(settings["options"]), settings["level"]
     BLOCK, SPLIT_ABOVE = settings["block"], settings["split_above"]
-    sys.stdout.buffer.write(compile_object(ir, settings["quick"]))
+    sys.stdout.buffer.write(compile_object(ir, settings["quick"], settings["pipeline"]))
     sys.stdout.buffer.flush()

@@ -12,7 +12,7 @@ own, appended to the workspace: the same operations on the same doubles, so the 
 
 from __future__ import annotations
 
-from gtdyn.compiled import trace
+from gtdyn.compiled import dataflow, trace
 from gtdyn.compiled.layout import Layout
 
 # operations: nested dissection's 288,000-operation factor compiled at under half the rate per MB of IR of the rest
@@ -59,6 +59,9 @@ def _pieces(fn: trace.Function, layout: Layout, piece: int) -> list[trace.Functi
             k, count = k + 1, 0
         home[i] = k
         count += op[0] not in trace.NOT_ARITHMETIC
+    for value, stores in dataflow.early_stores(fn).items():  # a store goes with its value where that means the
+        for i in stores:  # same: a value stored at the function's end (for a later pass) need not cross pieces
+            home[i] = home[value]
     crossing = [set() for _ in range(k + 1)]  # per piece: its values that later pieces read
     for i, op in enumerate(fn.ops):
         for a in op[1:]:
