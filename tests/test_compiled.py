@@ -777,6 +777,28 @@ def test_a_programs_parts_are_balanced_by_loads_and_stores_too():
     assert "define void @p_copies(" not in together and "define void @p_light(" in together
 
 
+def test_every_process_cuts_a_program_into_the_same_parts():
+    """Functions of equal compile weight go to parts by name, not in the order of a set of names, which Python's
+    string hashing changes from process to process: the same program, the same modules (and object code)."""
+    script = """
+import hashlib
+from gtdyn.compiled import native, trace
+functions = {}
+for name in ("solve", "solve_t", "solve_abs", "residual", "fast", "main"):
+    fn = functions[name] = trace.Function(name)
+    fn.store(1, fn.load(0) * 2.0)
+bodies = {name: native.function_ir(fn, "p_") for name, fn in functions.items()}
+parts = native.assemble([], bodies, [], functions, (), lambda name: "declare void @p_" + name + "(ptr)", parts=2)
+print(hashlib.sha256("|".join(parts).encode()).hexdigest())
+"""
+    printed = set()
+    for seed in ("1", "2", "3", "4"):
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed})
+        printed.add(run.stdout)
+    assert len(printed) == 1
+
+
 def test_stores_move_to_their_values_only_where_that_changes_nothing():
     """``dataflow.early_stores``: a store is written right after its value's operation unless a call, or a load or
     store of the same entry, lies between; the machine code then leaves ``ws`` exactly as the traced order does

@@ -52,6 +52,8 @@ class Reloads:
 
     def name(self, a: trace.Sym, body: list[str]) -> str:
         """The name to read traced value ``a`` by at ``position``, loading it again into ``body`` if far."""
+        if a.id not in self.home:
+            return f"%r{a.id}"
         name, last = self.seen.get(a.id, (f"%r{a.id}", a.id))
         if a.id in self.home and self.position - last > RELOAD_AFTER:
             name = f"%v{a.id}_{self.position}"
@@ -70,7 +72,7 @@ def function_ir(fn: trace.Function, prefix: str) -> str:
         f"  {name} = load volatile double, double* {name}p, align 8"])
 
     def operand(a) -> str:
-        return reloads.name(a, body) if trace.is_sym(a) else constant(a)
+        return reloads.name(a, body) if type(a) is trace.Sym else constant(a)
 
     def store(i: int, op) -> list[str]:
         return [f"  %p{i} = getelementptr inbounds double, double* %ws, i64 {op[1]}",
@@ -217,8 +219,8 @@ def assemble(head: list[str], bodies: dict[str, str], loops: list[str], function
     share: list[list[str]] = [[] for _ in range(parts)] + ([rare] if rare else [])
     size = [0] * parts
     weight = {name: _compile_weight(functions[name]) for name in bodies}
-    for name in sorted(set(bodies) - set(rare), key=lambda n: -weight[n]):  # the largest first, each to the
-        k = size.index(min(size))  # lightest part
+    for name in sorted(set(bodies) - set(rare), key=lambda n: (-weight[n], n)):  # the largest first (equals by
+        k = size.index(min(size))  # name, so every process makes the same parts), each to the lightest part
         share[k].append(name)
         size[k] += weight[name]
     modules = []

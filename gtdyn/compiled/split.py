@@ -64,9 +64,11 @@ def _pieces(fn: trace.Function, layout: Layout, piece: int) -> list[trace.Functi
             home[i] = home[value]
     crossing = [set() for _ in range(k + 1)]  # per piece: its values that later pieces read
     for i, op in enumerate(fn.ops):
-        for a in op[1:]:
-            if trace.is_sym(a) and home[i] >= 0 and home[a.id] != home[i]:
-                crossing[home[a.id]].add(a.id)
+        p = home[i]
+        if p >= 0:
+            for a in op[1:]:
+                if type(a) is trace.Sym and home[a.id] != p:
+                    crossing[home[a.id]].add(a.id)
     slot: dict[int, int] = {}
     for values in crossing:
         for i in sorted(values):

@@ -25,7 +25,14 @@ UNARY = {"copy": np.positive, "neg": np.negative, "sin": np.sin, "cos": np.cos, 
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
           "le": lambda a, b: np.less_equal(a, b).astype(float), "atan2": np.arctan2}
 TERNARY = {"select": lambda c, a, b: np.where(np.not_equal(c, 0.0), a, b)}
-COMMUTATIVE = {"add", "mul"}
+RULES = {**UNARY, **BINARY, **TERNARY}
+COMMUTATIVE = {"add", "mul"}  # binary
+
+
+def _swapped(first, second) -> bool:
+    """Whether two operands' keys (ids, or a constant as (c,)) are out of canonical order: ids before constants,
+    ids in increasing order."""
+    return type(second) is int and (type(first) is not int or first > second)
 NOT_ARITHMETIC = ("load", "store", "call", "call_unless", "#")  # operations ``Function.count`` leaves out
 # operands whose own arithmetic runs when a Sym meets them: numpy arrays (elementwise), and the dual numbers of
 # ``gtdyn.compiled.dual`` (which add themselves here)
@@ -297,18 +304,23 @@ class Function:
         self._count: tuple[int, int] = (-1, 0)
 
     def emit(self, op: str, *args) -> Sym:
-        key = (op,) + tuple(a.id if type(a) is Sym else (a,) for a in args)
-        if op in COMMUTATIVE:
-            key = (op,) + tuple(sorted(key[1:], key=repr))
+        key, values = [op], []  # a value's key: its operation's id, or (constant,)
+        for a in args:
+            if type(a) is Sym:
+                if a.fn is not self:
+                    raise ValueError(f"{a} belongs to function {a.fn.name}, not {self.name}")
+                key.append(a.id)
+                values.append(a.val)
+            else:
+                key.append((a,))
+                values.append(a)
+        if op in COMMUTATIVE and _swapped(key[1], key[2]):  # one key for a + b and b + a
+            key[1], key[2] = key[2], key[1]
+        key = tuple(key)
         found = self._seen.get(key)
         if found is not None:
             return found
-        for a in args:
-            if type(a) is Sym and a.fn is not self:
-                raise ValueError(f"{a} belongs to function {a.fn.name}, not {self.name}")
-        fn = UNARY.get(op) or BINARY.get(op) or TERNARY[op]
-        val = fn(*(a.val if type(a) is Sym else a for a in args))  # numpy's warnings: see ``tracing``
-        sym = self.append((op, *args), val)
+        sym = self.append((op, *args), RULES[op](*values))  # numpy's warnings: see ``tracing``
         self._seen[key] = sym
         return sym
 
