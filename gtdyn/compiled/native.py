@@ -55,7 +55,7 @@ class Reloads:
         if a.id not in self.home:
             return f"%r{a.id}"
         name, last = self.seen.get(a.id, (f"%r{a.id}", a.id))
-        if a.id in self.home and self.position - last > RELOAD_AFTER:
+        if self.position - last > RELOAD_AFTER:
             name = f"%v{a.id}_{self.position}"
             body.extend(self.load(name, self.home[a.id]))
         self.seen[a.id] = (name, self.position)

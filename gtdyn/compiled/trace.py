@@ -27,13 +27,15 @@ BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divid
 TERNARY = {"select": lambda c, a, b: np.where(np.not_equal(c, 0.0), a, b)}
 RULES = {**UNARY, **BINARY, **TERNARY}
 COMMUTATIVE = {"add", "mul"}  # binary
+NOT_ARITHMETIC = ("load", "store", "call", "call_unless", "#")  # operations ``Function.count`` leaves out
 
 
 def _swapped(first, second) -> bool:
-    """Whether two operands' keys (ids, or a constant as (c,)) are out of canonical order: ids before constants,
-    ids in increasing order."""
+    """Whether two operands' keys (ids, or a constant as (c,)) are out of canonical order, ids before constants
+    and ids ascending: one key for a + b and b + a."""
     return type(second) is int and (type(first) is not int or first > second)
-NOT_ARITHMETIC = ("load", "store", "call", "call_unless", "#")  # operations ``Function.count`` leaves out
+
+
 # operands whose own arithmetic runs when a Sym meets them: numpy arrays (elementwise), and the dual numbers of
 # ``gtdyn.compiled.dual`` (which add themselves here)
 DEFER: tuple[type, ...] = (np.ndarray,)
