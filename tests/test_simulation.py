@@ -95,6 +95,27 @@ def test_a_controller_holds_the_arm(rr):
     assert np.max(np.abs(tr.q[-1] - target)) < 1e-3 and np.max(np.abs(tr.v[-1])) < 1e-2, (tr.q[-1], tr.v[-1])
 
 
+@pytest.mark.parametrize("base", ["fixed", "floating"])
+def test_a_controller_is_asked_once_at_each_stage(rr, base):
+    """A Python controller is asked once per stage of a step: the sample's torque, recorded, is the one its
+    dynamics use (it was asked twice there, once to record and once to solve), then RK4's three later stages; and
+    once at the last sample. On a fixed base and on a floating one."""
+    robot = rr if base == "fixed" else gtdyn.load_robot("quadruped", base="floating")
+    asked = []
+
+    def controller(t, q, v):
+        asked.append(t)
+        return -0.01 * v
+
+    steps, dt = 4, 1e-3
+    for method, stages in (("semi_implicit_euler", 1), ("rk4", 4)):
+        asked.clear()
+        run = simulate(robot, np.zeros(robot.num_dofs), np.full(robot.num_dofs, 0.2), tau=controller, dt=dt,
+                       steps=steps, method=method, gravity=np.zeros(3))
+        assert len(asked) == stages * steps + 1, (method, asked)
+        assert np.array_equal(run.tau[1], -0.01 * run.v[1])
+
+
 @pytest.mark.parametrize("method", ["rk4", "variational"])
 def test_simulate_is_one_loop_over_a_stepper(rr, method):
     """The stepper interface: ``record`` writes sample k, ``advance`` takes step k. Driving the tree's stepper (or

@@ -114,14 +114,15 @@ class HeldTorques:
 
 class ControllerTorques:
     """``torque(k, t, q, v)`` from a controller ``law(t, q, v)``, its answer checked at every call; a native time
-    loop that knows the law (``gtdyn.PDController``) evaluates it itself."""
+    loop that knows the law (``gtdyn.PDController``) evaluates it itself. The law gets copies of q and v: it may
+    keep or change them without touching the run's state."""
 
     def __init__(self, robot: Robot, law, passive: bool):
         self.robot, self.law, self.passive = robot, law, passive
 
     def __call__(self, k: int, t: float, q, v) -> np.ndarray:
         try:
-            torque = joint_vector(self.robot, "tau", self.law(t, q, v))
+            torque = joint_vector(self.robot, "tau", self.law(t, np.array(q), np.array(v)))
             if self.passive:
                 check_passive_torques(self.robot, "tau", torque)
             return torque

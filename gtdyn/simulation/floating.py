@@ -29,11 +29,11 @@ class FloatingStepper(ExplicitStepper):
         """[ξ̇; q̇] = [dlog(−ξ) V; q̇]."""
         return np.concatenate([dlog(-x[:6]) @ y[:6], y[6:]])
 
-    def accel(self, t: float, x, y) -> np.ndarray:
-        """[base acceleration; q̈] at the state (ξ, q; V, q̇)."""
+    def accel(self, t: float, x, y, tau=None) -> np.ndarray:
+        """[base acceleration; q̈] at the state (ξ, q; V, q̇), under ``tau`` (None: the stage's torque)."""
         pose = self.start.compose(gtsam.Pose3.Expmap(x[:6]))
-        base_accel, qdd = self.forward(x[6:], y[6:], self.step_torque(t, x[6:], y[6:]), base_pose=pose.matrix(),
-                                       base_twist=y[:6])
+        tau = self.step_torque(t, x[6:], y[6:]) if tau is None else tau
+        base_accel, qdd = self.forward(x[6:], y[6:], tau, base_pose=pose.matrix(), base_twist=y[:6])
         return np.concatenate([base_accel, qdd])
 
     def record(self, k: int, t: float, out: Samples) -> None:
@@ -44,7 +44,7 @@ class FloatingStepper(ExplicitStepper):
         self.k = k
         out.tau[k] = self.held = self.torque(k, t, x[6:], y[6:])
         try:
-            self.a = self.accel(t, x, y)
+            self.a = self.accel(t, x, y, self.held)  # a controller is asked once at the sample
         except GTDYN_ERRORS as e:
             note_step(e, t, self.method, self.dt)
             raise

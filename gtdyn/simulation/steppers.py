@@ -119,7 +119,7 @@ class JointStepper(ExplicitStepper):
         self.k = k
         out.tau[k] = self.held = self.torque(k, t, q, v)
         try:
-            out.qdd[k] = self.a = self.accel(t, q, v)
+            out.qdd[k] = self.a = self.forward(q, v, self.held)  # a controller is asked once at the sample
         except GTDYN_ERRORS as e:
             note_step(e, t, self.method, self.dt)
             raise
