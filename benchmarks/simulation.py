@@ -1,7 +1,7 @@
 """Simulation steps per second: ``gtdyn.simulate`` (a compiled ABA solver per step) against the same integrator
 written as a Python loop over Pinocchio's ``pin.aba``, in one run, on the PUMA 560 and Talos, without torque and
-with a PD controller tracking a reference (``gtdyn.PDController``, in gtdyn's native loop and as a Python
-callable; Pinocchio's loop computes the same PD in numpy); plus the
+with a PD controller tracking a reference (``gtdyn.PDController``, in gtdyn's native loop, and as a Python
+callable the loop calls back; Pinocchio's loop computes the same PD in numpy); plus the
 variational integrator's steps per second (also on the quadruped's floating base). Without gravity, from random
 joint velocities (a falling Talos swings its gripper links fast enough to make explicit integrators diverge within
 2 s).
@@ -94,7 +94,8 @@ def pinocchio_pd_loop(ref: PinocchioModel, controller, q, v, steps: int, dt: flo
 
 def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float) -> list[str]:
     """PD tracking with semi-implicit Euler: gtdyn's native loop (the PDController), the same controller as a
-    Python callable (gtdyn's Python stepper), and Pinocchio's Python loop; and how far apart their ends are."""
+    Python callable (called back from gtdyn's native loop), and Pinocchio's Python loop; and how far apart their
+    ends are."""
     controller = pd_tracking(robot, q0, steps, dt)
     if ref.model.nq != ref.model.nv:
         raise SystemExit(f"{name}: the PD rows need revolute joints only (q_ref − q as the tangent error)")
@@ -110,7 +111,7 @@ def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float
     ours(controller)  # compiles the loops once per process, outside the timing
     ours(controller, checks=False)
     rows = []
-    as_callable = lambda t, q, v: controller(t, q, v)  # noqa: E731 (only the Python stepper runs a lambda)
+    as_callable = lambda t, q, v: controller(t, q, v)  # noqa: E731 (a callable the loop calls back)
     for label, tau, checks in (("PDController", controller, True), ("PDController, checks=False", controller, False),
                                ("the PD as a Python callable", as_callable, True)):
         gtdyn_s, pin_s = side_by_side(lambda: ours(tau, checks), theirs)

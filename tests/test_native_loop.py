@@ -55,30 +55,76 @@ def test_unchecked_runs_and_gravity_loop_natively_too(puma):
     assert ran and np.array_equal(native.q, python.q) and np.array_equal(native.qdd, python.qdd)
 
 
-def test_a_step_that_fails_raises_as_the_python_loop_does(puma):
-    """Constant torques spin the wrist up until an angle passes 1e6 rad: the native loop stops before that step,
-    the Python stepper takes it and raises the boundary's error with the run's note."""
+def raised_both(error, robot, **kw) -> list:
+    """What a run raises (an ``error``) through the native loop, then through the Python loop: (message, notes)."""
     messages = []
     for native in (True, False):
         applies = native_loop.applies
         if not native:
             native_loop.applies = lambda *a, **k: False
         try:
-            with pytest.raises(gtdyn.ArgumentError) as error:
-                gtdyn.simulate(puma, np.zeros(6), np.zeros(6), tau=np.full(6, 0.3), dt=1e-3, steps=2000,
-                               gravity=np.zeros(3), progress=False)
+            with pytest.raises(error) as raised:
+                gtdyn.simulate(robot, progress=False, **kw)
         finally:
             native_loop.applies = applies
-        messages.append((str(error.value), error.value.__notes__))
+        messages.append((str(raised.value), getattr(raised.value, "__notes__", None)))
+    return messages
+
+
+def test_a_step_that_fails_raises_as_the_python_loop_does(puma):
+    """Constant torques spin the wrist up until an angle passes 1e6 rad: the native loop stops before that step,
+    the Python stepper takes it and raises the boundary's error with the run's note."""
+    messages = raised_both(gtdyn.ArgumentError, puma, q0=np.zeros(6), v0=np.zeros(6), tau=np.full(6, 0.3), dt=1e-3,
+                           steps=2000, gravity=np.zeros(3))
     assert messages[0] == messages[1] and "at t = " in messages[0][1][0]
 
 
-def test_controllers_loops_and_other_threads_keep_the_python_loop(puma):
-    def damping(t, q, v):
-        return -0.01 * v
+@pytest.mark.parametrize("method", native_loop.METHODS)
+def test_a_python_controller_is_called_back_bit_for_bit(puma, method):
+    """A Python controller runs in the native loop, called back at each stage: the same trajectory bit for bit
+    as the Python loop's, the controller asked as often, at the same times, with the same states."""
+    asked = []
+    target = np.linspace(-0.3, 0.3, 6)
 
-    _, _, ran = both(puma, q0=np.full(6, 0.1), v0=np.zeros(6), tau=damping, dt=1e-3, steps=20)
-    assert not ran  # a Python callable: the Python loop
+    def controller(t, q, v):
+        asked.append(np.concatenate([[t], q, v]))
+        tau = 0.02 * (target - q) - 0.002 * v + 0.01 * np.sin(t)  # gentle: the wrist's inertia is small
+        q[:] = 7.0  # its own copies: what it does to them changes nothing
+        return tau
+
+    native, python, ran = both(puma, q0=np.full(6, 0.1), v0=np.zeros(6), tau=controller, dt=1e-3, steps=50,
+                               method=method)
+    assert ran and len(asked) % 2 == 0
+    assert np.array_equal(asked[:len(asked) // 2], asked[len(asked) // 2:])
+    for field in ("q", "v", "qdd", "tau", "t"):
+        assert np.array_equal(getattr(native, field), getattr(python, field)), field
+
+
+def test_a_python_controller_that_raises_raises_as_in_the_python_loop(puma):
+    """A controller that fails at t = 0.02 s (an error of its own, or a torque of the wrong size): the native loop
+    stops before that step and the Python stepper raises the same error with the run's note; an interruption
+    is raised as it is."""
+    def failing(kind):
+        def controller(t, q, v):
+            if t >= 0.02:
+                if kind == "interrupt":
+                    raise KeyboardInterrupt
+                if kind == "size":
+                    return np.zeros(5)
+                raise RuntimeError(f"sensor lost at {t:.3f}")
+            return -0.1 * v
+        return controller
+
+    for kind, error in (("own", RuntimeError), ("size", gtdyn.ArgumentError)):
+        messages = raised_both(error, puma, q0=np.zeros(6), v0=np.full(6, 0.1), tau=failing(kind), dt=1e-3,
+                               steps=100, method="rk4")
+        assert messages[0] == messages[1] and "0.02" in messages[0][0], kind
+    with pytest.raises(KeyboardInterrupt):
+        gtdyn.simulate(puma, np.zeros(6), np.full(6, 0.1), tau=failing("interrupt"), dt=1e-3, steps=100,
+                       progress=False)
+
+
+def test_loops_and_other_threads_keep_the_python_loop(puma):
     four_bar = gtdyn.load_robot(gtdyn.bundled_path("four_bar"))
     solver = gtdyn.compile(four_bar, "forward")
     assert not native_loop.applies(four_bar, "semi_implicit_euler", HeldTorques(np.zeros((1, 4))), solver)

@@ -1,9 +1,10 @@
 """Many rollouts at once (issue 24, item 2): ``gtdyn.simulate_batch`` runs ``simulate`` from each of N initial
 states on native threads. A run that loops natively releases the GIL for its steps (the loop is a ctypes call),
 so threads run side by side; each thread steps with a compiled solver of its own (``solvers.forward_solver``
-remembers one per thread). A run the native loop does not take (a Python controller, a floating base, closed
-loops, the variational integrator) or stops in (a step whose certificate does not pass) goes through the Python
-stepper as ``simulate`` does, holding the GIL while it does."""
+remembers one per thread). A Python controller is called back from the native loop, holding the GIL while it
+runs (its runs loop one by one, not in lanes). A run the native loop does not take (a floating base, closed loops,
+the variational integrator) or stops in (a step whose certificate does not pass) goes through the Python stepper
+as ``simulate`` does, holding the GIL while it does."""
 
 from __future__ import annotations
 
@@ -196,7 +197,8 @@ def _group(robot: Robot, q0, v0, rows: range, options: dict, code: _LaneCode) ->
             ended[i] = error
             break
     resume: list[int | None] = [0] * len(runs)  # where each run goes on alone; None: every step taken
-    lane_solver = code.solver(runs[0].forward) if len(runs) == WIDTH and all(r.native for r in runs) else None
+    lane_solver = code.solver(runs[0].forward) if len(runs) == WIDTH and all(
+        r.native and native_loop.source_of(r.torque) != native_loop.PYTHON for r in runs) else None
     if lane_solver is not None:
         try:
             native_loop.run_group(runs, lane_solver)

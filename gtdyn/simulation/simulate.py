@@ -34,11 +34,11 @@ def simulate(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: s
     """Integrate forward dynamics from (q0, v0) for ``steps`` steps of ``dt`` seconds.
 
     ``tau``: None (no torque), a vector (constant), an array of shape (steps, n) (held over each step) or a
-    callable ``tau(t, q, v) -> vector`` (a controller, asked at every stage of a step; ``gtdyn.PDController`` is one
-    the native time loop evaluates itself). ``method``: "semi_implicit_euler", "euler", "rk4",
-    "trapezoidal" or "variational" (paper 004's DEL integrator, with torques held over each step). Each step
-    calls a compiled forward-dynamics solver (``gtdyn.compile``, ABA ordering; ``checks=False`` uses its
-    unchecked calls: faster, without the condition verdict). ``progress``: None reports on stderr once a run
+    callable ``tau(t, q, v) -> vector`` (a controller, asked once at every stage of a step; the native time loop
+    evaluates a ``gtdyn.PDController`` itself and calls any other back). ``method``: "semi_implicit_euler",
+    "euler", "rk4", "trapezoidal" or "variational" (paper 004's DEL integrator, with torques held over each
+    step). Each step calls a compiled forward-dynamics solver (``gtdyn.compile``, ABA ordering; ``checks=False``
+    uses its unchecked calls: faster, without the condition verdict). ``progress``: None reports on stderr once a run
     takes more than two seconds (when stderr is a terminal), True always, False never.
 
     Closed loops are integrated in their independent joints, every evaluation closing the loops around them

@@ -1,0 +1,273 @@
+"""The native time loop's LLVM IR (``rollout``): the explicit integrators of ``integrators.py`` — Euler,
+semi-implicit Euler, RK4 — around the compiled forward solver's own entry, with torques held over each step, from
+a ``gtdyn.PDController`` written out here, or from a Python controller called back at every stage
+(``gtdyn.simulation.native_loop`` runs it).
+
+The same IEEE operations in the same order as the numpy steps (``dt / 2 * r1``, ``((r1 + 2 r2) + 2 r3) + r4``)
+and as the controller's ``ff + kp (q_ref − q) + kd (v_ref − q̇)``, its rows picked as ``PDController.row`` picks
+them, so the trajectories are bit for bit those of the Python loop.
+"""
+
+from __future__ import annotations
+
+from gtdyn.compiled import native
+from gtdyn.simulation.controllers import ROW_OFFSET
+
+METHODS = ("euler", "semi_implicit_euler", "rk4")
+# the plan the loop reads (int64 words): workspace, solver entry, status index, answer index, first and end step,
+# Δt's bits, the Q, V, QDD, TAU rows, the torque rows and their count, the state (x then y, read and written back);
+# for a PD controller the samples' times, its gains, its reference rows (q, q̇, τ_ff) with their strides (0 when
+# held, n when sampled), its Δt's bits and its last row; for a Python controller the callback and its q, q̇ and τ
+FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state",
+          "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast",
+          "callback", "cq", "cv", "ctau")
+PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
+PYTHON = "python"  # the torque source of a run whose controller is a Python callable
+
+
+def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, width: int = 1) -> str:
+    """``rollout(plan) -> i64``: steps first … end−1; returns end, or the step whose evaluation did not pass.
+    ``source``: None for held torques; a PD controller's passive joints (tuple), which the loop evaluates itself
+    (zero at the passive joints); or ``PYTHON``: a Python controller, called back at each stage as
+    ``callback(t, k) -> 1`` with (q, q̇) in its buffers, its torque read from another (else the loop stops
+    there). ``width`` > 1: that many runs side by side through a lane solver's entry (``gtdyn.compiled.lanes``:
+    value i of lane w at ws[i · width + w]); the plan's per-run fields (``PER_RUN``) then point to ``width``
+    addresses, and a step that does not pass in any lane stops every lane before it."""
+    passive = source if isinstance(source, tuple) else None
+    body: list[str] = ["declare double @llvm.floor.f64(double)", "declare double @llvm.fabs.f64(double)"]
+    emit = body.append
+    field = {name: i for i, name in enumerate(FIELDS)}
+    lanes = range(width)
+    emit("define i64 @rollout(ptr %plan) {")
+    emit("entry:")
+    for name in FIELDS:
+        emit(f"  %{name}_at = getelementptr i64, ptr %plan, i64 {field[name]}")
+        emit(f"  %{name}_word = load i64, ptr %{name}_at")
+    for name in ("ws", "run", "torques", "times", "kp", "kd", "qr", "vr", "ff", "callback", "cq", "cv", "ctau",
+                 *PER_RUN):
+        emit(f"  %{name} = inttoptr i64 %{name}_word to ptr")
+    for name in PER_RUN:  # each run's own array: the word itself, or the w-th of the addresses it points to
+        for w in lanes:
+            if width == 1:
+                emit(f"  %{name}_0 = getelementptr i8, ptr %{name}, i64 0")
+            else:
+                emit(f"  %{name}_a{w} = getelementptr i64, ptr %{name}, i64 {w}")
+                emit(f"  %{name}_i{w} = load i64, ptr %{name}_a{w}")
+                emit(f"  %{name}_{w} = inttoptr i64 %{name}_i{w} to ptr")
+    emit("  %dt = bitcast i64 %dt_word to double")
+    emit("  %cdt = bitcast i64 %cdt_word to double")
+    emit("  %clast = sitofp i64 %clast_word to double")
+    emit(f"  %out_first = mul i64 %out_word, {width}")  # the answer's and the status's places in ws
+    emit(f"  %status_first = mul i64 %status_word, {width}")
+    active = [i for i in range(n) if passive is not None and not passive[i]]
+    for i in active:
+        for gain in ("kp", "kd"):
+            emit(f"  %{gain}p{i} = getelementptr double, ptr %{gain}, i64 {i}")
+            emit(f"  %{gain}{i} = load double, ptr %{gain}p{i}")
+    emit("  %half_dt = fmul double %dt, 0.5")  # dt / 2 and dt / 6 as Python computes them (x / 2 is exact)
+    emit("  %sixth_dt = fdiv double %dt, 6.0")
+    emit("  %last_row = sub i64 %rows_word, 1")
+    for w in lanes:
+        for i in range(n):
+            emit(f"  %state_x{w}_{i} = getelementptr double, ptr %state_{w}, i64 {i}")
+            emit(f"  %x0_{w}_{i} = load double, ptr %state_x{w}_{i}")
+            emit(f"  %state_y{w}_{i} = getelementptr double, ptr %state_{w}, i64 {n + i}")
+            emit(f"  %y0_{w}_{i} = load double, ptr %state_y{w}_{i}")
+    emit("  br label %head")
+    emit("head:")
+    emit("  %k = phi i64 [ %first_word, %entry ], [ %k_next, %tail ]")
+    for w in lanes:
+        for i in range(n):
+            emit(f"  %x{w}_{i} = phi double [ %x0_{w}_{i}, %entry ], [ %xn{w}_{i}, %tail ]")
+            emit(f"  %y{w}_{i} = phi double [ %y0_{w}_{i}, %entry ], [ %yn{w}_{i}, %tail ]")
+    emit("  %more = icmp slt i64 %k, %end_word")
+    emit("  br i1 %more, label %step, label %exit")
+    emit("step:")
+    emit(f"  %row = mul i64 %k, {n}")
+    emit("  %past = icmp sgt i64 %k, %last_row")
+    emit("  %torque_row = select i1 %past, i64 %last_row, i64 %k")
+    emit(f"  %torque_first = mul i64 %torque_row, {n}")
+    emit("  %tkp = getelementptr double, ptr %times, i64 %k")
+    emit("  %tk = load double, ptr %tkp")  # the sample's time, as the Python loop reads it
+    emit("  %t_half = fadd double %tk, %half_dt")  # t + dt / 2 and t + dt, RK4's stage times
+    emit("  %t_full = fadd double %tk, %dt")
+    count = [0]
+
+    def pd(t: str, xs: list[str], ys: list[str]) -> list[str]:
+        """``PDController.__call__`` at (t, x, y): the row ⌊t/Δt + ¼⌋ clipped to [0, last], then per joint
+        ff + kp (q_ref − x) + kd (v_ref − y), zero at passive joints; leave for %exit unless every torque is
+        finite (the Python stepper then raises the boundary's error)."""
+        count[0] += 1
+        c = count[0]
+        emit(f"  %pds{c} = fdiv double {t}, %cdt")
+        emit(f"  %pdq{c} = fadd double %pds{c}, {native.constant(ROW_OFFSET)}")
+        emit(f"  %pdf{c} = call double @llvm.floor.f64(double %pdq{c})")
+        emit(f"  %pdn{c} = fcmp olt double %pdf{c}, 0.0")
+        emit(f"  %pdl{c} = select i1 %pdn{c}, double 0.0, double %pdf{c}")
+        emit(f"  %pdo{c} = fcmp ogt double %pdl{c}, %clast")
+        emit(f"  %pdh{c} = select i1 %pdo{c}, double %clast, double %pdl{c}")
+        emit(f"  %pdj{c} = fptosi double %pdh{c} to i64")
+        for ref in ("qr", "vr", "ff"):
+            emit(f"  %{ref}o{c} = mul i64 %pdj{c}, %{ref}_stride_word")
+        taus, finite = [], "true"
+        for i in range(n):
+            if i not in active:
+                taus.append(native.constant(0.0))
+                continue
+            for ref in ("qr", "vr", "ff"):
+                emit(f"  %{ref}i{c}_{i} = add i64 %{ref}o{c}, {i}")
+                emit(f"  %{ref}p{c}_{i} = getelementptr double, ptr %{ref}, i64 %{ref}i{c}_{i}")
+                emit(f"  %{ref}{c}_{i} = load double, ptr %{ref}p{c}_{i}")
+            emit(f"  %pe{c}_{i} = fsub double %qr{c}_{i}, {xs[i]}")
+            emit(f"  %pp{c}_{i} = fmul double %kp{i}, %pe{c}_{i}")
+            emit(f"  %ve{c}_{i} = fsub double %vr{c}_{i}, {ys[i]}")
+            emit(f"  %vp{c}_{i} = fmul double %kd{i}, %ve{c}_{i}")
+            emit(f"  %su{c}_{i} = fadd double %ff{c}_{i}, %pp{c}_{i}")
+            emit(f"  %tq{c}_{i} = fadd double %su{c}_{i}, %vp{c}_{i}")
+            emit(f"  %ab{c}_{i} = call double @llvm.fabs.f64(double %tq{c}_{i})")
+            emit(f"  %fi{c}_{i} = fcmp olt double %ab{c}_{i}, {native.constant(float('inf'))}")
+            emit(f"  %al{c}_{i} = and i1 {finite}, %fi{c}_{i}")
+            finite = f"%al{c}_{i}"
+            taus.append(f"%tq{c}_{i}")
+        emit(f"  br i1 {finite}, label %pdok{c}, label %exit")
+        emit(f"pdok{c}:")
+        return taus
+
+    def called(t: str, xs: list[str], ys: list[str]) -> list[str]:
+        """A Python controller at (t, x, y): x and y into its buffers, ``callback(t, k)``, leaving for %exit
+        unless it answered 1 (the Python stepper then takes the step, and raises what the controller raised),
+        and its torque back from its buffer."""
+        count[0] += 1
+        c = count[0]
+        for i in range(n):
+            for buffer, value in (("cq", xs[i]), ("cv", ys[i])):
+                emit(f"  %{buffer}p{c}_{i} = getelementptr double, ptr %{buffer}, i64 {i}")
+                emit(f"  store double {value}, ptr %{buffer}p{c}_{i}")
+        emit(f"  %cr{c} = call i64 %callback(double {t}, i64 %k)")
+        emit(f"  %cok{c} = icmp eq i64 %cr{c}, 1")
+        emit(f"  br i1 %cok{c}, label %called{c}, label %exit")
+        emit(f"called{c}:")
+        taus = []
+        for i in range(n):
+            emit(f"  %ctp{c}_{i} = getelementptr double, ptr %ctau, i64 {i}")
+            emit(f"  %ct{c}_{i} = load double, ptr %ctp{c}_{i}")
+            taus.append(f"%ct{c}_{i}")
+        return taus
+
+    def controlled(t: str, xs: list[str], ys: list[str]) -> list[str]:
+        return called(t, xs, ys) if source == PYTHON else pd(t, xs, ys)
+
+    held = [f"%tau{i}" for i in range(n)]  # the step's torque row, the same for every run
+    x = [[f"%x{w}_{i}" for i in range(n)] for w in lanes]
+    y = [[f"%y{w}_{i}" for i in range(n)] for w in lanes]
+    if source is None:
+        for i in range(n):
+            emit(f"  %ti{i} = add i64 %torque_first, {i}")
+            emit(f"  %tp{i} = getelementptr double, ptr %torques, i64 %ti{i}")
+            emit(f"  %tau{i} = load double, ptr %tp{i}")
+        tau1 = [held for _ in lanes]
+    else:
+        tau1 = [controlled("%tk", x[w], y[w]) for w in lanes]
+    for w in lanes:
+        for i in range(n):
+            for array, value in (("Q", x[w][i]), ("V", y[w][i]), ("TAU", tau1[w][i])):
+                emit(f"  %{array}i{w}_{i} = add i64 %row, {i}")
+                emit(f"  %{array}p{w}_{i} = getelementptr double, ptr %{array}_{w}, i64 %{array}i{w}_{i}")
+                emit(f"  store double {value}, ptr %{array}p{w}_{i}")
+
+    def stage(t: str, xs: list, ys: list) -> list:
+        """The torques of a later RK4 stage, per run: held, or the controller's at (t, x, y)."""
+        return [held if source is None else controlled(t, xs[w], ys[w]) for w in lanes]
+
+    def accel(xs: list, ys: list, taus: list) -> list:
+        """Store each run's (x, y, τ) into the workspace, run the solver, leave for %exit unless every run's
+        status is 1; each run's q̈."""
+        count[0] += 1
+        c = count[0]
+        for w in lanes:
+            for i in range(n):
+                for offset, value in ((i, xs[w][i]), (n + i, ys[w][i]), (2 * n + i, taus[w][i])):
+                    emit(f"  %w{c}_{w}_{offset} = getelementptr double, ptr %ws, i64 {offset * width + w}")
+                    emit(f"  store double {value}, ptr %w{c}_{w}_{offset}")
+        emit("  call void %run(ptr %ws)")
+        passed = "true"
+        for w in lanes:
+            emit(f"  %si{c}_{w} = add i64 %status_first, {w}")
+            emit(f"  %sp{c}_{w} = getelementptr double, ptr %ws, i64 %si{c}_{w}")
+            emit(f"  %s{c}_{w} = load double, ptr %sp{c}_{w}")
+            emit(f"  %ok{c}_{w} = fcmp oeq double %s{c}_{w}, 1.0")
+            emit(f"  %all{c}_{w} = and i1 {passed}, %ok{c}_{w}")
+            passed = f"%all{c}_{w}"
+        emit(f"  br i1 {passed}, label %passed{c}, label %exit")
+        emit(f"passed{c}:")
+        out = []
+        for w in lanes:
+            out.append([])
+            for i in range(n):
+                emit(f"  %ai{c}_{w}_{i} = add i64 %out_first, {i * width + w}")
+                emit(f"  %ap{c}_{w}_{i} = getelementptr double, ptr %ws, i64 %ai{c}_{w}_{i}")
+                emit(f"  %a{c}_{w}_{i} = load double, ptr %ap{c}_{w}_{i}")
+                out[w].append(f"%a{c}_{w}_{i}")
+        return out
+
+    def combine(name: str, base: list, scale: str, terms: list) -> list:
+        """base + scale · terms, elementwise per run, as ``base + scale * terms`` in numpy."""
+        result = []
+        for w in lanes:
+            result.append([])
+            for i in range(n):
+                emit(f"  %{name}m{w}_{i} = fmul double {scale}, {terms[w][i]}")
+                emit(f"  %{name}{w}_{i} = fadd double {base[w][i]}, %{name}m{w}_{i}")
+                result[w].append(f"%{name}{w}_{i}")
+        return result
+
+    a1 = accel(x, y, tau1)
+    for w in lanes:
+        for i in range(n):
+            emit(f"  %QDDp{w}_{i} = getelementptr double, ptr %QDD_{w}, i64 %Qi{w}_{i}")
+            emit(f"  store double {a1[w][i]}, ptr %QDDp{w}_{i}")
+    if method == "euler":
+        xn, yn = combine("ex", x, "%dt", y), combine("ey", y, "%dt", a1)
+    elif method == "semi_implicit_euler":
+        yn = combine("sy", y, "%dt", a1)
+        xn = combine("sx", x, "%dt", yn)
+    else:  # rk4, ẋ = y
+        x2, y2 = combine("x2_", x, "%half_dt", y), combine("y2_", y, "%half_dt", a1)
+        a2 = accel(x2, y2, stage("%t_half", x2, y2))
+        x3, y3 = combine("x3_", x, "%half_dt", y2), combine("y3_", y, "%half_dt", a2)
+        a3 = accel(x3, y3, stage("%t_half", x3, y3))
+        x4, y4 = combine("x4_", x, "%dt", y3), combine("y4_", y, "%dt", a3)
+        a4 = accel(x4, y4, stage("%t_full", x4, y4))
+
+        def weighted(name, r1, r2, r3, r4):
+            out = []
+            for w in lanes:
+                out.append([])
+                for i in range(n):
+                    v = f"%{name}{w}_{i}"
+                    emit(f"  {v}b = fmul double 2.0, {r2[w][i]}")
+                    emit(f"  {v}c = fadd double {r1[w][i]}, {v}b")
+                    emit(f"  {v}d = fmul double 2.0, {r3[w][i]}")
+                    emit(f"  {v}e = fadd double {v}c, {v}d")
+                    emit(f"  {v}f = fadd double {v}e, {r4[w][i]}")
+                    out[w].append(f"{v}f")
+            return out
+
+        xn = combine("rx", x, "%sixth_dt", weighted("wx", y, y2, y3, y4))
+        yn = combine("ry", y, "%sixth_dt", weighted("wy", a1, a2, a3, a4))
+    for w in lanes:
+        for i in range(n):
+            emit(f"  %xn{w}_{i} = fadd double {xn[w][i]}, -0.0")  # named for the phis: x + (−0) is x
+            emit(f"  %yn{w}_{i} = fadd double {yn[w][i]}, -0.0")
+    emit("  br label %tail")
+    emit("tail:")
+    emit("  %k_next = add i64 %k, 1")
+    emit("  br label %head")
+    emit("exit:")  # the end, or a step that did not pass: its start state back, and k
+    for w in lanes:
+        for i in range(n):
+            emit(f"  store double %x{w}_{i}, ptr %state_x{w}_{i}")
+            emit(f"  store double %y{w}_{i}, ptr %state_y{w}_{i}")
+    emit("  ret i64 %k")
+    emit("}")
+    return "\n".join(body)
