@@ -160,12 +160,23 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
     obj = native.compile_module(functions, prefix, quick=quick, rare=rare)
     layout = program.layout
     lane_object = [lanes.compile_module(functions, prefix, quick, _batch_copies(layout))] if in_lanes else []
-    return {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start), "status": layout.status,
-            "outputs": len(program.outputs),  # no source: rendered when asked for (gtdyn.compiled.listing)
-            "entries": native.entries_of(program.functions), "derivative_columns": layout.derivative_columns,
-            "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
-            "operations": _operations(program),
-            "quick": quick, **({"lanes_object": lane_object[0]} if lane_object else {})}
+    record = {"object": obj, "prefix": prefix, "size": layout.size, "start": dict(layout.start),
+              "status": layout.status, "outputs": len(program.outputs),  # no source: rendered when asked for
+              "entries": native.entries_of(program.functions), "derivative_columns": layout.derivative_columns,
+              "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
+              "operations": _operations(program),
+              "quick": quick, **({"lanes_object": lane_object[0]} if lane_object else {})}
+    _release(program.functions, functions)
+    return record
+
+
+def _release(*programs: dict) -> None:
+    """The traces of compiled programs dropped now (``trace.Function.release``), not at the next full collection,
+    which tracing pauses: a process's compiles piled them up, and a collection then walked them all in the middle
+    of a later compile (benchmarks/results/design_measurements.md)."""
+    for functions in programs:
+        for fn in functions.values():
+            getattr(fn, "fn", fn).release()  # a trace.Lanes runs a Function
 
 
 def _batch_copies(layout) -> set[int]:
@@ -202,8 +213,10 @@ def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joi
     with np.errstate(all="ignore"):
         program = generate(robot, template.problem, order, gravity, samples, frames, wrench_axes, derivatives)
     functions, _ = split.split_large(program.functions, program.layout, program.rare)
-    return dict(zip(_LANE_CODE, (lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout)),
+    code = dict(zip(_LANE_CODE, (lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout)),
                                   program.layout.size, _operations(program))))
+    _release(program.functions, functions)
+    return code
 
 
 def unpickled(template: Query, qdd_joints, order, record: dict, name: str, checks: bool, wrench_frames, wrench_axes,

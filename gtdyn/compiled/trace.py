@@ -31,8 +31,7 @@ NOT_ARITHMETIC = ("load", "store", "call", "call_unless", "#")  # operations ``F
 
 
 def _swapped(first, second) -> bool:
-    """Whether two operands' keys (ids, or a constant as (c,)) are out of canonical order, ids before constants
-    and ids ascending: one key for a + b and b + a."""
+    """Whether operand keys (ids, constants as (c,)) are out of order (ids first, ascending): a + b is b + a."""
     return type(second) is int and (type(first) is not int or first > second)
 
 
@@ -263,9 +262,8 @@ def dot(coefficients, values):
 
 def tracing(trace_code):
     """Decorates a function that traces code: numpy's warnings are off while it runs, once for the whole trace
-    rather than per operation (a fifth of the tracing time), and the garbage collector is paused
-    (``collector_paused``). The sample values may divide by zero, as a singular robot's do; what is traced is the
-    code, and its calls at such states fall back."""
+    rather than per operation (a fifth of the tracing time), and the garbage collector is paused (``collector_paused``).
+    Sample values may divide by zero, as a singular robot's do: the code is traced, its calls there fall back."""
     @functools.wraps(trace_code)
     def quietly(*args, **kwargs):
         with np.errstate(all="ignore"), collector_paused():
@@ -277,8 +275,7 @@ def tracing(trace_code):
 def collector_paused():
     """Python's cyclic garbage collector off for a while (on again after, if it was on): tracing and rendering
     code allocate millions of small objects and free almost none, so each collection walked them all for nothing,
-    and the longer the process had lived the longer each walk (design_measurements.md). Nested pauses end with the
-    outermost."""
+    the longer the process had lived the longer (design_measurements.md). Nested pauses end with the outermost."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -376,6 +373,10 @@ class Function:
                         alive[a.id] = True
         self._live = (len(self.ops), alive)
         return alive
+
+    def release(self) -> None:
+        """Drops the trace: a Sym and its Function refer to each other, so else only a full collection frees them."""
+        self.ops, self.syms, self._seen, self.names, self._live, self._count = [], [], {}, {}, (-1, []), (-1, 0)
 
     def count(self) -> int:
         """Arithmetic operations that run (loads, stores and comments not counted)."""
