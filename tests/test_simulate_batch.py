@@ -45,9 +45,10 @@ def test_a_batch_is_simulate_per_state_bit_for_bit(puma, threads):
     assert np.array_equal(run.kinetic, alone(puma, Q0[3:4], V0[3:4], dt=dt, steps=steps, **kw)[0].kinetic)
 
 
-def test_runs_the_native_loop_does_not_take_go_through_python(puma):
-    """A Python controller on the PUMA, the closed four-bar and the floating quadruped (its base's pose, twist and
-    acceleration stacked too), on two threads: each run is ``simulate``'s."""
+def test_python_controllers_and_runs_the_native_loop_does_not_take(puma):
+    """A Python controller on the PUMA (called back from the native loops of two threads), the closed four-bar and
+    the floating quadruped (Python steppers; its base's pose, twist and acceleration stacked too), on two threads:
+    each run is ``simulate``'s."""
     four_bar = gtdyn.load_robot("four_bar")
     starts = [gtdyn.close_loops(four_bar, {"j1": a}) for a in (1.6, 1.7128, 1.8)]
     quadruped = gtdyn.load_robot("quadruped", base="floating")
@@ -93,8 +94,8 @@ def test_a_failing_run_raises_the_lowest_rows_error(puma, threads):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_runs_in_lanes_are_simulate_bit_for_bit(puma, threads):
     """``lanes=True``: nine PUMA runs (two lane groups of four and one run alone), with a PD controller (RK4),
-    torques held per step (semi-implicit Euler), a held vector (Euler, unchecked), and a Python controller (which
-    no native loop takes: the runs go one by one): each run is ``simulate``'s."""
+    torques held per step (semi-implicit Euler), a held vector (Euler, unchecked), and a Python controller (called
+    back one run at a time: its runs go one by one, not in lanes): each run is ``simulate``'s."""
     rng = np.random.default_rng(5)
     Q0, V0 = rng.uniform(-0.5, 0.5, (2, 9, 6))
     steps, dt = 120, 1e-3
