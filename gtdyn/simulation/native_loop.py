@@ -50,13 +50,13 @@ class PythonController:
 
     def __init__(self, torque, n: int):
         self.torque, self.failed = torque, None
-        self.buffers = np.zeros((3, n))  # q, q̇, τ
+        self.buffers = np.zeros((3, n))
+        self.q, self.v, self.tau = self.buffers  # views, made once
         self.function = _CALLBACK(self._call)
 
     def _call(self, t: float, k: int) -> int:
-        q, v, tau = self.buffers
         try:
-            tau[:] = self.torque(k, t, q, v)
+            self.tau[:] = self.torque(k, t, self.q, self.v)
         except BaseException as error:  # noqa: BLE001 — raised again by the Python stepper's step, or by _loop
             self.failed = error
             return 0
