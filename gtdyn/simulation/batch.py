@@ -70,12 +70,13 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     Every run shares ``tau`` (None, a vector, an array (steps, n), a callable or a ``gtdyn.PDController``) and
     ``options`` (``gravity``, ``checks``, ``base_pose``, ``base_twist``, ``external_wrenches``, ``wrench_axes``,
     ``contacts``). Runs that loop natively (fixed-base trees, Euler, semi-implicit Euler or RK4, held torques or a
-    ``PDController``) run side by side; the others take the Python stepper and share the GIL. A run that fails
+    controller) run side by side, a Python controller holding the GIL while it is called back; the others take the
+    Python stepper and share the GIL. A run that fails
     raises its error, with a note naming its row (the lowest failing row, whatever the threads); the warnings of
     each run are ``simulate``'s, once each. ``progress``: as ``simulate``'s, counting runs.
 
     Runs that loop natively go four at a time through one loop in the SIMD lanes of a core once the solver has
-    lane code (``gtdyn.compiled.lanes``), the same bits as one by one.
+    lane code (``gtdyn.compiled.lanes``), the same bits as one by one (not those with a Python controller).
     ``lanes=None`` (the default): where the solver's cache entry has it, and for a batch of
     ``gtdyn.compiled.lanes.LANES_AFTER`` steps or more (runs × steps), compiled in the background while the first
     groups run one by one (as a solver's batches tier up); on several threads a smaller batch without lane code
