@@ -781,7 +781,8 @@ def test_a_compile_leaves_no_trace_for_the_cyclic_collector():
     """A traced value and its function refer to each other, so a program's trace (millions of objects for a long
     chain) is freed only by a full collection, which tracing pauses: a process's compiles piled their traces up
     (1.6 GB after four compiles of a 96-joint chain) until a collection walked them all inside a later compile.
-    Each compile now drops its trace: none is left, with the collector off throughout."""
+    Each compile now drops its trace (the dynamics, and the operational-space inertia's): none is left, with the
+    collector off throughout."""
     import gc
 
     puma = robot("puma560")
@@ -794,6 +795,7 @@ def test_a_compile_leaves_no_trace_for_the_cyclic_collector():
     try:
         before = traced_values()
         gtdyn.compile(puma, "forward", use_cache=False, derivatives=True)
+        gtdyn.compile_inverse_osim(puma, ["link6"], use_cache=False)
         assert traced_values() == before
     finally:
         if was:
@@ -930,7 +932,7 @@ def test_a_call_reads_nothing_a_previous_call_left(name, kind, monkeypatch):
     generate = build.generate
     monkeypatch.setattr(build, "generate", lambda *args, **kwargs: programs.append(generate(*args, **kwargs))
                         or programs[-1])
-    monkeypatch.setattr(build, "_release", lambda *programs: None)  # the traces kept, to be read here
+    monkeypatch.setattr(build, "release_traces", lambda *programs: None)  # the traces kept, to be read here
     gtdyn.compile(robot(name), kind, use_cache=False, derivatives=True, qdd_joints=["j1"] if kind == "hybrid" else None)
     functions, layout = programs[-1].functions, programs[-1].layout
     for entry in ("main", "fast", "dmain", "dfast"):
@@ -1029,7 +1031,7 @@ def test_a_value_read_far_from_where_it_was_stored_is_read_back_from_ws(monkeypa
     generate = build.generate
     monkeypatch.setattr(build, "generate", lambda *args, **kwargs: programs.append(generate(*args, **kwargs))
                         or programs[-1])
-    monkeypatch.setattr(build, "_release", lambda *programs: None)  # the traces kept, to be read here
+    monkeypatch.setattr(build, "release_traces", lambda *programs: None)  # the traces kept, to be read here
     puma = cases_robot("puma560")
     solver = gtdyn.compile(puma, "forward", use_cache=False, lanes=False)
     ir = native.function_ir(programs[-1].functions["factor"], "p_").splitlines()

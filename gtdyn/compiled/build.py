@@ -166,14 +166,14 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
               "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
               "operations": _operations(program),
               "quick": quick, **({"lanes_object": lane_object[0]} if lane_object else {})}
-    _release(program.functions, functions)
+    release_traces(program.functions, functions)
     return record
 
 
-def _release(*programs: dict) -> None:
-    """The traces of compiled programs dropped now (``trace.Function.release``), not at the next full collection,
-    which tracing pauses: a process's compiles piled them up, and a collection then walked them all in the middle
-    of a later compile (benchmarks/results/design_measurements.md)."""
+def release_traces(*programs: dict) -> None:
+    """The traces of compiled programs (dicts of functions) dropped now (``trace.Function.release``), not at the
+    next full collection, which tracing pauses: a process's compiles piled them up, and a collection then walked
+    them all in the middle of a later compile (benchmarks/results/design_measurements.md)."""
     for functions in programs:
         for fn in functions.values():
             getattr(fn, "fn", fn).release()  # a trace.Lanes runs a Function
@@ -215,7 +215,7 @@ def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joi
     functions, _ = split.split_large(program.functions, program.layout, program.rare)
     code = dict(zip(_LANE_CODE, (lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout)),
                                   program.layout.size, _operations(program))))
-    _release(program.functions, functions)
+    release_traces(program.functions, functions)
     return code
 
 
