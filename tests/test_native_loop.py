@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import gtdyn
-from gtdyn.arguments.series import HeldTorques
 from gtdyn.simulation import native_loop
 
 pytestmark = [pytest.mark.usefixtures("private_cache"),
@@ -127,13 +126,13 @@ def test_a_python_controller_that_raises_raises_as_in_the_python_loop(puma):
 def test_loops_and_other_threads_keep_the_python_loop(puma):
     four_bar = gtdyn.load_robot(gtdyn.bundled_path("four_bar"))
     solver = gtdyn.compile(four_bar, "forward")
-    assert not native_loop.applies(four_bar, "semi_implicit_euler", HeldTorques(np.zeros((1, 4))), solver)
+    assert not native_loop.applies(four_bar, "semi_implicit_euler", solver)
     puma_solver = gtdyn.compile(puma, "forward")
-    assert native_loop.applies(puma, "rk4", HeldTorques(np.zeros((1, 6))), puma_solver)
-    assert not native_loop.applies(puma, "trapezoidal", HeldTorques(np.zeros((1, 6))), puma_solver)
+    assert native_loop.applies(puma, "rk4", puma_solver)
+    assert not native_loop.applies(puma, "trapezoidal", puma_solver)
     seen = []
     thread = threading.Thread(target=lambda: seen.append(
-        native_loop.applies(puma, "rk4", HeldTorques(np.zeros((1, 6))), puma_solver)))
+        native_loop.applies(puma, "rk4", puma_solver)))
     thread.start()
     thread.join()
     assert seen == [False]  # another thread: not the solver's workspace

@@ -105,16 +105,15 @@ def source_of(torque) -> tuple[bool, ...] | str | None:
     return tuple(bool(p) for p in law.passive) if isinstance(law, PDController) else PYTHON
 
 
-def applies(robot, method: str, torque, forward) -> bool:
-    """Whether a run can loop natively: a fixed-base tree, an explicit method of ``METHODS``, held torques or a
-    controller (a ``PDController`` evaluated in the loop, any other called back), and the plain compiled solver
-    (no wrenches or contacts around it) of this thread."""
+def applies(robot, method: str, forward) -> bool:
+    """Whether a run can loop natively: a fixed-base tree, an explicit method of ``METHODS`` and the plain
+    compiled solver (no wrenches or contacts around it) of this thread. Any torque does: held torques, or a
+    controller (a ``PDController`` evaluated in the loop, any other called back: ``source_of``)."""
     from threading import get_ident
 
     from gtdyn.compiled.solver import CompiledSolver
 
     return (not robot.floating_base and not robot.loop_joints and method in METHODS
-            and (getattr(torque, "rows", None) is not None or source_of(torque) is not None)
             and type(forward) is CompiledSolver and not forward.wrench_frames and forward._owner == get_ident())
 
 

@@ -123,7 +123,7 @@ def prepare(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: st
     if placed:
         stepper = RecordingForces(stepper, forward)
     return Run(robot, method, dt, steps, gravity, torque, forward, samples, stepper,
-               native_loop.applies(robot, method, torque, forward))
+               native_loop.applies(robot, method, forward))
 
 
 def _stepper(robot: Robot, method: str, q, v, base_pose, base_twist, torque, controller: bool, dt: float, times,
