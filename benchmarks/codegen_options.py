@@ -1,7 +1,8 @@
 """Why ``gtdyn.compiled.objects`` turns LLVM's post-RA scheduler off, which optimization pipeline (-O level) it
-runs, why stores are written next to their values (``gtdyn.compiled.dataflow.EARLY_STORES``), and why spilled
-values share stack slots (LLVM's default): compile time and the speed of the code each setting makes, on a
-robot's forward and inverse dynamics (with derivatives).
+runs, from what size it takes the fast code generator (``objects.FAST_CODEGEN_ABOVE``), why stores are written
+next to their values (``gtdyn.compiled.dataflow.EARLY_STORES``), and why spilled values share stack slots (LLVM's
+default): compile time and the speed of the code each setting makes, on a robot's forward and inverse dynamics
+(with derivatives).
 
     python -m benchmarks.codegen_options [--last N] [robot ...]
         (default: ur5 talos; a bundled name or a URDF path; --last N: only the last N settings)
@@ -25,6 +26,7 @@ import gtdyn
 from gtdyn.compiled import dataflow, objects
 objects.CODEGEN_OPTIONS = tuple(OPTIONS)
 objects.PIPELINE_SPEED_LEVEL = LEVEL
+objects.FAST_CODEGEN_ABOVE = FAST_ABOVE
 dataflow.EARLY_STORES = EARLY
 sys.path.insert(0, ROOT)
 from benchmarks.derivatives import load, states
@@ -55,14 +57,18 @@ for problem, ordering in (("forward", "aba"), ("inverse", "rnea")):
 print(json.dumps(rows))
 '''
 
-SETTINGS = {"LLVM's default (-O2)": ((), 2, False),
-            "post-RA scheduler off, -O2": (("-post-RA-scheduler=false",), 2, False),
-            "post-RA scheduler off, -O1": (("-post-RA-scheduler=false",), 1, False),
-            "post-RA scheduler off, -O1, stores early": (("-post-RA-scheduler=false",), 1, True),
+NEVER = 10 ** 12  # objects.FAST_CODEGEN_ABOVE: no program takes the fast code generator
+# setting: (LLVM options, pipeline -O level, stores early, FAST_CODEGEN_ABOVE)
+SETTINGS = {"LLVM's default (-O2)": ((), 2, False, NEVER),
+            "post-RA scheduler off, -O2": (("-post-RA-scheduler=false",), 2, False, NEVER),
+            "post-RA scheduler off, -O1": (("-post-RA-scheduler=false",), 1, False, NEVER),
+            "post-RA scheduler off, -O1, stores early": (("-post-RA-scheduler=false",), 1, True, NEVER),
             "the same, no stack-slot sharing":
-                (("-post-RA-scheduler=false", "-no-stack-slot-sharing"), 1, True),
-            "post-RA scheduler off, no pipeline (-O0), stores early": (("-post-RA-scheduler=false",), 0, True),
-            "the same and fast instruction selection": (("-post-RA-scheduler=false", "-fast-isel"), 0, True)}
+                (("-post-RA-scheduler=false", "-no-stack-slot-sharing"), 1, True, NEVER),
+            "post-RA scheduler off, no pipeline (-O0), stores early": (("-post-RA-scheduler=false",), 0, True, NEVER),
+            "the same and the fast code generator": (("-post-RA-scheduler=false",), 0, True, 0),
+            "post-RA scheduler off, -O1, stores early, the fast code generator (fast instruction selection, "
+            "no machine scheduler)": (("-post-RA-scheduler=false",), 1, True, 0)}
 
 
 def main(argv: list[str]) -> None:
@@ -76,8 +82,9 @@ def main(argv: list[str]) -> None:
     print("| robot | problem | setting | compile s | with derivatives s | fast µs | main µs | dfast µs |")
     print("|---|---|---|---|---|---|---|---|")
     for robot in robots:
-        for setting, (options, level, early) in list(SETTINGS.items())[-last:]:
-            code = f"OPTIONS, LEVEL, EARLY, ROOT, ROBOT = {options!r}, {level}, {early}, {root!r}, {robot!r}\n" + CHILD
+        for setting, (options, level, early, fast_above) in list(SETTINGS.items())[-last:]:
+            code = (f"OPTIONS, LEVEL, EARLY, FAST_ABOVE, ROOT, ROBOT = {options!r}, {level}, {early}, {fast_above}, "
+                    f"{root!r}, {robot!r}\n" + CHILD)
             done = subprocess.run([sys.executable, "-c", code],
                                   capture_output=True, text=True)
             if done.returncode != 0:

@@ -203,7 +203,7 @@ def compile_module(functions: dict, prefix: str, quick: bool = False, visible: s
     scalar code; ``exact`` stays optimized here: a lane group takes it when any of its lanes asks. ``visible``:
     the indices a batch copies out (``function_ir``)."""
     return native.compile_parts(lambda parts, above: module_parts(functions, prefix, WIDTH, parts, above, visible),
-                                quick, native.pipelined(functions))
+                                quick, native.operation_count(functions))
 
 
 # States a solver batches before it compiles its lanes in the background (``Batches``). A lane compile costs

@@ -251,27 +251,27 @@ def compile_module(functions: dict, prefix: str, entries: tuple[str, ...] | None
                    quick: bool = False, rare: frozenset = frozenset()) -> list[bytes]:
     """``module_ir``'s program as object code (``compile_parts``)."""
     return compile_parts(lambda parts, above: module_parts(functions, prefix, entries, parts, above, rare), quick,
-                         pipelined(functions))
+                         operation_count(functions))
 
 
-def pipelined(functions: dict) -> bool:
-    """Whether a program of these functions goes through LLVM's optimization pipeline (``objects.PIPELINE_BELOW``)."""
-    return sum(fn.count() for fn in functions.values()) < objects.PIPELINE_BELOW
+def operation_count(functions: dict) -> int:
+    """A program's operations, by which ``objects.compile_object`` chooses how far to optimize it."""
+    return sum(fn.count() for fn in functions.values())
 
 
-def compile_parts(modules, quick: bool = False, pipeline: bool = True) -> list[bytes]:
+def compile_parts(modules, quick: bool = False, operations: int = 0) -> list[bytes]:
     """A program (``modules(parts, above)``: its IR as ``assemble`` cuts it) as object code: one object, or for a
     big program (``objects.PARALLEL_ABOVE``) one per part, compiled side by side (``objects.compile_objects``);
     ``Loaded`` takes either. Parts beyond the ``parts`` asked for hold a big program's rare functions (the
     certificate's estimate, run on the few calls no bound certifies): they are compiled quickly, LLVM's -O0 code
     generator, the same IEEE operations so the same bits, slower code (benchmarks/results/design_measurements.md).
-    ``pipeline``: the others go through LLVM's optimization pipeline (``pipelined``)."""
+    ``operations``: the program's (``operation_count``), for ``objects.compile_object``."""
     with trace.collector_paused():
         workers = objects.workers()
         parts = modules(workers, objects.PARALLEL_ABOVE)
         if len(parts) == 1:
-            return [compile_object(parts[0], quick, pipeline)]
-        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers), pipeline)
+            return [compile_object(parts[0], quick, operations)]
+        return objects.compile_objects(parts, [quick] * workers + [True] * (len(parts) - workers), operations)
 
 
 # the checked and the unchecked solve, and (compiled with derivatives) the same followed by the derivatives;

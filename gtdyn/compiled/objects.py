@@ -31,8 +31,13 @@ CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
 PIPELINE_SPEED_LEVEL = 1
 # A program of more operations than this skips that pipeline (the code generator still optimizes): on a 96-joint
 # chain it bought no speed and cost 15-20 % of the compile; on a 48-joint chain it bought 1-7 %, on Talos about
-# 10 % (benchmarks/results/design_measurements.md; ``gtdyn.compiled.native.pipelined``)
+# 10 % (benchmarks/results/design_measurements.md)
 PIPELINE_BELOW = 200_000
+# A program of more operations than this (Talos-sized and up) goes through LLVM's fast instruction selector and
+# skips its pre-register-allocation machine scheduler: on Talos and a 96-joint chain its compile took a quarter
+# less time and its calls ran as fast; the PUMA's ran 5-12 % slower, so smaller programs keep both
+# (benchmarks/results/design_measurements.md). LLVM takes them as options of the process, so each compile sets them.
+FAST_CODEGEN_ABOVE = 30_000
 BLOCK = 1000
 SPLIT_ABOVE = 5_000  # smaller functions compile fast whole; above it, blocks compile 2-3x faster and run as
 # fast (benchmarks/results/design_measurements.md)
@@ -64,9 +69,11 @@ def target_machine(codegen_level: int = 2):
                                         features=binding.get_host_cpu_features().flatten(), opt=codegen_level)
 
 
-def compile_object(ir: str, quick: bool = False, pipeline: bool = True) -> bytes:
-    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``, unless
-    ``pipeline`` is False; IEEE arithmetic).
+def compile_object(ir: str, quick: bool = False, operations: int = 0) -> bytes:
+    """LLVM IR text → relocatable object code for this machine (-O1 pipeline, ``PIPELINE_SPEED_LEVEL``; IEEE
+    arithmetic). ``operations``: the whole program's (``ir`` may be one part of it), which chooses how much is
+    optimized: no pipeline from ``PIPELINE_BELOW``, the fast code generator above ``FAST_CODEGEN_ABOVE``; the
+    same IEEE operations either way, so the same bits.
 
     Optimised functions of over ``SPLIT_ABOVE`` instructions are cut into blocks of ``BLOCK`` before the code
     generator sees them: its instruction scheduling grows faster than linearly with the size of a basic block,
@@ -84,15 +91,27 @@ def compile_object(ir: str, quick: bool = False, pipeline: bool = True) -> bytes
     module = binding.parse_assembly(ir, context=context)
     module.verify()
     if quick:
-        return target_machine(codegen_level=0).emit_object(module)
+        return _emit(target_machine(codegen_level=0), module, fast=True)
     machine = target_machine()
-    if pipeline:
+    if operations < PIPELINE_BELOW:
         tuning = binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL)
         builder = binding.create_pass_builder(machine, tuning)
         builder.getModulePassManager().run(module, builder)
     module = binding.parse_assembly(split_blocks(str(module), BLOCK), context=context)
     module.verify()
-    return machine.emit_object(module)
+    return _emit(machine, module, fast=operations > FAST_CODEGEN_ABOVE)
+
+
+_codegen_lock = threading.Lock()
+
+
+def _emit(machine, module, fast: bool) -> bytes:
+    """The object code of ``module``, with LLVM's fast instruction selector and no machine scheduler if ``fast``
+    (``FAST_CODEGEN_ABOVE``; -O0 selects fast by default, and ``-fast-isel=false`` would undo that)."""
+    with _codegen_lock:  # the options are the process's: another thread's compile must not change them meanwhile
+        _llvm.set_option("gtdyn", f"-fast-isel={str(fast).lower()}")
+        _llvm.set_option("gtdyn", f"-enable-misched={str(not fast).lower()}")
+        return machine.emit_object(module)
 
 
 _STRAIGHT_LINE = re.compile(r"^define void @\S+\((ptr|double\*) .*%ws\)")
@@ -144,23 +163,23 @@ def workers() -> int:
     return max(1, min(cores, 2))
 
 
-def compile_objects(parts: list[str], quick: list[bool], pipeline: bool = True) -> list[bytes]:
+def compile_objects(parts: list[str], quick: list[bool], operations: int = 0) -> list[bytes]:
     """The object code of each module in ``parts`` (IR text; together one program, each declaring what it calls
-    in the others; ``quick``: each one's ``compile_object`` flag, ``pipeline`` all of theirs): the first compiled
+    in the others; ``quick``: each one's ``compile_object`` flag; ``operations``: the program's): the first compiled
     in this process, the others meanwhile in worker processes. A worker that fails leaves its part to this process
     (the same code, later)."""
     results: dict[int, bytes | None] = {}
 
     def in_worker(k: int) -> None:
-        results[k] = in_worker_process(parts[k], quick[k], pipeline)
+        results[k] = in_worker_process(parts[k], quick[k], operations)
 
     threads = [threading.Thread(target=in_worker, args=(k,), daemon=True) for k in range(1, len(parts))]
     for thread in threads:
         thread.start()
-    first = compile_object(parts[0], quick[0], pipeline)
+    first = compile_object(parts[0], quick[0], operations)
     for thread in threads:
         thread.join()
-    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick[k], pipeline)
+    return [first] + [results[k] if results.get(k) else compile_object(parts[k], quick[k], operations)
                       for k in range(1, len(parts))]
 
 
@@ -189,11 +208,12 @@ def run_worker(command: list[str], payload: bytes, env: dict | None = None) -> t
     return worker.returncode, out, err
 
 
-def in_worker_process(ir: str, quick: bool, pipeline: bool = True) -> bytes | None:
-    """``compile_object(ir, quick, pipeline)`` run in a worker process (``serve``); None, with the reason logged, if it
-    failed."""
+def in_worker_process(ir: str, quick: bool, operations: int = 0) -> bytes | None:
+    """``compile_object(ir, quick, operations)`` run in a worker process (``serve``); None, with the reason logged,
+    if it failed."""
     header = json.dumps({"options": list(CODEGEN_OPTIONS), "level": PIPELINE_SPEED_LEVEL, "block": BLOCK,
-                         "split_above": SPLIT_ABOVE, "quick": quick, "pipeline": pipeline})
+                         "split_above": SPLIT_ABOVE, "pipeline_below": PIPELINE_BELOW,
+                         "fast_above": FAST_CODEGEN_ABOVE, "quick": quick, "operations": operations})
     try:
         code, out, err = run_worker([sys.executable, "-I", "-c", _BOOT, __file__], (header + "\n" + ir).encode())
     except OSError as error:
@@ -228,10 +248,11 @@ _BOOT = "import runpy, sys; runpy.run_path(sys.argv[1])['serve']()"
 def serve() -> None:
     """A worker's work: a line of settings (JSON) and a module's IR text on standard input, its object code on
     standard output."""
-    global CODEGEN_OPTIONS, PIPELINE_SPEED_LEVEL, BLOCK, SPLIT_ABOVE
+    global CODEGEN_OPTIONS, PIPELINE_SPEED_LEVEL, BLOCK, SPLIT_ABOVE, PIPELINE_BELOW, FAST_CODEGEN_ABOVE
     header, ir = sys.stdin.buffer.read().decode().split("\n", 1)
     settings = json.loads(header)
     CODEGEN_OPTIONS, PIPELINE_SPEED_LEVEL = tuple(settings["options"]), settings["level"]
     BLOCK, SPLIT_ABOVE = settings["block"], settings["split_above"]
-    sys.stdout.buffer.write(compile_object(ir, settings["quick"], settings["pipeline"]))
+    PIPELINE_BELOW, FAST_CODEGEN_ABOVE = settings["pipeline_below"], settings["fast_above"]
+    sys.stdout.buffer.write(compile_object(ir, settings["quick"], settings["operations"]))
     sys.stdout.buffer.flush()
