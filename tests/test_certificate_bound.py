@@ -159,6 +159,26 @@ def test_a_plan_certified_three_ways_answers_every_state_as_the_reference_path(t
         solver(q, V[ways[BY_SCHUR][0]], X[ways[BY_SCHUR][0]])
 
 
+def test_a_big_plan_whose_bounds_certify_few_samples_takes_the_estimate_alone(tmp_path, monkeypatch):
+    """In a big plan (over ``LATE_ESTIMATE_ABOVE`` operations, forced here on the 14-link chain's RNEA, which the
+    test above certifies three ways) the estimate after a failed bound costs ``LATE_ESTIMATE_COST`` times its
+    operations: with u certifying one sample in eight, the estimate alone is cheaper, and the bounds' passes are
+    left out. The answers and κ are the reference path's as before."""
+    from gtdyn.bench.compiled import batch_states, chain_with_urdf
+    from gtdyn.compiled import certificate
+
+    robot = chain_with_urdf(14, str(tmp_path))[0]
+    monkeypatch.setattr(certificate, "LATE_ESTIMATE_ABOVE", 0)
+    solver = gtdyn.compile(robot, "inverse", use_cache=False)
+    assert not {"solve_abs", "solve_t_abs", "schur", "exact"} & set(solver.operations)
+    Q, V, X = batch_states(robot, "inverse", None, 5)
+    for q, v, x in zip(Q, V, X):
+        tau = solver(q, v, x)
+        result = gtdyn.inverse_dynamics(robot, q, v, x)
+        assert np.allclose(tau, result.tau, rtol=1e-12, atol=1e-12)
+        assert solver.condition == pytest.approx(result.condition, rel=1e-6)
+
+
 def _most_carried_across_a_call(fn: trace.Function) -> int:
     """The most values that ``fn`` computes or loads before one of its calls and uses after it: in machine code each
     is spilled to the stack there."""

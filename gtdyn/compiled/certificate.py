@@ -29,6 +29,13 @@ UNIT_ROUNDOFF = 2.0 ** -53
 # Below it, the right-hand side's products may round to subnormals, whose absolute errors the a-priori bound leaves
 # out: such calls measure their backward error instead.
 SMALLEST_RHS = 1e-280
+# What ``_cheapest_way`` counts per operation of the estimate where it runs after a bound could not certify, in a
+# plan whose passes (factor, the solves, the residual) have over ``LATE_ESTIMATE_ABOVE`` operations: there
+# ``exact`` is compiled quickly in a part of its own, and its path runs code that main's does not, in a program
+# larger than the CPU's caches. Talos's CRBA ran that way at twice its operations' share of the call, and the
+# estimate alone was faster (25 against 35 µs); the 14-link chain's RNEA (13,000 operations) ran it at about its
+# share (benchmarks/results/design_measurements.md).
+LATE_ESTIMATE_COST, LATE_ESTIMATE_ABOVE = 2.0, 30_000
 
 
 def _column_entries(plan: Plan, column: dict) -> list[list]:
@@ -285,7 +292,8 @@ def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) 
     build's sample states where the bound is under half ``BOUND_LIMIT`` (the samples are eight: the margin
     keeps a bound that only just certifies them from counting: at a tenth of the warning threshold, u certified 7
     of Talos forward dynamics' 8 and 52 % of its random states within the joint limits; under ``BOUND_LIMIT`` it
-    certifies all 8 and 96 %). Costs are operations. Long chains certify with neither bound
+    certifies all 8 and 96 %). Costs are operations, the estimate's after a bound counted ``LATE_ESTIMATE_COST``
+    times in a big plan. Long chains certify with neither bound
     (benchmarks/results/design_measurements.md). ``norms``: D² at the sample states (``_sample_column_norms``)."""
     count, solve_abs = len(norms), functions["solve_abs"]
     magnitudes, u = _sample_bound(functions, layout, norms)
@@ -306,6 +314,8 @@ def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) 
     f_s = share(u_schur)
     solve, residual, solve_t = (functions[name].count() for name in ("solve", "residual", "solve_t"))
     uncertified = (1 + INVERSE_ITERATIONS) * solve + residual + INVERSE_ITERATIONS * solve_t  # exact, after main
+    if functions["factor"].count() + solve + solve_t + residual + solve_abs.count() > LATE_ESTIMATE_ABOVE:
+        uncertified *= LATE_ESTIMATE_COST
     bound_pass = solve + residual + solve_abs.count()
     cost = {"estimate": (2 + INVERSE_ITERATIONS) * solve + 2 * residual + INVERSE_ITERATIONS * solve_t,
             "bound": bound_pass + (1 - f_u) * uncertified,
