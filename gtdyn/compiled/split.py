@@ -1,6 +1,6 @@
 """Big straight-line functions cut into pieces before they are compiled.
 
-A function is the smallest unit ``objects.compile_objects`` can give another process, and a giant one compiles
+A function is the smallest unit ``objects.compile_objects`` can give another process, and a big one compiles
 slowly per operation: a long chain's ``factor`` in a fill-in ordering (nested dissection, 96 joints) was 288,000
 operations, two thirds of its program, and one process compiled it while the other waited. Here a function of
 over ``CUT_ABOVE`` operations becomes smaller functions run one after the other by a function of the old name, so
@@ -15,9 +15,11 @@ from __future__ import annotations
 from gtdyn.compiled import dataflow, trace
 from gtdyn.compiled.layout import Layout
 
-# operations: nested dissection's 288,000-operation factor compiled at under half the rate per MB of IR of the rest
-# of its program; ABA's 136,000 nearly at it, and cutting that made the compile slower (design_measurements.md)
-CUT_ABOVE = 200_000
+# operations: with the fast code generator (``objects.FAST_CODEGEN_ABOVE``) a whole function of 40,000 to 130,000
+# operations compiled 1.3-1.9 times slower per operation than pieces of 30,000 (its values live longer). Cut, the
+# 96-joint chain's ABA compiled in 8.0 s against 9.6 and Talos's natural forward dynamics in 2.8 s against 3.3, and
+# their calls ran as fast or faster (design_measurements.md).
+CUT_ABOVE = 30_000
 PIECE = 30_000  # operations per piece: smaller pieces pass more values through ws
 
 
