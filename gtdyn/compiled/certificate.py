@@ -33,8 +33,8 @@ SMALLEST_RHS = 1e-280
 # plan whose passes (factor, the solves, the residual) have over ``LATE_ESTIMATE_ABOVE`` operations: there
 # ``exact`` is compiled quickly in a part of its own, and its path runs code that main's does not, in a program
 # larger than the CPU's caches. Talos's CRBA ran that way at twice its operations' share of the call, and the
-# estimate alone was faster (25 against 35 µs); the 14-link chain's RNEA (13,000 operations) ran it at about its
-# share (benchmarks/results/design_measurements.md).
+# estimate alone was faster; the 14-link chain's RNEA (13,000 operations) ran it at about its share
+# (benchmarks/results/design_measurements.md).
 LATE_ESTIMATE_COST, LATE_ESTIMATE_ABOVE = 2.0, 30_000
 
 

@@ -17,8 +17,8 @@ from gtdyn.compiled.layout import Layout
 
 # operations: with the fast code generator (``objects.FAST_CODEGEN_ABOVE``) a whole function of 40,000 to 130,000
 # operations compiled 1.3-1.9 times slower per operation than pieces of 30,000 (its values live longer). Cut, the
-# 96-joint chain's ABA compiled in 8.0 s against 9.6 and Talos's natural forward dynamics in 2.8 s against 3.3, and
-# their calls ran as fast or faster (design_measurements.md).
+# 96-joint chain's ABA and Talos's natural forward dynamics compiled a sixth faster, and their calls ran as fast or
+# faster (design_measurements.md).
 CUT_ABOVE = 30_000
 PIECE = 30_000  # operations per piece: smaller pieces pass more values through ws
 
