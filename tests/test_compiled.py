@@ -771,6 +771,14 @@ def test_a_big_program_takes_the_fast_code_generator_with_the_same_bits(monkeypa
     monkeypatch.setattr(objects, "FAST_CODEGEN_ABOVE", 30_000)
     assert compile_object(irs[0], quick=True) == quick  # after a fast compile, as before it after a plain one
     assert compile_object(irs[0]) == plain
+    llvm = objects.llvm()
+
+    def elsewhere() -> bytes:  # another user of the process's LLVM (numba), which sets no options
+        return objects.target_machine().emit_object(llvm.parse_assembly(irs[0], context=llvm.create_context()))
+
+    before = elsewhere()
+    compile_object(irs[0], operations=objects.FAST_CODEGEN_ABOVE + 1)  # fast, then LLVM as it found it
+    assert elsewhere() == before
     s = sample_states(puma, "forward", (), count=5, seed=7)
     for k in range(5):
         q, v, x = (s[key][:, k] for key in ("q", "v", "x"))

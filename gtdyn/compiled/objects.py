@@ -107,11 +107,19 @@ _codegen_lock = threading.Lock()
 
 def _emit(machine, module, fast: bool) -> bytes:
     """The object code of ``module``, with LLVM's fast instruction selector and no machine scheduler if ``fast``
-    (``FAST_CODEGEN_ABOVE``; -O0 selects fast by default, and ``-fast-isel=false`` would undo that)."""
+    (``FAST_CODEGEN_ABOVE``; -O0 selects fast by default, and ``-fast-isel=false`` would undo that). The process's
+    LLVM is left as it optimizes by default, since other users of llvmlite (numba) share it."""
     with _codegen_lock:  # the options are the process's: another thread's compile must not change them meanwhile
-        _llvm.set_option("gtdyn", f"-fast-isel={str(fast).lower()}")
-        _llvm.set_option("gtdyn", f"-enable-misched={str(not fast).lower()}")
-        return machine.emit_object(module)
+        _fast_codegen(fast)
+        try:
+            return machine.emit_object(module)
+        finally:
+            _fast_codegen(False)
+
+
+def _fast_codegen(fast: bool) -> None:
+    _llvm.set_option("gtdyn", f"-fast-isel={str(fast).lower()}")
+    _llvm.set_option("gtdyn", f"-enable-misched={str(not fast).lower()}")
 
 
 _STRAIGHT_LINE = re.compile(r"^define void @\S+\((ptr|double\*) .*%ws\)")
