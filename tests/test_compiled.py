@@ -786,9 +786,9 @@ def test_a_big_program_takes_the_fast_code_generator_with_the_same_bits(monkeypa
         assert fast.condition == whole.condition and fast.backward_error == whole.backward_error
 
 
-def test_a_programs_parts_are_balanced_by_loads_and_stores_too():
-    """``native.assemble`` deals functions to parts by their compile weight, which counts loads and stores: a long
-    chain's last piece of ``factor`` has few operations and tens of thousands of them, and its IR compiled for
+def test_a_programs_parts_are_balanced_by_stores_too():
+    """``native.assemble`` deals functions to parts by their compile weight, which counts stores: a long chain's
+    last piece of ``factor`` had few operations and tens of thousands of loads and stores, and its IR compiled for
     longer than a piece of 30,000 operations. Weighed by operations alone it went with the heaviest function, and
     that part compiled 16 s against the other's 10 (nested dissection, 96 joints: design_measurements.md)."""
     from gtdyn.compiled import native

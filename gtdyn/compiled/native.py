@@ -233,14 +233,14 @@ def assemble(head: list[str], bodies: dict[str, str], loops: list[str], function
 
 
 def _compile_weight(fn) -> float:
-    """About what ``fn`` costs the code generator, w (1 + w / 300,000) with w its operations and 1.25 per load or
-    store, a quarter more for a function with a branch (``objects.split_blocks`` leaves it whole): fitted to
-    single-function compiles of the UR5, Talos and long chains (benchmarks/results/design_measurements.md). The
-    loads and stores count, since their share ranges over 20× between functions (a long chain's last piece of
-    ``factor`` against its others); and the cost per operation grows with the function."""
+    """About what ``fn`` costs the code generator: its operations and 2.5 per store, a quarter more for a function
+    with a branch (``objects.split_blocks`` leaves it whole). Fitted to 93 functions compiled alone under the fast
+    code generator (Talos, the Panda, chains of 24 to 96 joints; benchmarks/results/design_measurements.md): a
+    store keeps its value live for the register allocator, while a load is one the allocator may repeat rather
+    than spill, and a computation-heavy ``factor`` took twice a load-heavy solve's time per operation."""
     ops = _ops(fn)
-    w = fn.count() + 1.25 * sum(op[0] in ("load", "store") for op in ops)
-    return w * (1 + w / 300_000) * (1.25 if any(op[0] == "call_unless" for op in ops) else 1.0)
+    w = fn.count() + 2.5 * sum(op[0] == "store" for op in ops)
+    return w * (1.25 if any(op[0] == "call_unless" for op in ops) else 1.0)
 
 
 def _ops(fn) -> list:
