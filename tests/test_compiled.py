@@ -753,9 +753,10 @@ def test_a_giant_program_skips_the_optimization_pipeline_with_the_same_bits(monk
 
 def test_a_big_program_takes_the_fast_code_generator_with_the_same_bits(monkeypatch):
     """A program of over ``objects.FAST_CODEGEN_ABOVE`` operations is compiled with LLVM's fast instruction
-    selector and no machine scheduler (forced here on the PUMA): other machine code, the same IEEE operations, so
-    the same answers and verdicts. LLVM holds those switches for the whole process, so each compile sets its own:
-    the same IR compiled before and after gives the same object code, quick compiles included."""
+    selector and no machine scheduler (forced here on the PUMA's inverse dynamics): other machine code, the same
+    IEEE operations, so the same answers and verdicts. LLVM holds those switches for the whole process, so each
+    compile sets its own: the same IR compiled before and after gives the same object code, quick compiles
+    included."""
     from gtdyn.compiled import native, objects
 
     puma = robot("puma560")
@@ -763,10 +764,10 @@ def test_a_big_program_takes_the_fast_code_generator_with_the_same_bits(monkeypa
     compile_object = objects.compile_object
     monkeypatch.setattr(native, "compile_object", lambda ir, quick=False, operations=0:
                         irs.append(ir) or compile_object(ir, quick, operations))
-    whole = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
+    whole = gtdyn.compile(puma, "inverse", use_cache=False)
     plain, quick = compile_object(irs[0]), compile_object(irs[0], quick=True)
     monkeypatch.setattr(objects, "FAST_CODEGEN_ABOVE", 0)
-    fast = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
+    fast = gtdyn.compile(puma, "inverse", use_cache=False)
     assert compile_object(irs[0], operations=1) != plain
     monkeypatch.setattr(objects, "FAST_CODEGEN_ABOVE", 30_000)
     assert compile_object(irs[0], quick=True) == quick  # after a fast compile, as before it after a plain one
@@ -779,7 +780,7 @@ def test_a_big_program_takes_the_fast_code_generator_with_the_same_bits(monkeypa
     before = elsewhere()
     compile_object(irs[0], operations=objects.FAST_CODEGEN_ABOVE + 1)  # fast, then LLVM as it found it
     assert elsewhere() == before
-    s = sample_states(puma, "forward", (), count=5, seed=7)
+    s = sample_states(puma, "inverse", (), count=5, seed=7)
     for k in range(5):
         q, v, x = (s[key][:, k] for key in ("q", "v", "x"))
         assert np.array_equal(fast(q, v, x), whole(q, v, x))
