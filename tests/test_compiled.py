@@ -817,8 +817,8 @@ def test_a_compile_leaves_no_trace_for_the_cyclic_collector():
     """A traced value and its function refer to each other, so a program's trace (millions of objects for a long
     chain) is freed only by a full collection, which tracing pauses: a process's compiles piled their traces up
     (1.6 GB after four compiles of a 96-joint chain) until a collection walked them all inside a later compile.
-    Each compile now drops its trace (the dynamics, and the operational-space inertia's): none is left, with the
-    collector off throughout."""
+    Each compile now drops its trace (the dynamics, the operational-space inertia's, compiled frames'): none is
+    left, with the collector off throughout."""
     import gc
 
     puma = robot("puma560")
@@ -832,6 +832,7 @@ def test_a_compile_leaves_no_trace_for_the_cyclic_collector():
         before = traced_values()
         gtdyn.compile(puma, "forward", use_cache=False, derivatives=True)
         gtdyn.compile_inverse_osim(puma, ["link6"], use_cache=False)
+        gtdyn.compile_frames(puma, ["link6"]).bias_acceleration(np.zeros(6), np.ones(6))  # compiled when called
         assert traced_values() == before
     finally:
         if was:

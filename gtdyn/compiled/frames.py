@@ -5,9 +5,8 @@ contact constraints).
 The kinematics pass is traced once (``gtdyn.compiled.kinematics``) and stores the poses (twists, accelerations)
 of the bodies the frames need in the workspace; one small function per frame and quantity (small functions
 compile fast) reads them and writes the reference functions' formulas; ``gtdyn.compiled.native`` makes machine
-code of it. Two modules, each compiled when first called: at q, the placements (entry ``fast``) or the
-placements and the Jacobians (``main``); at (q, q̇), the velocities (``fast``) or the velocities and J̇ q̇
-(``main``).
+code of it. Two modules, each compiled when first called: at q, the placements (entry ``fast``) or with the
+Jacobians (``main``); at (q, q̇), the velocities (``fast``) or with J̇ q̇ (``main``).
 
 Nothing is solved, so nothing falls back: the status is 1 when every input is finite and a floating base's pose
 is a rigid transform (as ``gtdyn.arguments.pose_argument`` accepts it); otherwise the boundary's checks run on
@@ -203,8 +202,7 @@ class CompiledFrames:
 
     def _workspace(self, name: str) -> tuple:
         """(module, ws, its address, views of q, q̇, the base pose as 4×4, the base twist — None where the module
-        has none —, the parts of the answer): the thread that made the object keeps one per module, other
-        threads take a fresh one per call."""
+        has none —, the parts of the answer): kept per module by the object's thread, fresh in other threads."""
         views = self._workspaces.get(name) if threading.get_ident() == self._owner else None
         if views is None:
             module, n, floating, motion = self._module(name), self.robot.num_dofs, self.robot.floating_base, \
@@ -297,6 +295,8 @@ def _compile(robot: Robot, bodies: list, reference: str, name: str) -> Module:
                 fn.call(functions[f"b{f}"])
     prefix = f"frames{next(_PREFIXES)}_{name}_"
     obj = native.compile_object(native.module_ir(functions, prefix))
+    for fn in functions.values():  # the trace dropped now, not at a full collection (build.release_traces)
+        fn.release()
     return Module(obj, prefix, inputs, parts, first_slot + stride * len(stored))
 
 
