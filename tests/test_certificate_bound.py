@@ -201,7 +201,7 @@ def test_main_carries_only_sums_across_its_calls(kind, monkeypatch):
     generate = build.generate
     monkeypatch.setattr(build, "generate", lambda *args, **kwargs: programs.append(generate(*args, **kwargs))
                         or programs[-1])
-    monkeypatch.setattr(build, "release_traces", lambda *programs: None)  # the traces kept, to be read here
+    monkeypatch.setattr(trace, "release", lambda *functions: None)  # the traces kept, to be read here
     puma = gtdyn.load_robot("puma560")
     solver = gtdyn.compile(puma, kind, use_cache=False)
     main = programs[-1].functions["main"]

@@ -969,7 +969,7 @@ def test_a_call_reads_nothing_a_previous_call_left(name, kind, monkeypatch):
     generate = build.generate
     monkeypatch.setattr(build, "generate", lambda *args, **kwargs: programs.append(generate(*args, **kwargs))
                         or programs[-1])
-    monkeypatch.setattr(build, "release_traces", lambda *programs: None)  # the traces kept, to be read here
+    monkeypatch.setattr(trace, "release", lambda *functions: None)  # the traces kept, to be read here
     gtdyn.compile(robot(name), kind, use_cache=False, derivatives=True, qdd_joints=["j1"] if kind == "hybrid" else None)
     functions, layout = programs[-1].functions, programs[-1].layout
     for entry in ("main", "fast", "dmain", "dfast"):
@@ -1068,7 +1068,7 @@ def test_a_value_read_far_from_where_it_was_stored_is_read_back_from_ws(monkeypa
     generate = build.generate
     monkeypatch.setattr(build, "generate", lambda *args, **kwargs: programs.append(generate(*args, **kwargs))
                         or programs[-1])
-    monkeypatch.setattr(build, "release_traces", lambda *programs: None)  # the traces kept, to be read here
+    monkeypatch.setattr(trace, "release", lambda *functions: None)  # the traces kept, to be read here
     puma = cases_robot("puma560")
     solver = gtdyn.compile(puma, "forward", use_cache=False, lanes=False)
     ir = native.function_ir(programs[-1].functions["factor"], "p_").splitlines()

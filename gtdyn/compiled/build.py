@@ -20,7 +20,7 @@ from gtdyn.arguments import choice, covered, flag, gravity_vector, robot_argumen
 from gtdyn.arguments.asked import place_contacts, qdd_joint_names
 from gtdyn.arguments.query import Query
 from gtdyn.arguments.wrenches import compiled_wrench_frames
-from gtdyn.compiled import background, cache, lanes, native, split
+from gtdyn.compiled import background, cache, lanes, native, split, trace
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.fallback import self_check
 from gtdyn.compiled.solver import CompiledSolver
@@ -166,17 +166,8 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
               "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
               "operations": _operations(program),
               "quick": quick, **({"lanes_object": lane_object[0]} if lane_object else {})}
-    release_traces(program.functions, functions)
+    trace.release(*program.functions.values(), *functions.values())  # not left to a full collection
     return record
-
-
-def release_traces(*programs: dict) -> None:
-    """The traces of compiled programs (dicts of functions) dropped now (``trace.Function.release``), not at the
-    next full collection, which tracing pauses: a process's compiles piled them up, and a collection then walked
-    them all in the middle of a later compile (benchmarks/results/design_measurements.md)."""
-    for functions in programs:
-        for fn in functions.values():
-            getattr(fn, "fn", fn).release()  # a trace.Lanes runs a Function
 
 
 def _batch_copies(layout) -> set[int]:
@@ -215,7 +206,7 @@ def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joi
     functions, _ = split.split_large(program.functions, program.layout, program.rare)
     code = dict(zip(_LANE_CODE, (lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout)),
                                   program.layout.size, _operations(program))))
-    release_traces(program.functions, functions)
+    trace.release(*program.functions.values(), *functions.values())
     return code
 
 

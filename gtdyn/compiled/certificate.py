@@ -314,9 +314,9 @@ def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) 
     f_s = share(u_schur)
     solve, residual, solve_t = (functions[name].count() for name in ("solve", "residual", "solve_t"))
     uncertified = (1 + INVERSE_ITERATIONS) * solve + residual + INVERSE_ITERATIONS * solve_t  # exact, after main
-    if functions["factor"].count() + solve + solve_t + residual + solve_abs.count() > LATE_ESTIMATE_ABOVE:
-        uncertified *= LATE_ESTIMATE_COST
     bound_pass = solve + residual + solve_abs.count()
+    if functions["factor"].count() + bound_pass + solve_t > LATE_ESTIMATE_ABOVE:  # a big plan
+        uncertified *= LATE_ESTIMATE_COST
     cost = {"estimate": (2 + INVERSE_ITERATIONS) * solve + 2 * residual + INVERSE_ITERATIONS * solve_t,
             "bound": bound_pass + (1 - f_u) * uncertified,
             "schur": bound_pass + count + (1 - f_u) * (solve_t_abs.count() + 3 * len(g)) + (1 - f_s) * uncertified}

@@ -227,8 +227,7 @@ def _module(robot: Robot, gravity: np.ndarray, jacobian: bool = False) -> tuple[
             prefix = f"del{next(_PREFIXES)}_"
             obj = native.compile_object(native.module_ir(functions, prefix, entries=()))
             _MODULES[key] = native.Loaded(obj, prefix, entries=(), extra=list(functions)), layout
-            for fn in functions.values():  # the trace dropped now, not at a full collection (build.release_traces)
-                fn.release()
+            trace.release(*functions.values())
         return _MODULES[key]
 
 

@@ -295,8 +295,7 @@ def _compile(robot: Robot, bodies: list, reference: str, name: str) -> Module:
                 fn.call(functions[f"b{f}"])
     prefix = f"frames{next(_PREFIXES)}_{name}_"
     obj = native.compile_object(native.module_ir(functions, prefix))
-    for fn in functions.values():  # the trace dropped now, not at a full collection (build.release_traces)
-        fn.release()
+    trace.release(*functions.values())
     return Module(obj, prefix, inputs, parts, first_slot + stride * len(stored))
 
 

@@ -30,7 +30,7 @@ from gtdyn.arguments import covered, flag, frame_list, joint_positions, robot_ar
 from gtdyn.arguments.query import POSE
 from gtdyn.arguments.wrenches import wrench_frame
 from gtdyn.compiled import base_inputs, cache, entry, native, parallel, split, trace
-from gtdyn.compiled.build import DEFAULT_ORDERINGS, release_traces
+from gtdyn.compiled.build import DEFAULT_ORDERINGS
 from gtdyn.compiled.codegen import generate, off_pivot
 from gtdyn.compiled.dual import Dual, tangents
 from gtdyn.compiled.kinematics import traced_kinematics
@@ -106,7 +106,7 @@ def _build(robot: Robot, problem, order: list[int], samples, frames, name: str, 
     record = {"object": obj, "prefix": prefix, "size": program.layout.size, "start": extra["start"],
               "source": render(program.functions, header),
               "operations": {fn.name: fn.count() for fn in program.functions.values()}}
-    release_traces(program.functions, functions)
+    trace.release(*program.functions.values(), *functions.values())
     return record
 
 
@@ -125,7 +125,7 @@ def unit_wrench_rhs(robot: Robot, problem, frames) -> list[list[float]]:
                                   **({"base_wrench": np.zeros(6)} if robot.floating_base else {}))
     rows = traced_rows(robot, kin, at_rest, np.zeros(3), external)
     columns = [[tangents(row.rhs).get((m, c), 0.0) for row in rows] for m in range(len(frames)) for c in range(6)]
-    scratch.release()  # its values are thrown away: freed now, not at a full collection (build.release_traces)
+    trace.release(scratch)  # its values are thrown away
     if any(trace.is_sym(b) for column in columns for b in column):
         raise AssertionError("gtdyn.compiled.operational: a unit wrench's right-hand side depends on the state")
     return columns

@@ -241,8 +241,7 @@ def select(condition, a, b):
     are computed."""
     if type(condition) is not Sym:
         return a if condition else b
-    owner = condition.fn
-    return owner.emit("select", condition, a, b)
+    return condition.fn.emit("select", condition, a, b)
 
 
 def le(a, b):
@@ -332,9 +331,7 @@ class Function:
 
     def load(self, index: int, val=None, name: str | None = None) -> Sym:
         sym = self.append(("load", int(index)), np.full(self.samples, np.nan) if val is None else val)
-        if name:
-            self.names[sym.id] = name
-        return sym
+        return self.label(sym, name) if name else sym
 
     def store(self, index: int, x) -> None:
         inner = _negated(x)
@@ -374,10 +371,6 @@ class Function:
         self._live = (len(self.ops), alive)
         return alive
 
-    def release(self) -> None:
-        """Drops the trace: a Sym and its Function refer to each other, so else only a full collection frees them."""
-        self.ops, self.syms, self._seen, self.names, self._live, self._count = [], [], {}, {}, (-1, []), (-1, 0)
-
     def count(self) -> int:
         """Arithmetic operations that run (loads, stores and comments not counted)."""
         if self._count[0] != len(self.ops):
@@ -398,3 +391,10 @@ class Lanes:
     def count(self) -> int:
         """Vector operations that run (each does ``width`` lanes' arithmetic)."""
         return self.fn.count()
+
+
+def release(*functions) -> None:
+    """Drops the traces of compiled ``Function``s (or ``Lanes``) now: a Sym and its Function refer to each other,
+    so else only a full collection frees them, which tracing pauses (benchmarks/results/design_measurements.md)."""
+    for fn in (getattr(f, "fn", f) for f in functions):  # a Lanes runs a Function
+        fn.ops, fn.syms, fn._seen, fn.names, fn._live, fn._count = [], [], {}, {}, (-1, []), (-1, 0)

@@ -67,19 +67,15 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     emit("  %half_dt = fmul double %dt, 0.5")  # dt / 2 and dt / 6 as Python computes them (x / 2 is exact)
     emit("  %sixth_dt = fdiv double %dt, 6.0")
     emit("  %last_row = sub i64 %rows_word, 1")
-    for w in lanes:
-        for i in range(n):
-            emit(f"  %state_x{w}_{i} = getelementptr double, ptr %state_{w}, i64 {i}")
-            emit(f"  %x0_{w}_{i} = load double, ptr %state_x{w}_{i}")
-            emit(f"  %state_y{w}_{i} = getelementptr double, ptr %state_{w}, i64 {n + i}")
-            emit(f"  %y0_{w}_{i} = load double, ptr %state_y{w}_{i}")
+    state = [(w, i, part, offset) for w in lanes for i in range(n) for part, offset in (("x", 0), ("y", n))]
+    for w, i, part, offset in state:  # the state (x = q, y = q̇) loaded once, carried through the steps by phis
+        emit(f"  %state_{part}{w}_{i} = getelementptr double, ptr %state_{w}, i64 {offset + i}")
+        emit(f"  %{part}0_{w}_{i} = load double, ptr %state_{part}{w}_{i}")
     emit("  br label %head")
     emit("head:")
     emit("  %k = phi i64 [ %first_word, %entry ], [ %k_next, %tail ]")
-    for w in lanes:
-        for i in range(n):
-            emit(f"  %x{w}_{i} = phi double [ %x0_{w}_{i}, %entry ], [ %xn{w}_{i}, %tail ]")
-            emit(f"  %y{w}_{i} = phi double [ %y0_{w}_{i}, %entry ], [ %yn{w}_{i}, %tail ]")
+    for w, i, part, _ in state:
+        emit(f"  %{part}{w}_{i} = phi double [ %{part}0_{w}_{i}, %entry ], [ %{part}n{w}_{i}, %tail ]")
     emit("  %more = icmp slt i64 %k, %end_word")
     emit("  br i1 %more, label %step, label %exit")
     emit("step:")
