@@ -26,10 +26,24 @@ def puma():
     return gtdyn.load_robot("puma560")
 
 
+@pytest.fixture(scope="session")
+def run_cache_dir(tmp_path_factory) -> str:
+    """One compile cache for the whole test run, shared by its xdist workers (the cache's writes are atomic, and a
+    solver two workers compile at once is stored twice, the same). About a third of the suite's compiles were the
+    PUMA's same few solvers, compiled again by each module into a cache of its own."""
+    base = tmp_path_factory.getbasetemp()
+    in_worker = "PYTEST_XDIST_WORKER" in os.environ  # then base is pytest-N/popen-gwK/, one per worker
+    root = base.parent if in_worker else base
+    path = root / "gtdyn_run_cache"
+    path.mkdir(exist_ok=True)
+    return str(path)
+
+
 @pytest.fixture(scope="module")
-def private_cache(tmp_path_factory):
-    """A compile cache of the module's own (``pytestmark = pytest.mark.usefixtures("private_cache")``): what it
-    compiles is neither read from nor left in the user's cache."""
+def private_cache(run_cache_dir):
+    """The test run's compile cache (``pytestmark = pytest.mark.usefixtures("private_cache")``): what a module
+    compiles is neither read from nor left in the user's cache. A test that needs a cache of its own (one that
+    watches what is compiled or stored) sets ``GTDYN_CACHE_DIR`` to its ``tmp_path``."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GTDYN_CACHE_DIR", str(tmp_path_factory.mktemp("gtdyn_cache")))
+        patch.setenv("GTDYN_CACHE_DIR", run_cache_dir)
         yield
