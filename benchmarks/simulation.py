@@ -1,7 +1,7 @@
 """Simulation steps per second: ``gtdyn.simulate`` (a compiled ABA solver per step) against the same integrator
 written as a Python loop over Pinocchio's ``pin.aba``, in one run, on the PUMA 560 and Talos, without torque and
 with a PD controller tracking a reference (``gtdyn.PDController``, in gtdyn's native loop, and as a Python
-callable the loop calls back; Pinocchio's loop computes the same PD in numpy); plus the
+callable the loop calls back; Pinocchio's loop computes the same PD in numpy, or calls the same callable); plus the
 variational integrator's steps per second (also on the quadruped's floating base). Without gravity, from random
 joint velocities (a falling Talos swings its gripper links fast enough to make explicit integrators diverge within
 2 s).
@@ -92,10 +92,23 @@ def pinocchio_pd_loop(ref: PinocchioModel, controller, q, v, steps: int, dt: flo
     return ref.joint_order(qp)
 
 
+def pinocchio_callable_loop(ref: PinocchioModel, law, q, v, steps: int, dt: float):
+    """The same loop around ``pin.aba`` with the torque asked of a Python callable ``law(t, q, v)`` (in gtdyn's
+    joint order, which is Pinocchio's on the robots here: no permutation in the loop)."""
+    if not np.array_equal(ref.idx_v, np.arange(len(ref.idx_v))):
+        raise SystemExit("the callable rows need gtdyn's joint order to be Pinocchio's")
+    pin, model, data = ref.pin, ref.model, ref.data
+    qp, vp = ref.configuration(q), ref.tangent(v)
+    for k in range(steps):
+        vp = vp + dt * pin.aba(model, data, qp, vp, law(k * dt, qp, vp))
+        qp = qp + dt * vp
+    return ref.joint_order(qp)
+
+
 def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float) -> list[str]:
     """PD tracking with semi-implicit Euler: gtdyn's native loop (the PDController), the same controller as a
-    Python callable (called back from gtdyn's native loop), and Pinocchio's Python loop; and how far apart their
-    ends are."""
+    Python callable (called back from gtdyn's native loop), against Pinocchio's Python loop computing the PD in
+    numpy, and then against Pinocchio's loop calling the same callable; and how far apart their ends are."""
     controller = pd_tracking(robot, q0, steps, dt)
     if ref.model.nq != ref.model.nv:
         raise SystemExit(f"{name}: the PD rows need revolute joints only (q_ref − q as the tangent error)")
@@ -105,16 +118,19 @@ def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float
         ends["gtdyn"] = gtdyn.simulate(robot, q0, v0, tau=tau, dt=dt, steps=steps, gravity=np.zeros(3),
                                        checks=checks, progress=False).q[-1]
 
-    def theirs():
-        ends["pin"] = pinocchio_pd_loop(ref, controller, q0, v0, steps, dt)
+    def theirs(law=None):
+        ends["pin"] = (pinocchio_pd_loop(ref, controller, q0, v0, steps, dt) if law is None else
+                       pinocchio_callable_loop(ref, law, q0, v0, steps, dt))
 
     ours(controller)  # compiles the loops once per process, outside the timing
     ours(controller, checks=False)
     rows = []
     as_callable = lambda t, q, v: controller(t, q, v)  # noqa: E731 (a callable the loop calls back)
-    for label, tau, checks in (("PDController", controller, True), ("PDController, checks=False", controller, False),
-                               ("the PD as a Python callable", as_callable, True)):
-        gtdyn_s, pin_s = side_by_side(lambda: ours(tau, checks), theirs)
+    for label, tau, checks, law in (
+            ("PDController", controller, True, None), ("PDController, checks=False", controller, False, None),
+            ("the PD as a Python callable", as_callable, True, None),
+            ("the PD as a Python callable, which Pinocchio's loop calls too", as_callable, True, as_callable)):
+        gtdyn_s, pin_s = side_by_side(lambda: ours(tau, checks), lambda: theirs(law))
         apart = np.max(np.abs(ends["gtdyn"] - ends["pin"]))
         rows.append(f"| {name} ({robot.num_dofs} joints) | semi_implicit_euler, PD tracking a reference ({label}; "
                     f"ends {apart:.0e} apart) | {steps / gtdyn_s:,.0f} | {steps / pin_s:,.0f} | "

@@ -100,9 +100,10 @@ def test_a_python_controller_is_called_back_bit_for_bit(puma, method):
 
 
 def test_a_python_controller_that_raises_raises_as_in_the_python_loop(puma):
-    """A controller that fails at t = 0.02 s (an error of its own, or a torque of the wrong size): the native loop
-    stops before that step and the Python stepper raises the same error with the run's note; an interruption
-    is raised as it is."""
+    """A controller that fails at t = 0.02 s (an error of its own, a torque of the wrong size, or one not finite:
+    a float vector, which the native loop checks itself, or a list, which Python converts first), checked or
+    not: the native loop stops before that step and the Python stepper raises the same error with the run's
+    note; an interruption is raised as it is."""
     def failing(kind):
         def controller(t, q, v):
             if t >= 0.02:
@@ -110,14 +111,22 @@ def test_a_python_controller_that_raises_raises_as_in_the_python_loop(puma):
                     raise KeyboardInterrupt
                 if kind == "size":
                     return np.zeros(5)
+                if kind == "nan":
+                    return np.array([0.0, 0.0, np.nan, 0.0, 0.0, 0.0])
+                if kind == "inf list":
+                    return [0.0, 0.0, 0.0, 0.0, 0.0, -np.inf]
                 raise RuntimeError(f"sensor lost at {t:.3f}")
             return -0.1 * v
         return controller
 
-    for kind, error in (("own", RuntimeError), ("size", gtdyn.ArgumentError)):
-        messages = raised_both(error, puma, q0=np.zeros(6), v0=np.full(6, 0.1), tau=failing(kind), dt=1e-3,
-                               steps=100, method="rk4")
-        assert messages[0] == messages[1] and "0.02" in messages[0][0], kind
+    for kind, error in (("own", RuntimeError), ("size", gtdyn.ArgumentError), ("nan", gtdyn.ArgumentError),
+                        ("inf list", gtdyn.ArgumentError)):
+        for checks in (True, False):
+            messages = raised_both(error, puma, q0=np.zeros(6), v0=np.full(6, 0.1), tau=failing(kind), dt=1e-3,
+                                   steps=100, method="rk4", checks=checks)
+            assert messages[0] == messages[1] and "0.02" in messages[0][0], (kind, checks)
+            if kind in ("nan", "inf list"):
+                assert "non-finite values" in messages[0][0]
     with pytest.raises(KeyboardInterrupt):
         gtdyn.simulate(puma, np.zeros(6), np.full(6, 0.1), tau=failing("interrupt"), dt=1e-3, steps=100,
                        progress=False)

@@ -119,10 +119,25 @@ class ControllerTorques:
 
     def __init__(self, robot: Robot, law, passive: bool):
         self.robot, self.law, self.passive = robot, law, passive
+        self._shape = (robot.num_dofs,)
 
     def __call__(self, k: int, t: float, q, v) -> np.ndarray:
+        return self._checked(t, self.law(t, np.array(q), np.array(v)))
+
+    def for_native_loop(self, t: float, q, v) -> np.ndarray:
+        """The law's torque at a stage of a native time loop: a float vector of the robot's joints as it is,
+        anything else as ``__call__`` takes it. The loop's compiled solver checks that its inputs are finite,
+        checked or not, and a step whose torque is not stops the loop before it, for the Python stepper to take
+        (and raise ``__call__``'s error)."""
+        torque = self.law(t, q.copy(), v.copy())
+        if type(torque) is np.ndarray and torque.dtype == np.float64 and torque.shape == self._shape \
+                and not self.passive:
+            return torque
+        return self._checked(t, torque)
+
+    def _checked(self, t: float, torque) -> np.ndarray:
         try:
-            torque = joint_vector(self.robot, "tau", self.law(t, np.array(q), np.array(v)))
+            torque = joint_vector(self.robot, "tau", torque)
             if self.passive:
                 check_passive_torques(self.robot, "tau", torque)
             return torque

@@ -43,20 +43,20 @@ def _bits(x: float) -> int:
 
 class PythonController:
     """A Python controller in the native loop (``loop_ir.PYTHON``): the loop writes a stage's (q, q̇) into
-    ``buffers`` and calls ``function(t, k)``, which asks the run's checked ``torque(k, t, q, q̇)`` (which hands
-    the controller copies) and writes its answer back: 1. What it raises is kept (``failed``) and the
-    answer is 0, which stops the loop before the step; the Python stepper then takes the step, and raises there
-    as it always does."""
+    ``buffers`` and calls ``function(t, k)``, which asks the run's ``torque`` (``ControllerTorques``, which hands
+    the controller copies; the solver checks that the answer is finite) and writes its answer back: 1. What it
+    raises is kept (``failed``) and the answer is 0, which stops the loop before the step; the Python stepper
+    then takes the step, and raises there as it always does."""
 
     def __init__(self, torque, n: int):
-        self.torque, self.failed = torque, None
+        self.torque, self.failed = torque.for_native_loop, None
         self.buffers = np.zeros((3, n))
         self.q, self.v, self.tau = self.buffers  # views, made once
         self.function = _CALLBACK(self._call)
 
     def _call(self, t: float, k: int) -> int:
         try:
-            self.tau[:] = self.torque(k, t, self.q, self.v)
+            self.tau[:] = self.torque(t, self.q, self.v)
         except BaseException as error:  # noqa: BLE001 — raised again by the Python stepper's step, or by _loop
             self.failed = error
             return 0
