@@ -93,16 +93,26 @@ def pinocchio_pd_loop(ref: PinocchioModel, controller, q, v, steps: int, dt: flo
 
 
 def pinocchio_callable_loop(ref: PinocchioModel, law, q, v, steps: int, dt: float):
-    """The same loop around ``pin.aba`` with the torque asked of a Python callable ``law(t, q, v)`` (in gtdyn's
-    joint order, which is Pinocchio's on the robots here: no permutation in the loop)."""
-    if not np.array_equal(ref.idx_v, np.arange(len(ref.idx_v))):
-        raise SystemExit("the callable rows need gtdyn's joint order to be Pinocchio's")
+    """The same loop around ``pin.aba`` with the torque asked of a Python callable ``law(t, q, v)`` in Pinocchio's
+    joint order (``in_pinocchio_order``)."""
     pin, model, data = ref.pin, ref.model, ref.data
     qp, vp = ref.configuration(q), ref.tangent(v)
     for k in range(steps):
         vp = vp + dt * pin.aba(model, data, qp, vp, law(k * dt, qp, vp))
         qp = qp + dt * vp
     return ref.joint_order(qp)
+
+
+def in_pinocchio_order(ref: PinocchioModel, controller):
+    """The same ``gtdyn.PDController`` with its gains and rows in Pinocchio's joint order (revolute joints, none
+    passive): a callable of the same cost for Pinocchio's loop, as a Pinocchio user would write it."""
+    if controller.passive.any():
+        raise SystemExit("the callable rows need every joint actuated")
+    rows = [np.zeros((len(r), len(ref.idx_v))) for r in (controller.q_rows, controller.v_rows, controller.ff_rows)]
+    for out, r in zip(rows, (controller.q_rows, controller.v_rows, controller.ff_rows)):
+        out[:, ref.idx_v] = r
+    return gtdyn.PDController(controller.robot, ref.tangent(controller.kp), ref.tangent(controller.kd), *rows,
+                              dt=controller.dt)
 
 
 def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float) -> list[str]:
@@ -126,10 +136,13 @@ def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float
     ours(controller, checks=False)
     rows = []
     as_callable = lambda t, q, v: controller(t, q, v)  # noqa: E731 (a callable the loop calls back)
+    pinocchio_pd = in_pinocchio_order(ref, controller)
+    pinocchio_callable = lambda t, q, v: pinocchio_pd(t, q, v)  # noqa: E731
     for label, tau, checks, law in (
             ("PDController", controller, True, None), ("PDController, checks=False", controller, False, None),
             ("the PD as a Python callable", as_callable, True, None),
-            ("the PD as a Python callable, which Pinocchio's loop calls too", as_callable, True, as_callable)):
+            ("the PD as a Python callable, which Pinocchio's loop calls too (in its joint order)", as_callable, True,
+             pinocchio_callable)):
         gtdyn_s, pin_s = side_by_side(lambda: ours(tau, checks), lambda: theirs(law))
         apart = np.max(np.abs(ends["gtdyn"] - ends["pin"]))
         rows.append(f"| {name} ({robot.num_dofs} joints) | semi_implicit_euler, PD tracking a reference ({label}; "
