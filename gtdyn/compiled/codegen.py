@@ -126,7 +126,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     for key in unknowns:
         for c in range(keys.dim(key)):
             column[key, c] = len(column)
-    outputs = _outputs(robot, problem, column)
+    outputs = output_sources(robot, problem, column)
     layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot), 6 * len(wrench_frames),
                     direction_count(robot) if derivatives else 0, LANES if derivatives else 0,
                     tuple(j.index - 1 for j in robot.joints if j.type == "revolute"))
@@ -163,7 +163,7 @@ def eliminate_with_comments(factor: trace.Function, rows, order) -> Plan:
     return eliminate(rows, order, step)
 
 
-def _outputs(robot: Robot, problem: Problem, column: dict) -> list[tuple]:
+def output_sources(robot: Robot, problem: Problem, column: dict) -> list[tuple]:
     """Where each output entry comes from, part by part of ``answer_layout``: a floating base's acceleration (when
     free) or wrench, in its root link frame; q̈ then τ, by joint; then each contact's force or wrench."""
     n = robot.num_dofs

@@ -1,72 +1,187 @@
-"""The mass matrix by a compiled solver: the columns that ``gtdyn.dynamics.quantities.mass_matrix`` solves one
-elimination at a time, here all in one ``batch`` call of the same elimination as machine code."""
+"""The mass matrix as compiled code: ``gtdyn.compile_mass_matrix``.
+
+The plan is inverse dynamics without gravity, in ``ordering`` (RNEA by default): the rows, ordering and factors
+of ``gtdyn.compile(robot, "inverse", gravity=0)``. Column j of M is its answer — τ, and a floating base's wrench
+— to the unit acceleration e_j at rest (q̇ = 0; for a floating base the first six columns are its root link's
+accelerations). That right-hand side is a constant, so the solve traced on it keeps only what the push reaches
+(``gtdyn.compiled.unit_solves``): in RNEA's ordering, the accelerations and wrenches of joint j's subtree and the
+torques they make, the work of CRBA's class (O(n · depth) for the whole matrix) rather than n calls of inverse
+dynamics. Only the entries on and below the diagonal are computed (row i ≥ column j: joint j's subtree), and
+each is stored in both triangles, so M is exactly symmetric.
+
+The verdict is inverse dynamics': the checked call runs that solver's certificate on the same matrix at rest, and
+a configuration it does not certify (angles out of range, a non-finite input) goes to the reference path,
+``gtdyn.mass_matrix``. M does not depend on a floating base's pose (no gravity, v = 0, the base's rows and
+columns in its root link frame), so the code takes q alone; a pose given is checked and not used.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numpy as np
 
-from gtdyn.arguments import joint_vector, state_batch
+from gtdyn import keys
+from gtdyn.arguments import flag, joint_vector, pose_argument, robot_argument, state_batch
 from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
-from gtdyn.compiled.build import compile
-from gtdyn.compiled.solver import CompiledSolver
-from gtdyn.dynamics.quantities import NO_GRAVITY, rigid_bodies
+from gtdyn.compiled import cache, native, trace
+from gtdyn.compiled.codegen import output_sources
+from gtdyn.compiled.dual import Dual
+from gtdyn.compiled.states import sample_query, sample_states
+from gtdyn.compiled.unit_solves import (
+    NOT_SOLVED,
+    ConfigurationMatrix,
+    build,
+    reached,
+    solve_column,
+    unit_right_hand_sides,
+    with_entries,
+)
+from gtdyn.dynamics.memory import check_solve_memory
+from gtdyn.dynamics.quantities import NO_GRAVITY, mass_matrix, rigid_bodies
+from gtdyn.dynamics.reference import template_graph
 from gtdyn.model.robot import Robot
+from gtdyn.orderings import resolve_ordering
+
+ENTRIES = ("mmain", "mfast")  # the checked call (inverse dynamics' certificate at rest, then M) and the unchecked
 
 
-class CompiledMassMatrix:
-    """M(q) (nv × nv, coordinates as in ``gtdyn.dynamics.quantities``; Pinocchio's ``crba``) from a compiled
-    inverse-dynamics solver without gravity: column j is the answer at q̇ = 0 to the unit acceleration e_j (for a
-    floating base, the first six are base accelerations and the base wrench makes the first six rows), and the nv
-    columns of one state — or of N states — go to the solver's ``batch`` as nv (N · nv) states of one call.
-
-    ``mass(q, base_pose=None)`` gives one M; ``mass.batch(Q, base_pose=None, threads=1)`` gives (N, nv, nv) for
-    Q of shape (N, n) and base poses (N, 4, 4) (or a list of ``gtsam.Pose3``). ``solver`` is the compiled
-    inverse-dynamics solver, whose checked calls fall back to the reference path as ``gtdyn.compile`` says."""
-
-    def __init__(self, robot: Robot, *, ordering="rnea", checks: bool = True):
-        free = rigid_bodies(robot)
-        self.robot = robot
-        self.solver: CompiledSolver = compile(free, "inverse", ordering=ordering, gravity=NO_GRAVITY, checks=checks)
-        self.nv = free.nv
-        unit = np.eye(self.nv)
-        self._qdd = unit[:, self.nv - free.num_dofs:]  # row k: q̈ of column k (e_j for joint columns, else 0)
-        self._base_accel = unit[:, :6] if free.floating_base else None  # row k: the base acceleration of column k
-
-    def __call__(self, q, base_pose=None) -> np.ndarray:
-        q = joint_vector(self.robot, "q", q)
-        base = base_state(self.robot, base_pose)
-        return self.batch(q[None], None if base is None else base.pose.matrix()[None])[0]
-
-    def batch(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
-        """M at each row of Q (and base pose): an array (N, nv, nv)."""
-        (Q,) = state_batch(self.robot.num_dofs, Q=Q)
-        count, nv = len(Q), self.nv
-        rows = np.repeat(Q, nv, axis=0)
-        base = {}
-        if self._base_accel is not None:
-            base["base_accel"] = np.tile(self._base_accel, (count, 1))
-            if base_pose is not None:
-                poses = base_rows("base_pose", base_pose, count, (4, 4), np.eye(4).ravel())
-                base["base_pose"] = np.repeat(poses.reshape(count, 4, 4), nv, axis=0)
-        else:
-            refuse_on_fixed_base(self.robot, base_pose=base_pose)
-        out = self.solver.batch(rows, np.zeros_like(rows), np.tile(self._qdd, (count, 1)), threads=threads, **base)
-        columns = np.hstack(out) if isinstance(out, tuple) else out  # (count · nv, nv): M's columns as rows
-        return columns.reshape(count, nv, nv).transpose(0, 2, 1)
-
-    def __repr__(self) -> str:
-        ordering = " ".join(self.solver.ordering)
-        return f"CompiledMassMatrix('{self.robot.name}', {self.nv} × {self.nv}, ordering {ordering})"
-
-
-def compile_mass_matrix(robot: Robot, *, ordering="rnea", checks: bool = True) -> CompiledMassMatrix:
-    """A reusable M(q) by compiled inverse dynamics in ``ordering`` (default "rnea"); compiled once (and cached on
-    disk as every compiled solver is), then one native batch call per state or per batch of states."""
-    return CompiledMassMatrix(robot, ordering=ordering, checks=checks)
+def compile_mass_matrix(robot: Robot, *, ordering="rnea", checks: bool = True, use_cache: bool = True,
+                        quick: bool = False) -> CompiledMassMatrix:
+    """A reusable M(q) (Pinocchio's ``crba``): ``mass(q)`` → (nv, nv), ``mass.batch(Q, threads=1)`` → (N, nv,
+    nv), from inverse dynamics in ``ordering`` (default "rnea"; any ordering of inverse dynamics) compiled once
+    and cached on disk as every compiled solver is. ``checks``, ``use_cache`` and ``quick`` as in
+    ``gtdyn.compile``."""
+    robot = robot_argument(robot)
+    free = rigid_bodies(robot)
+    checks, use_cache, quick = flag("checks", checks), flag("use_cache", use_cache), flag("quick", quick)
+    samples = sample_states(free, "inverse", (), count=1)
+    template, graph = template_graph(sample_query(free, "inverse", (), samples, 0, None, NO_GRAVITY))
+    gtsam_order = resolve_ordering(ordering, free, template.problem, graph)
+    order = [gtsam_order.at(i) for i in range(gtsam_order.size())]
+    name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(free),
+                     "mass matrix", order, quick)
+    record = cache.load(name) if use_cache else None
+    if record is not None:
+        return CompiledMassMatrix(robot, ordering, record, checks, order, quick)
+    check_solve_memory(template, graph, gtsam_order, ordering, compiling=True)
+    samples = sample_states(free, "inverse", ())
+    with np.errstate(all="ignore"):
+        record = _build(free, template.problem, order, samples, name, quick)
+    mass = CompiledMassMatrix(robot, ordering, record, checks, order, quick)
+    mass.self_check(samples["q"])
+    if use_cache:  # only code that passed its self-check is kept
+        cache.store(name, record)
+    return mass
 
 
 def compiled_mass_matrix(robot: Robot, q, *, base_pose=None, ordering="rnea") -> np.ndarray:
-    """M(q) in one call of a compiled solver (compiled here, or loaded from the disk cache): the fast path of
-    ``gtdyn.dynamics.quantities.mass_matrix``, equal to it to round-off. Keep ``compile_mass_matrix``'s object to
-    evaluate M at many states."""
+    """M(q) in one call of compiled code (compiled here, or loaded from the disk cache): the fast path of
+    ``gtdyn.mass_matrix``, equal to it to round-off. Keep ``compile_mass_matrix``'s object to evaluate M at many
+    states."""
     return compile_mass_matrix(robot, ordering=ordering)(q, base_pose)
+
+
+def _build(robot: Robot, problem, order: list[int], samples, name: str, quick: bool) -> dict:
+    header = (f"the mass matrix of '{robot.name}', inverse dynamics in the ordering "
+              f"{' '.join(keys.label(k) for k in order)}: generated by gtdyn.compile_mass_matrix")
+    return build(robot, problem, order, samples, functools.partial(mass_functions, robot, problem),
+                 prefix=f"m{name[:12]}_", entries=ENTRIES, header=header, quick=quick)
+
+
+def mass_functions(robot: Robot, problem, plan, column, layout, slots, functions) -> dict:
+    """``mass`` (M from the factors ``factor`` left, row-major into ``ws`` from the layout's end, then a flag: 1 if
+    the solve before it certified the matrix and M is finite) and the entries ``mmain`` / ``mfast``: inverse
+    dynamics' checked / unchecked call at rest (its answer is zero; what matters is its verdict), then ``mass``."""
+    fn = trace.Function("mass")
+    nv = robot.nv
+    start = layout.size
+    layout.size += nv * nv + 1
+    sources = output_sources(robot, problem, column)  # M's rows: inverse dynamics' answer, entry by entry
+    unknown = {index: kc for kc, index in column.items()}
+    pivot_row = {(key, c): p for key, c, p in plan.pivots}
+    base = [("base", k) for k in range(6)] if robot.floating_base else []
+    directions = base + [("qdd", j) for j in range(1, robot.num_dofs + 1)]
+    at_rest = dataclasses.replace(problem, known_qdd={j: Dual.seed(0.0, ("qdd", j)) for j in problem.known_qdd},
+                                  **({"base_accel": np.array([Dual.seed(0.0, d) for d in base], dtype=object)}
+                                     if robot.floating_base else {}))
+    values = []
+    for j, rhs in enumerate(unit_right_hand_sides(robot, at_rest, directions, fn=fn)):
+        fn.comment(f"column {j + 1}: a unit acceleration of {_direction(robot, directions[j])}; rows {j + 1}…{nv}")
+        below = sources[j:]  # on and below the diagonal
+        wanted = [unknown[c] for source, index in below if source != "zero"
+                  for c in ([index] if source == "unknown" else [c for c, _ in index])]
+        x = solve_column(fn, plan, slots, rhs, reached(plan, pivot_row, wanted))
+        solution = {index: x.get(kc, NOT_SOLVED) for index, kc in unknown.items()}
+        for i, (source, index) in enumerate(below, start=j):
+            if source not in ("unknown", "combination", "zero"):
+                raise AssertionError(f"gtdyn.compiled.quantities: inverse dynamics' output {i} is an input")
+            value = (solution[index] if source == "unknown" else 0.0 if source == "zero" else
+                     sum((coefficient * solution[c] for c, coefficient in index), 0.0))
+            fn.store(start + i * nv + j, value)
+            if i != j:
+                fn.store(start + j * nv + i, value)
+            values.append(value)
+    return with_entries(fn, values, start + nv * nv, layout, functions, ENTRIES)
+
+
+def _direction(robot: Robot, direction) -> str:
+    kind, k = direction
+    return f"the base (component {k + 1})" if kind == "base" else f"joint {robot.joints[k - 1].name}"
+
+
+class CompiledMassMatrix(ConfigurationMatrix):
+    """M(q) (nv × nv, coordinates as in ``gtdyn.dynamics.quantities``; Pinocchio's ``crba``): ``mass(q,
+    base_pose=None)`` gives one M, ``mass.batch(Q, base_pose=None, threads=1)`` gives (N, nv, nv) for Q of shape
+    (N, n); a floating base's poses ((N, 4, 4), or a list of ``gtsam.Pose3``) are checked and do not change M.
+    A configuration the checked call does not certify is answered by the reference path (``gtdyn.mass_matrix``),
+    which raises as inverse dynamics do; ``fallbacks`` counts those calls. It pickles (``__reduce__``)."""
+
+    entries = ENTRIES
+    what = "the mass matrix"
+
+    def __init__(self, robot: Robot, ordering, record: dict, checks: bool, order: list[int], quick: bool):
+        self.ordering = ordering
+        self._order, self._quick_build = list(order), quick  # what another CPU compiles again (``__reduce__``)
+        self.nv = robot.nv
+        super().__init__(robot, record, checks, (robot.nv, robot.nv))
+
+    def __call__(self, q, base_pose=None) -> np.ndarray:
+        if base_pose is not None or not self.robot.floating_base:
+            base_state(self.robot, base_pose)  # checked: a fixed base refuses one
+        return super().__call__(q)
+
+    def batch(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
+        """M at each row of Q (and base pose): an array (N, nv, nv)."""
+        if base_pose is None:
+            return super().batch(Q, threads)
+        refuse_on_fixed_base(self.robot, base_pose=base_pose)
+        (Q,) = state_batch(self.robot.num_dofs, Q=Q)
+        for pose in base_rows("base_pose", base_pose, len(Q), (4, 4), np.eye(4).ravel()):
+            pose_argument("base_pose", pose.reshape(4, 4))
+        return super().batch(Q, threads)
+
+    def reference(self, q) -> np.ndarray:
+        return mass_matrix(self.robot, joint_vector(self.robot, "q", q), ordering=self.ordering)
+
+    def __reduce__(self):
+        """Pickling (process pools, Dask, Ray): the record travels with the CPU it was made for; the other side
+        loads its machine code on that CPU, else compiles the same plan."""
+        ordering = self.ordering if isinstance(self.ordering, str) else self._order
+        return _unpickled, (self.robot, ordering, self._order, self._record, self.checks, self._quick_build,
+                            native.target_id())
+
+    def __repr__(self) -> str:
+        ordering = self.ordering if isinstance(self.ordering, str) else " ".join(keys.label(k) for k in self._order)
+        return f"CompiledMassMatrix('{self.robot.name}', {self.nv} × {self.nv}, ordering {ordering})"
+
+
+def _unpickled(robot: Robot, ordering, order: list[int], record: dict, checks: bool, quick: bool,
+               target: str) -> CompiledMassMatrix:
+    """A pickled ``CompiledMassMatrix``, here: its machine code if it was made for this CPU, else compiled anew."""
+    if target == native.target_id():
+        return CompiledMassMatrix(robot, ordering, record, checks, order, quick)
+    mass = compile_mass_matrix(robot, ordering=order, checks=checks, quick=quick)
+    mass.ordering = ordering
+    return mass

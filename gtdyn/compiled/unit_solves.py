@@ -20,23 +20,31 @@ import numpy as np
 
 from gtdyn.arguments import joint_positions, state_batch, whole_number
 from gtdyn.arguments.query import POSE
-from gtdyn.compiled import base_inputs, entry, native, parallel, trace
-from gtdyn.compiled.codegen import off_pivot
+from gtdyn.compiled import base_inputs, entry, native, parallel, split, trace
+from gtdyn.compiled.codegen import generate, off_pivot
 from gtdyn.compiled.dual import tangents
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.plan import traced_rows
+from gtdyn.compiled.render import render
+from gtdyn.compiled.validity import finite
 from gtdyn.compiled.wrench_inputs import traced_wrenches
+from gtdyn.dynamics.quantities import NO_GRAVITY
 from gtdyn.errors import GTDYN_ERRORS
 
 NOT_SOLVED = float("nan")  # an unknown without a pivot (structurally singular): NaN fails the finiteness check
 
 
-def unit_right_hand_sides(robot, at_rest, directions: list, frames=(), wrench_seeds=()) -> list[list[float]]:
+def unit_right_hand_sides(robot, at_rest, directions: list, frames=(), wrench_seeds=(),
+                          fn: trace.Function | None = None) -> list[list]:
     """Per direction (a seed of ``gtdyn.compiled.dual``), the rows' right-hand sides (``traced_rows`` order) for a
     unit input along it at rest. ``at_rest``: the plan's problem with its given values zero or seeded dual
-    numbers; ``wrench_seeds``: the external wrenches on ``frames`` (local axes), likewise. AssertionError if a
-    right-hand side depends on the state: then the columns would not be constants."""
-    scratch = trace.Function("rest")
+    numbers; ``wrench_seeds``: the external wrenches on ``frames`` (local axes), likewise.
+
+    Without ``fn`` they must be constants (AssertionError if one depends on the state). With ``fn`` the
+    kinematics are traced in it, on q from ``ws``, and a right-hand side may depend on q: a floating base's
+    acceleration enters its children's eq. 5 through their joints' transforms. What the columns do not use of
+    those kinematics is left out of the code (``trace.Function.live``)."""
+    scratch = trace.Function("rest") if fn is None else fn
     n = robot.num_dofs
     q = [scratch.load(j) for j in range(n)]
     rotation, twist = (np.eye(3), np.zeros(6)) if robot.floating_base else (None, None)
@@ -44,10 +52,33 @@ def unit_right_hand_sides(robot, at_rest, directions: list, frames=(), wrench_se
     external = traced_wrenches(frames, "local", wrench_seeds, kin)
     rows = traced_rows(robot, kin, at_rest, np.zeros(3), external)
     columns = [[tangents(row.rhs).get(d, 0.0) for row in rows] for d in directions]
-    trace.release(scratch)  # its values are thrown away
-    if any(trace.is_sym(b) for column in columns for b in column):
-        raise AssertionError("gtdyn.compiled.unit_solves: a unit input's right-hand side depends on the state")
+    if fn is None:
+        trace.release(scratch)  # its values are thrown away
+        if any(trace.is_sym(b) for column in columns for b in column):
+            raise AssertionError("gtdyn.compiled.unit_solves: a unit input's right-hand side depends on the state")
     return columns
+
+
+def build(robot, problem, order: list[int], samples, functions_of, *, prefix: str, entries: tuple[str, str],
+          header: str, quick: bool, frames=()) -> dict:
+    """The record of a ``ConfigurationMatrix``: the plan of ``problem`` in ``order`` without gravity (external
+    wrenches on ``frames`` as inputs), plus ``functions_of(plan, column, layout, slots, functions)``'s functions,
+    which write the matrix from ``record["start"]`` (the layout's end as they begin); compiled under
+    ``prefix``, with the generated code rendered under ``header``."""
+    extra = {}
+
+    def more(plan, column, layout, slots, functions):
+        extra["start"] = layout.size
+        return functions_of(plan, column, layout, slots, functions)
+
+    program = generate(robot, problem, order, NO_GRAVITY, samples, frames, "local", more=more)
+    functions, rare = split.split_large(program.functions, program.layout, program.rare)
+    obj = native.compile_module(functions, prefix, entries, quick, rare)
+    record = {"object": obj, "prefix": prefix, "size": program.layout.size, "start": extra["start"],
+              "source": render(program.functions, header),
+              "operations": {fn.name: fn.count() for fn in program.functions.values()}}
+    trace.release(*program.functions.values(), *functions.values())
+    return record
 
 
 def reached(plan, pivot_row: dict, wanted) -> set:
@@ -63,9 +94,9 @@ def reached(plan, pivot_row: dict, wanted) -> set:
 
 
 def solve_column(fn: trace.Function, plan, slots, rhs: list, needed: set) -> dict:
-    """The unknowns in ``needed`` (``reached``) for one constant right-hand side: the plan's row operations where
-    the push reaches, then back-substitution, on the factors in ``ws`` (``slots``). Unknowns left out, or
-    without a pivot, are NaN."""
+    """The unknowns in ``needed`` (``reached``) for one right-hand side of ``unit_right_hand_sides``: the plan's
+    row operations where the push reaches, then back-substitution, on the factors in ``ws`` (``slots``).
+    Unknowns left out, or without a pivot, are NaN."""
     t = list(rhs)
     for i, p, multiplier in plan.tape:
         if _nonzero(t[p]):
@@ -79,6 +110,19 @@ def solve_column(fn: trace.Function, plan, slots, rhs: list, needed: set) -> dic
                     total = total - slots.use(fn, coefficient) * value
             x[key, c] = trace.div(total, slots.use(fn, plan.work[p][key][c]))
     return x
+
+
+def with_entries(fn: trace.Function, values: list, flag: int, layout, functions: dict, entries: tuple) -> dict:
+    """``fn``, which wrote the matrix's ``values``, ending with its flag at ``flag`` (1 when the solve before it
+    certified the matrix and every value is finite), and the two ``entries``: the plan's checked / unchecked
+    solve at rest (its answer is zero; what matters is its verdict on the matrix), then ``fn``."""
+    fn.store(flag, finite(values) * fn.load(layout.status))
+    out = {fn.name: fn}
+    for name, solve in zip(entries, ("main", "fast"), strict=True):
+        out[name] = trace.Function(name)
+        out[name].call(functions[solve])
+        out[name].call(fn)
+    return out
 
 
 def _nonzero(x) -> bool:

@@ -1,0 +1,113 @@
+"""The compiled mass matrix against Pinocchio's CRBA: ``gtdyn.compile_mass_matrix`` (inverse dynamics in the RNEA
+ordering, each column traced on its unit push: ``gtdyn.compiled.quantities``) and ``pin.crba`` on the same
+configuration, interleaved in one process, on the arms, Talos (fixed and floating) and Solo-12
+(floating).
+
+    python -m benchmarks.mass_matrix
+
+Per call from Python: ``mass(q)`` (checked, and ``checks=False``) against ``pin.crba(model, data, q)`` with
+Pinocchio's configuration vector prepared outside the timing (its CRBA fills the upper triangle; ours returns
+the whole symmetric matrix). Batches of 1000 states: ``mass.batch(Q)`` per state against a Python loop over
+``pin.crba`` (Pinocchio has no parallel CRBA). Medians of paired samples. The cold compile (no cache) and the
+code's size: the ``mass`` function's operations (the columns), and the whole program's. Accuracy: the largest
+relative difference from Pinocchio's M over the batch. Writes benchmarks/results/mass_matrix.md.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+
+import numpy as np
+
+import gtdyn
+from benchmarks.derivatives import load  # robots by name, and their URDF paths
+from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioModel
+from gtdyn.bench.report import machine_description
+from gtdyn.bench.timing import measure_interleaved, paired_ratio
+from gtdyn.progress import Progress
+
+REPEAT, INNER, WARMUP, BATCH = 40, 50, 50, 1000
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "mass_matrix.md")
+CASES = [("puma560", False), ("ur5", False), ("panda", False), ("talos", False), ("talos", True), ("solo12", True)]
+
+
+def robot_and_reference(name: str, floating: bool):
+    """The gtdyn robot and Pinocchio's model of the same file (a free flyer on a floating base)."""
+    robot, path = load(name, floating=floating)
+    return robot, (FreeFlyerPinocchio if floating else PinocchioModel)(path, robot)
+
+
+def pinocchio_mass(ref, q) -> np.ndarray:
+    """Pinocchio's M in gtdyn's coordinates (a floating base's [ω; v] first), symmetric."""
+    if isinstance(ref, FreeFlyerPinocchio):
+        M = ref.pin.crba(ref.model, ref.data, ref.configuration(q))
+        M = np.triu(M) + np.triu(M, 1).T
+        order = ref.velocity_order()
+        return M[np.ix_(order, order)]
+    return ref.mass_matrix(q)
+
+
+def measure(name: str, floating: bool) -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gtdyn.ModelWarning)
+        robot, ref = robot_and_reference(name, floating)
+    started = time.perf_counter()
+    mass = gtdyn.compile_mass_matrix(robot, use_cache=False)
+    compile_s = time.perf_counter() - started
+    unchecked = gtdyn.compile_mass_matrix(robot, checks=False)
+    rng = np.random.default_rng(0)
+    Q = rng.uniform(-0.5, 0.5, (BATCH, robot.num_dofs))
+    q = Q[0]
+    pin, model, data = ref.pin, ref.model, ref.data
+    configuration = ref.configuration(q)
+    configurations = [ref.configuration(row) for row in Q]
+
+    def pinocchio_loop():
+        for c in configurations:
+            pin.crba(model, data, c)
+
+    single = measure_interleaved({"ours": lambda: mass(q), "unchecked": lambda: unchecked(q),
+                                  "pin": lambda: pin.crba(model, data, configuration)}, REPEAT, INNER, WARMUP)
+    batch = measure_interleaved({"ours": lambda: mass.batch(Q), "unchecked": lambda: unchecked.batch(Q),
+                                 "pin": pinocchio_loop}, REPEAT // 4, 1, 2)
+    ours = mass.batch(Q)
+    error = max(np.max(np.abs(M - pinocchio_mass(ref, row))) / np.max(np.abs(pinocchio_mass(ref, row)))
+                for M, row in zip(ours, Q))
+    return dict(robot=f"{name}{' (floating)' if floating else ''}", nv=robot.nv, compile=compile_s,
+                mass_ops=mass.operations["mass"], ops=sum(mass.operations.values()),
+                pin_us=single["pin"].median_us, call=paired_ratio(single["ours"], single["pin"]),
+                call_us=single["ours"].median_us, unchecked=paired_ratio(single["unchecked"], single["pin"]),
+                batch=paired_ratio(batch["ours"], batch["pin"]),
+                batch_unchecked=paired_ratio(batch["unchecked"], batch["pin"]),
+                batch_us=batch["ours"].median_us / BATCH, error=error, fallbacks=mass.fallbacks)
+
+
+def main() -> None:
+    rows = []
+    with Progress("mass matrix", len(CASES), enabled=True, after=0.0, every=0.0, unit="robots") as report:
+        for k, (name, floating) in enumerate(CASES):
+            rows.append(measure(name, floating))
+            report.at(k + 1)
+    lines = ["# The compiled mass matrix against Pinocchio's CRBA", "",
+             f"`python -m benchmarks.mass_matrix`; {machine_description(REPEAT, INNER, WARMUP)}", "",
+             __doc__.split("\n\n", 2)[2].strip(), "",
+             "| robot | nv | compile s | `mass` operations / program | Pinocchio µs | call µs | call checked / "
+             "unchecked × `pin.crba` | batch µs per state | batch checked / unchecked × `pin.crba` loop | "
+             "largest relative difference | fallbacks |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['robot']} | {r['nv']} | {r['compile']:.2f} | {r['mass_ops']:,} / {r['ops']:,} | "
+                     f"{r['pin_us']:.2f} | {r['call_us']:.2f} | {r['call']:.2f}× / {r['unchecked']:.2f}× | "
+                     f"{r['batch_us']:.2f} | {r['batch']:.2f}× / {r['batch_unchecked']:.2f}× | {r['error']:.1e} | "
+                     f"{r['fallbacks']} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
