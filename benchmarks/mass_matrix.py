@@ -1,7 +1,8 @@
 """The compiled mass matrix against Pinocchio's CRBA: ``gtdyn.compile_mass_matrix`` (inverse dynamics in the RNEA
 ordering, each column traced on its unit push: ``gtdyn.compiled.quantities``) and ``pin.crba`` on the same
 configuration, interleaved in one process, on the arms, Talos (fixed and floating) and Solo-12
-(floating).
+(floating); and the compiled bias forces h(q, q̇) (``gtdyn.compile_bias_forces``) against
+``pin.nonLinearEffects``.
 
     python -m benchmarks.mass_matrix
 
@@ -10,7 +11,8 @@ Pinocchio's configuration vector prepared outside the timing (its CRBA fills the
 the whole symmetric matrix). Batches of 1000 states: ``mass.batch(Q)`` per state against a Python loop over
 ``pin.crba`` (Pinocchio has no parallel CRBA). Medians of paired samples. The cold compile (no cache) and the
 code's size: the ``mass`` function's operations (the columns), and the whole program's. Accuracy: the largest
-relative difference from Pinocchio's M over the batch. Writes benchmarks/results/mass_matrix.md.
+relative difference from Pinocchio's M over the batch. h: one checked call against ``pin.nonLinearEffects``
+at a random q̇. Writes benchmarks/results/mass_matrix.md.
 """
 
 from __future__ import annotations
@@ -70,6 +72,13 @@ def measure(name: str, floating: bool) -> dict:
 
     single = measure_interleaved({"ours": lambda: mass(q), "unchecked": lambda: unchecked(q),
                                   "pin": lambda: pin.crba(model, data, configuration)}, REPEAT, INNER, WARMUP)
+    bias = gtdyn.compile_bias_forces(robot)
+    v = rng.uniform(-1, 1, robot.num_dofs)
+    base = {"base_twist": np.zeros(6)} if floating else {}
+    velocity = ref.tangent(v, np.zeros(6)) if floating else ref.tangent(v)
+    h = measure_interleaved({"ours": lambda: bias(q, v, **base),
+                             "pin": lambda: pin.nonLinearEffects(model, data, configuration, velocity)},
+                            REPEAT, INNER, WARMUP)
     batch = measure_interleaved({"ours": lambda: mass.batch(Q), "unchecked": lambda: unchecked.batch(Q),
                                  "pin": pinocchio_loop}, REPEAT // 4, 1, 2)
     ours = mass.batch(Q)
@@ -81,7 +90,8 @@ def measure(name: str, floating: bool) -> dict:
                 call_us=single["ours"].median_us, unchecked=paired_ratio(single["unchecked"], single["pin"]),
                 batch=paired_ratio(batch["ours"], batch["pin"]),
                 batch_unchecked=paired_ratio(batch["unchecked"], batch["pin"]),
-                batch_us=batch["ours"].median_us / BATCH, error=error, fallbacks=mass.fallbacks)
+                batch_us=batch["ours"].median_us / BATCH, error=error, fallbacks=mass.fallbacks,
+                bias=paired_ratio(h["ours"], h["pin"]), bias_us=h["ours"].median_us, pin_bias_us=h["pin"].median_us)
 
 
 def main() -> None:
@@ -95,13 +105,13 @@ def main() -> None:
              __doc__.split("\n\n", 2)[2].strip(), "",
              "| robot | nv | compile s | `mass` operations / program | Pinocchio µs | call µs | call checked / "
              "unchecked × `pin.crba` | batch µs per state | batch checked / unchecked × `pin.crba` loop | "
-             "largest relative difference | fallbacks |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "largest relative difference | fallbacks | h µs / Pinocchio µs (×) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['robot']} | {r['nv']} | {r['compile']:.2f} | {r['mass_ops']:,} / {r['ops']:,} | "
                      f"{r['pin_us']:.2f} | {r['call_us']:.2f} | {r['call']:.2f}× / {r['unchecked']:.2f}× | "
                      f"{r['batch_us']:.2f} | {r['batch']:.2f}× / {r['batch_unchecked']:.2f}× | {r['error']:.1e} | "
-                     f"{r['fallbacks']} |")
+                     f"{r['fallbacks']} | {r['bias_us']:.2f} / {r['pin_bias_us']:.2f} ({r['bias']:.2f}×) |")
     text = "\n".join(lines) + "\n"
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)

@@ -23,7 +23,7 @@ from gtdyn.compiled import CompiledSolver, compile
 from gtdyn.compiled.derivatives import Derivatives
 from gtdyn.compiled.frames import compile_frames
 from gtdyn.compiled.operational import compile_inverse_osim
-from gtdyn.compiled.quantities import compile_mass_matrix
+from gtdyn.compiled.quantities import compile_bias_forces, compile_mass_matrix
 from gtdyn.dynamics.operational import operational_space_dag, operational_space_inverse_inertia
 from gtdyn.dynamics.quantities import (
     bias_forces,
@@ -79,7 +79,8 @@ __all__ = [
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "simulate_batch", "solve", "Trajectory",
     "Trajectories", "FixedLagEstimator",
     "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
-    "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix", "potential_energy",
+    "compile_bias_forces", "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix",
+    "potential_energy",
     "compile_frames", "Derivatives", "PlannedTrajectory", "optimize_trajectory", "FrameGoal", "BudgetError",
     "memory_budget", "set_memory_budget", "operational_space_inverse_inertia",
     "operational_space_dag", "compile_inverse_osim",

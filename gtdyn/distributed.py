@@ -18,12 +18,13 @@ from gtdyn.arguments import batch_method, instance_of, robot_argument, state_bat
 from gtdyn.compiled import lanes
 from gtdyn.compiled.frames import CompiledFrames
 from gtdyn.compiled.operational import CompiledInverseOSIM
-from gtdyn.compiled.quantities import CompiledMassMatrix
+from gtdyn.compiled.quantities import CompiledBiasForces, CompiledMassMatrix
 from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.errors import ArgumentError
 from gtdyn.simulation import Trajectory, simulate
 
-COMPILED = (CompiledSolver, CompiledMassMatrix, CompiledFrames, CompiledInverseOSIM)  # what rows_on sends
+COMPILED = (CompiledSolver, CompiledMassMatrix, CompiledBiasForces, CompiledFrames,  # what rows_on sends
+            CompiledInverseOSIM)
 
 
 def batch_on(client, solver: CompiledSolver, Q, V, X, *, chunk: int = 10_000, **inputs):
@@ -38,11 +39,12 @@ def batch_on(client, solver: CompiledSolver, Q, V, X, *, chunk: int = 10_000, **
 def rows_on(client, method, *states, chunk: int = 10_000, **inputs):
     """``method(*states, **inputs)`` computed on ``client``'s cluster, for ``method`` a batch method of a compiled
     object — ``solver.batch``, ``solver.batch_derivatives``, ``mass.batch`` (``gtdyn.compile_mass_matrix``),
-    ``osim.batch`` (``gtdyn.compile_inverse_osim``), ``frames.batch_jacobian`` and the other ``batch_…`` of
-    ``gtdyn.compile_frames``. The object goes to the workers once; ``states`` (Q, and V, X where the method takes
-    them: (N, n) each) and the per-state rows of ``inputs`` (a leading axis of N: base poses, wrenches) go in
-    chunks of ``chunk`` rows, one task each. The answer is what ``method`` returns here, rows in order (arrays,
-    or tuples of them). A row the method refuses raises its ``ArgumentError``, saying where its chunk starts.
+    ``bias.batch`` (``gtdyn.compile_bias_forces``), ``osim.batch`` (``gtdyn.compile_inverse_osim``),
+    ``frames.batch_jacobian`` and the other ``batch_…`` of ``gtdyn.compile_frames``. The object goes to the workers
+    once; ``states`` (Q, and V, X where the method takes them: (N, n) each) and the per-state rows of ``inputs`` (a
+    leading axis of N: base poses, wrenches) go in chunks of ``chunk`` rows, one task each. The answer is what
+    ``method`` returns here, rows in order (arrays, or tuples of them). A row the method refuses raises its
+    ``ArgumentError``, saying where its chunk starts.
 
     A solver's ``batch`` over ``lanes.LANES_AFTER`` states or more compiles its SIMD lanes here first (unless it
     was compiled with ``lanes=False``), as its batches here would, so that every worker runs them: a solver

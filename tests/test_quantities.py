@@ -144,6 +144,32 @@ def test_bias_and_gravity_forces_match_pinocchio(setup):
         assert rel_err(gravity_torques(robot, q, **pose_of(base)), pin.gravity_torques(q, T)) < TOL
 
 
+@pytest.mark.parametrize("name", ["puma560", "solo12"])
+def test_compiled_bias_and_gravity_forces_match_pinocchio(name):
+    """``compile_bias_forces``: one call, one batch, on a fixed and a floating base, as Pinocchio's
+    ``nonLinearEffects`` and ``computeGeneralizedGravity``; a pose given to a fixed base and bad rates are named."""
+    robot, path = load(name)
+    pin = Pinocchio(robot, path)
+    bias = gtdyn.compile_bias_forces(robot)
+    states = list(random_states(robot, 9, 4))
+    for q, v, base in states:
+        T, twist = base.get("base_pose"), base.get("base_twist")
+        assert rel_err(bias(q, v, **base), pin.bias_forces(q, v, T, twist)) < TOL
+        assert rel_err(bias.gravity(q, T), pin.gravity_torques(q, T)) < TOL
+    Q, V = (np.array([state[k] for state in states]) for k in (0, 1))
+    inputs = {key: np.array([base[key] for _, _, base in states]) for key in states[0][2]}
+    batch = pickle.loads(pickle.dumps(bias)).batch(Q, V, threads=2, **inputs)
+    assert batch.shape == (len(states), robot.nv)
+    for h, (q, v, base) in zip(batch, states, strict=True):
+        assert rel_err(h, bias(q, v, **base)) < TOL
+    assert bias.solver.fallbacks == 0
+    with pytest.raises(gtdyn.ArgumentError, match="non-finite"):
+        bias(states[0][0], np.full(robot.num_dofs, np.nan), **states[0][2])
+    if not robot.floating_base:
+        with pytest.raises(gtdyn.ArgumentError, match="base_pose: robot 'puma560' has a fixed base"):
+            bias.gravity(states[0][0], np.eye(4))
+
+
 def test_center_of_mass_and_its_jacobian_match_pinocchio(setup):
     robot, pin = setup
     for q, _, base in random_states(robot, 3):

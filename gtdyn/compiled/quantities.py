@@ -26,6 +26,7 @@ from gtdyn import keys
 from gtdyn.arguments import flag, joint_vector, pose_argument, robot_argument, state_batch
 from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
 from gtdyn.compiled import cache, native, trace
+from gtdyn.compiled.build import compile
 from gtdyn.compiled.codegen import output_sources
 from gtdyn.compiled.dual import Dual
 from gtdyn.compiled.states import sample_query, sample_states
@@ -41,6 +42,7 @@ from gtdyn.compiled.unit_solves import (
 from gtdyn.dynamics.memory import check_solve_memory
 from gtdyn.dynamics.quantities import NO_GRAVITY, mass_matrix, rigid_bodies
 from gtdyn.dynamics.reference import template_graph
+from gtdyn.equations import GRAVITY
 from gtdyn.model.robot import Robot
 from gtdyn.orderings import resolve_ordering
 
@@ -175,6 +177,50 @@ class CompiledMassMatrix(ConfigurationMatrix):
     def __repr__(self) -> str:
         ordering = self.ordering if isinstance(self.ordering, str) else " ".join(keys.label(k) for k in self._order)
         return f"CompiledMassMatrix('{self.robot.name}', {self.nv} × {self.nv}, ordering {ordering})"
+
+
+class CompiledBiasForces:
+    """h(q, q̇) (Pinocchio's ``nonLinearEffects``) and g(q) (``computeGeneralizedGravity``), as ``gtdyn.bias_forces``
+    and ``gtdyn.gravity_torques`` give them ([base wrench; τ] on a floating base), by one call of compiled inverse
+    dynamics at q̈ = 0 (a floating base's acceleration 0): ``bias(q, v, base_pose=None, base_twist=None)``,
+    ``bias.gravity(q, base_pose=None)``, ``bias.batch(Q, V, base_pose=None, base_twist=None, threads=1)`` → (N,
+    nv). ``solver`` is that compiled solver; what its certificate does not settle goes to the reference path, as
+    ``gtdyn.compile`` says. It pickles."""
+
+    def __init__(self, robot: Robot, *, gravity=GRAVITY, ordering="rnea", checks: bool = True):
+        self.robot = robot_argument(robot)
+        free = rigid_bodies(robot)
+        self.solver = compile(free, "inverse", ordering=ordering, gravity=gravity, checks=checks)
+        self.nv = free.nv
+        self._zeros = np.zeros(free.num_dofs)
+        self._at_rest = {"base_accel": np.zeros(6)} if free.floating_base else {}
+
+    def __call__(self, q, v, base_pose=None, base_twist=None) -> np.ndarray:
+        return _generalized(self.solver(q, v, self._zeros, base_pose=base_pose, base_twist=base_twist,
+                                        **self._at_rest))
+
+    def gravity(self, q, base_pose=None) -> np.ndarray:
+        return self(q, self._zeros, base_pose)
+
+    def batch(self, Q, V, base_pose=None, base_twist=None, threads: int = 1) -> np.ndarray:
+        (Q, V) = state_batch(self.robot.num_dofs, Q=Q, V=V)
+        at_rest = {name: np.zeros((len(Q), 6)) for name in self._at_rest}
+        return _generalized(self.solver.batch(Q, V, np.zeros_like(Q), threads=threads, base_pose=base_pose,
+                                              base_twist=base_twist, **at_rest))
+
+    def __repr__(self) -> str:
+        return f"CompiledBiasForces('{self.robot.name}', nv {self.nv})"
+
+
+def _generalized(answer) -> np.ndarray:
+    """Inverse dynamics' answer as one generalized force: its parts ([base wrench, τ]) side by side."""
+    return np.concatenate(answer, axis=-1) if isinstance(answer, tuple) else answer
+
+
+def compile_bias_forces(robot: Robot, *, gravity=GRAVITY, ordering="rnea", checks: bool = True) -> CompiledBiasForces:
+    """Compiled h(q, q̇) and g(q) (``CompiledBiasForces``), from inverse dynamics in ``ordering`` under ``gravity``
+    (m/s², world frame), compiled once and cached on disk as every compiled solver is."""
+    return CompiledBiasForces(robot, gravity=gravity, ordering=ordering, checks=checks)
 
 
 def _unpickled(robot: Robot, ordering, order: list[int], record: dict, checks: bool, quick: bool,
