@@ -65,6 +65,28 @@ def test_a_floating_base_call_takes_the_entry_with_its_base_inputs(quadruped, pr
     assert np.array_equal(np.concatenate(quick), out)
 
 
+@pytest.mark.parametrize("problem", ["inverse", "forward"])
+def test_a_floating_base_left_at_its_defaults_takes_the_entry_too(quadruped, problem, monkeypatch):
+    """A base input not given (identity pose, zero twist, zero given acceleration or wrench) reaches the entry as
+    those values, not the Python path (it took 1.6-2.1 µs more, and forward calls with a pose and a twist but
+    no wrench took it too): the same answers as giving them, and as the Python path."""
+    solver = gtdyn.compile(quadruped, problem)
+    q, v, x = state(12, seed=2)
+    pose, twist, _ = random_base(np.random.default_rng(3))
+    given = "base_accel" if problem == "inverse" else "base_wrench"
+    explicit = {"base_pose": np.eye(4), "base_twist": np.zeros(6), given: np.zeros(6)}
+    want = solver(*as_lists(q, v, x))
+    monkeypatch.setattr(solver, "_written", None)  # the Python path: not taken
+    assert_same(solver(q, v, x), want)
+    assert_same(solver(q, v, x, **explicit), want)
+    assert_same(solver(q, v, x, base_pose=pose, base_twist=twist),
+                solver(q, v, x, base_pose=pose, base_twist=twist, **{given: np.zeros(6)}))
+    monkeypatch.undo()
+    assert_same(solver(q, v, x, base_pose=pose, base_twist=twist),
+                solver(*as_lists(q, v, x), base_pose=pose.tolist(), base_twist=twist.tolist()))
+    assert solver.fallbacks == 0
+
+
 def test_derivatives_take_the_entry_and_answer_as_the_python_path(puma):
     solver = gtdyn.compile(puma, "forward", derivatives=True)
     q, v, x = state(6)

@@ -30,6 +30,9 @@ from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
+_IDENTITY_POSE, _ZERO_6 = np.eye(4), np.zeros(6)  # a floating base's pose and twist (and given) when not given
+_IDENTITY_POSE.setflags(write=False)
+_ZERO_6.setflags(write=False)
 _DERIVATIVES = tuple.__new__  # a named tuple made without its Python-level __new__: a third of a µs per call
 
 
@@ -151,7 +154,7 @@ class CompiledSolver:
         quick = self._quick
         if quick is not None and external_wrenches is None:  # the entry checks the thread
             out = self._empty(self._outputs)
-            if quick.call(q, v, x, base_pose, base_twist, base_accel, base_wrench, out):
+            if quick.call(q, v, x, *self._entry_base(base_pose, base_twist, base_accel, base_wrench), out):
                 self._last = self._ws
                 return out if self._single else tuple([out[a:b] for a, b in self._parts])
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
@@ -163,6 +166,16 @@ class CompiledSolver:
         if len(parts) == 1:
             return parts[0].copy()
         return tuple([part.copy() for part in parts])
+
+    def _entry_base(self, base_pose, base_twist, base_accel, base_wrench) -> tuple:
+        """The base arguments for the native entry: on a floating base, those not given as the Python path takes
+        them (identity pose, zero twist, zero given acceleration or wrench), which the entry would hand back to
+        that path; the arguments as given otherwise (an error stays the Python path's to name)."""
+        if not self._base_inputs:
+            return base_pose, base_twist, base_accel, base_wrench
+        return (_IDENTITY_POSE if base_pose is None else base_pose, _ZERO_6 if base_twist is None else base_twist,
+                _ZERO_6 if base_accel is None and self._inverse else base_accel,
+                _ZERO_6 if base_wrench is None and not self._inverse else base_wrench)
 
     def derivatives(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                     external_wrenches=None) -> Derivatives:
@@ -176,7 +189,8 @@ class CompiledSolver:
         if quick is not None and external_wrenches is None and self._along is None:  # the entry checks the thread
             outputs, nv, empty = self._outputs, self.robot.nv, self._empty
             value, dq, dv, dx = empty(outputs), empty((outputs, nv)), empty((outputs, nv)), empty((outputs, nv))
-            if quick.call(q, v, x, base_pose, base_twist, base_accel, base_wrench, value, dq, dv, dx):
+            if quick.call(q, v, x, *self._entry_base(base_pose, base_twist, base_accel, base_wrench), value, dq, dv,
+                          dx):
                 self._last = self._ws
                 return _DERIVATIVES(Derivatives, (value, dq, dv, dx))
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
