@@ -38,6 +38,22 @@ def checked_base(robot: Robot, problem: str, base_pose=None, base_twist=None, ba
     return packed_base(robot, problem, base_pose, base_twist, base_accel, base_wrench)
 
 
+_ZERO_6 = np.zeros(6)
+for _default in (_IDENTITY_4, _ZERO_6):
+    _default.setflags(write=False)  # handed to the native entry, which only reads them
+
+
+def entry_arguments(floating: bool, inverse: bool, base_pose, base_twist, base_accel, base_wrench) -> tuple:
+    """The base arguments for the native entry (``gtdyn.compiled.entry``), which takes float64 arrays only: on a
+    floating base, those not given as ``write_base`` takes them (identity pose, zero twist, zero given
+    acceleration or wrench); the arguments as given otherwise (an error stays the Python path's to name)."""
+    if not floating:
+        return base_pose, base_twist, base_accel, base_wrench
+    return (_IDENTITY_4 if base_pose is None else base_pose, _ZERO_6 if base_twist is None else base_twist,
+            _ZERO_6 if base_accel is None and inverse else base_accel,
+            _ZERO_6 if base_wrench is None and not inverse else base_wrench)
+
+
 def write_base(robot: Robot, problem: str, views, base_pose, base_twist, base_accel, base_wrench) -> None:
     """A floating base's inputs into ``views`` (the workspace's pose as 4×4, twist and given quantity; None on a
     fixed base), with only the checks that cost nothing: the generated code checks that the pose is a rigid

@@ -9,7 +9,7 @@ does. ``solver.fallbacks`` counts those calls.
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, partial
 from threading import get_ident
 
 import gtsam
@@ -30,9 +30,6 @@ from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
-_IDENTITY_POSE, _ZERO_6 = np.eye(4), np.zeros(6)  # a floating base's pose and twist (and given) when not given
-_IDENTITY_POSE.setflags(write=False)
-_ZERO_6.setflags(write=False)
 _DERIVATIVES = tuple.__new__  # a named tuple made without its Python-level __new__: a third of a µs per call
 
 
@@ -110,6 +107,7 @@ class CompiledSolver:
         self._last = self._ws
         self._views = self._workspace_views(self._ws)
         self._inverse = problem == "inverse"
+        self._entry_base = partial(base_inputs.entry_arguments, bool(self._base_inputs), self._inverse)
         self._single = len(self._parts) == 1
         self._empty = np.empty
         self._quick = self._quick_entry(self._entry, [(self._out, (self._outputs,))])
@@ -167,16 +165,6 @@ class CompiledSolver:
             return parts[0].copy()
         return tuple([part.copy() for part in parts])
 
-    def _entry_base(self, base_pose, base_twist, base_accel, base_wrench) -> tuple:
-        """The base arguments for the native entry: on a floating base, those not given as the Python path takes
-        them (identity pose, zero twist, zero given acceleration or wrench), which the entry would hand back to
-        that path; the arguments as given otherwise (an error stays the Python path's to name)."""
-        if not self._base_inputs:
-            return base_pose, base_twist, base_accel, base_wrench
-        return (_IDENTITY_POSE if base_pose is None else base_pose, _ZERO_6 if base_twist is None else base_twist,
-                _ZERO_6 if base_accel is None and self._inverse else base_accel,
-                _ZERO_6 if base_wrench is None and not self._inverse else base_wrench)
-
     def derivatives(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                     external_wrenches=None) -> Derivatives:
         """The answer and its exact derivatives (``gtdyn.compiled.derivatives.Derivatives``: ``value``, ``dq``,
@@ -189,8 +177,8 @@ class CompiledSolver:
         if quick is not None and external_wrenches is None and self._along is None:  # the entry checks the thread
             outputs, nv, empty = self._outputs, self.robot.nv, self._empty
             value, dq, dv, dx = empty(outputs), empty((outputs, nv)), empty((outputs, nv)), empty((outputs, nv))
-            if quick.call(q, v, x, *self._entry_base(base_pose, base_twist, base_accel, base_wrench), value, dq, dv,
-                          dx):
+            base = self._entry_base(base_pose, base_twist, base_accel, base_wrench)
+            if quick.call(q, v, x, *base, value, dq, dv, dx):
                 self._last = self._ws
                 return _DERIVATIVES(Derivatives, (value, dq, dv, dx))
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
