@@ -4,6 +4,7 @@ path, so answers, warnings and errors stay as they were."""
 
 import threading
 
+import gtsam
 import numpy as np
 import pytest
 from references import closed_state, random_base
@@ -68,8 +69,9 @@ def test_a_floating_base_call_takes_the_entry_with_its_base_inputs(quadruped, pr
 @pytest.mark.parametrize("problem", ["inverse", "forward"])
 def test_a_floating_base_left_at_its_defaults_takes_the_entry_too(quadruped, problem, monkeypatch):
     """A base input not given (identity pose, zero twist, zero given acceleration or wrench) reaches the entry as
-    those values, not the Python path (it took 1.6-2.1 µs more, and forward calls with a pose and a twist but
-    no wrench took it too): the same answers as giving them, and as the Python path."""
+    those values, and a pose as a ``gtsam.Pose3`` or a column-major matrix in C order, not the Python path (it
+    took 1.6-2.1 µs more; forward calls with a pose and a twist but no wrench, and every step of a floating
+    base's simulation, took it): the same answers as giving them, and as the Python path."""
     solver = gtdyn.compile(quadruped, problem)
     q, v, x = state(12, seed=2)
     pose, twist, _ = random_base(np.random.default_rng(3))
@@ -81,6 +83,10 @@ def test_a_floating_base_left_at_its_defaults_takes_the_entry_too(quadruped, pro
     assert_same(solver(q, v, x, **explicit), want)
     assert_same(solver(q, v, x, base_pose=pose, base_twist=twist),
                 solver(q, v, x, base_pose=pose, base_twist=twist, **{given: np.zeros(6)}))
+    # a gtsam.Pose3, and the column-major matrix it gives, as the C-ordered pose (the simulator passes the latter)
+    for same_pose in (gtsam.Pose3(pose), gtsam.Pose3(pose).matrix(), np.asfortranarray(pose)):
+        assert_same(solver(q, v, x, base_pose=same_pose, base_twist=twist), solver(q, v, x, base_pose=pose,
+                                                                                    base_twist=twist))
     monkeypatch.undo()
     assert_same(solver(q, v, x, base_pose=pose, base_twist=twist),
                 solver(*as_lists(q, v, x), base_pose=pose.tolist(), base_twist=twist.tolist()))

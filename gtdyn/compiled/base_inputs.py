@@ -7,6 +7,7 @@ hybrid dynamics (zero: free). Anything but plain float arrays goes through the b
 
 from __future__ import annotations
 
+import gtsam
 import numpy as np
 
 from gtdyn.arguments.base import base_rows
@@ -44,12 +45,19 @@ for _default in (_IDENTITY_4, _ZERO_6):
 
 
 def entry_arguments(floating: bool, inverse: bool, base_pose, base_twist, base_accel, base_wrench) -> tuple:
-    """The base arguments for the native entry (``gtdyn.compiled.entry``), which takes float64 arrays only: on a
-    floating base, those not given as ``write_base`` takes them (identity pose, zero twist, zero given
-    acceleration or wrench); the arguments as given otherwise (an error stays the Python path's to name)."""
+    """The base arguments for the native entry (``gtdyn.compiled.entry``), which takes C-ordered float64 arrays
+    only: on a floating base, those not given as ``write_base`` takes them (identity pose, zero twist, zero given
+    acceleration or wrench), a ``gtsam.Pose3`` as its matrix, and a column-major pose (what ``Pose3.matrix()``
+    returns) in C order; the arguments as given otherwise (an error stays the Python path's to name)."""
     if not floating:
         return base_pose, base_twist, base_accel, base_wrench
-    return (_IDENTITY_4 if base_pose is None else base_pose, _ZERO_6 if base_twist is None else base_twist,
+    if base_pose is None:
+        base_pose = _IDENTITY_4
+    elif type(base_pose) is gtsam.Pose3:
+        base_pose = np.ascontiguousarray(base_pose.matrix())
+    elif type(base_pose) is np.ndarray and not base_pose.flags.c_contiguous:
+        base_pose = np.ascontiguousarray(base_pose)
+    return (base_pose, _ZERO_6 if base_twist is None else base_twist,
             _ZERO_6 if base_accel is None and inverse else base_accel,
             _ZERO_6 if base_wrench is None and not inverse else base_wrench)
 
