@@ -75,21 +75,27 @@ def _identifier(text: str, fallback: str) -> str:
 
 @trace.tracing
 def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray],
-             wrench_frames=(), wrench_axes: str = "local", derivatives: bool = False, more=None) -> Program:
+             wrench_frames=(), wrench_axes: str = "local", derivatives: bool = False, more=None,
+             at_rest: bool = False) -> Program:
     """The functions for ``problem`` (its known values being placeholders: which joints are known is what
     matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states (and the
     base's, and "wrench" when external wrenches on ``wrench_frames`` are inputs). ``derivatives``: also
     ``tangents`` and the entries ``dmain``/``dfast`` (``gtdyn.compiled.derivatives``). ``more(plan, column,
-    layout, slots, functions)``: more functions on the same factors (``gtdyn.compiled.operational``)."""
+    layout, slots, functions)``: more functions on the same factors (``gtdyn.compiled.operational``). ``at_rest``:
+    q̇, the given x and a floating base's twist and given quantity are zero constants, not inputs (the code of a
+    matrix of q alone, ``gtdyn.compiled.unit_solves``): the right-hand side folds away from ``factor``."""
     n = robot.num_dofs
     factor = trace.Function("factor", samples["q"].shape[1])
     q = [factor.load(j, samples["q"][j], _identifier(keys.pretty(keys.joint_angle_key(j + 1)), f"q{j + 1}"))
          for j in range(n)]
-    v = [factor.load(n + j, samples["v"][j], _identifier(keys.pretty(keys.joint_vel_key(j + 1)), f"v{j + 1}"))
-         for j in range(n)]
+    v = [0.0] * n if at_rest else [
+        factor.load(n + j, samples["v"][j], _identifier(keys.pretty(keys.joint_vel_key(j + 1)), f"v{j + 1}"))
+        for j in range(n)]
     inputs = {}
 
     def given(j: int, key: int):
+        if at_rest:
+            return 0.0
         if j not in inputs:
             inputs[j] = factor.load(2 * n + j - 1, samples["x"][j - 1], _identifier(keys.pretty(key), f"x{j}"))
         return inputs[j]
@@ -102,11 +108,11 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
         first = 3 * n
         base_rotation = np.array([factor.load(first + POSE + i, samples["R"][k], f"R{k // 3 + 1}{k % 3 + 1}")
                                   for k, i in enumerate(base_inputs.ROTATION)], dtype=object).reshape(3, 3)
-        base_twist = np.array([factor.load(first + TWIST + k, samples["twist"][k], f"V0_{k}")
-                               for k in range(6)], dtype=object)
+        base_twist = np.zeros(6) if at_rest else np.array(
+            [factor.load(first + TWIST + k, samples["twist"][k], f"V0_{k}") for k in range(6)], dtype=object)
         # the acceleration (inverse) or the wrench (forward, hybrid)
-        given = np.array([factor.load(first + GIVEN + k, samples["given"][k], f"base_given_{k}")
-                          for k in range(6)], dtype=object)
+        given = np.zeros(6) if at_rest else np.array(
+            [factor.load(first + GIVEN + k, samples["given"][k], f"base_given_{k}") for k in range(6)], dtype=object)
         traced_problem = dataclasses.replace(traced_problem, **{"base_accel" if problem.kind == "inverse" else
                                                                 "base_wrench": given})
     first = 3 * n + base_inputs.input_count(robot)  # external wrenches after the base's inputs, six per frame

@@ -61,17 +61,18 @@ def unit_right_hand_sides(robot, at_rest, directions: list, frames=(), wrench_se
 
 def build(robot, problem, order: list[int], samples, functions_of, *, prefix: str, entries: tuple[str, str],
           header: str, quick: bool, frames=()) -> dict:
-    """The record of a ``ConfigurationMatrix``: the plan of ``problem`` in ``order`` without gravity (external
-    wrenches on ``frames`` as inputs), plus ``functions_of(plan, column, layout, slots, functions)``'s functions,
-    which write the matrix from ``record["start"]`` (the layout's end as they begin); compiled under
-    ``prefix``, with the generated code rendered under ``header``."""
+    """The record of a ``ConfigurationMatrix``: the plan of ``problem`` in ``order`` without gravity and at rest (its
+    factors need q alone: ``generate``'s ``at_rest``; external wrenches on ``frames`` as inputs), plus
+    ``functions_of(plan, column, layout, slots, functions)``'s functions, which write the matrix from
+    ``record["start"]`` (the layout's end as they begin); compiled under ``prefix``, with the generated code
+    rendered under ``header``."""
     extra = {}
 
     def more(plan, column, layout, slots, functions):
         extra["start"] = layout.size
         return functions_of(plan, column, layout, slots, functions)
 
-    program = generate(robot, problem, order, NO_GRAVITY, samples, frames, "local", more=more)
+    program = generate(robot, problem, order, NO_GRAVITY, samples, frames, "local", more=more, at_rest=True)
     functions, rare = split.split_large(program.functions, program.layout, program.rare)
     obj = native.compile_module(functions, prefix, entries, quick, rare)
     record = {"object": obj, "prefix": prefix, "size": program.layout.size, "start": extra["start"],
