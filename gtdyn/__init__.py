@@ -20,6 +20,7 @@ This module is the user API. The documented submodules are ``gtdyn.analysis`` (D
 from importlib import metadata as _metadata
 
 from gtdyn.compiled import CompiledSolver, compile
+from gtdyn.compiled.center_of_mass import compile_center_of_mass
 from gtdyn.compiled.derivatives import Derivatives
 from gtdyn.compiled.frames import compile_frames
 from gtdyn.compiled.operational import compile_inverse_osim
@@ -79,7 +80,8 @@ __all__ = [
     "inverse_dynamics", "load_robot", "register_ordering", "simulate", "simulate_batch", "solve", "Trajectory",
     "Trajectories", "FixedLagEstimator",
     "trajectory_inverse_dynamics", "bias_forces", "center_of_mass", "center_of_mass_jacobian", "centroidal_momentum",
-    "compile_bias_forces", "compile_mass_matrix", "gravity_torques", "kinetic_energy", "lock_joints", "mass_matrix",
+    "compile_bias_forces", "compile_center_of_mass", "compile_mass_matrix", "gravity_torques", "kinetic_energy",
+    "lock_joints", "mass_matrix",
     "potential_energy",
     "compile_frames", "Derivatives", "PlannedTrajectory", "optimize_trajectory", "FrameGoal", "BudgetError",
     "memory_budget", "set_memory_budget", "operational_space_inverse_inertia",

@@ -16,6 +16,7 @@ import numpy as np
 
 from gtdyn.arguments import batch_method, instance_of, robot_argument, state_batch, whole_number
 from gtdyn.compiled import lanes
+from gtdyn.compiled.center_of_mass import CompiledCenterOfMass
 from gtdyn.compiled.frames import CompiledFrames
 from gtdyn.compiled.operational import CompiledInverseOSIM
 from gtdyn.compiled.quantities import CompiledBiasForces, CompiledMassMatrix
@@ -24,7 +25,7 @@ from gtdyn.errors import ArgumentError
 from gtdyn.simulation import Trajectory, simulate
 
 COMPILED = (CompiledSolver, CompiledMassMatrix, CompiledBiasForces, CompiledFrames,  # what rows_on sends
-            CompiledInverseOSIM)
+            CompiledInverseOSIM, CompiledCenterOfMass)
 
 
 def batch_on(client, solver: CompiledSolver, Q, V, X, *, chunk: int = 10_000, **inputs):
@@ -39,7 +40,8 @@ def batch_on(client, solver: CompiledSolver, Q, V, X, *, chunk: int = 10_000, **
 def rows_on(client, method, *states, chunk: int = 10_000, **inputs):
     """``method(*states, **inputs)`` computed on ``client``'s cluster, for ``method`` a batch method of a compiled
     object — ``solver.batch``, ``solver.batch_derivatives``, ``mass.batch`` (``gtdyn.compile_mass_matrix``),
-    ``bias.batch`` (``gtdyn.compile_bias_forces``), ``osim.batch`` (``gtdyn.compile_inverse_osim``),
+    ``bias.batch`` (``gtdyn.compile_bias_forces``), ``com.batch`` and ``com.batch_jacobian``
+    (``gtdyn.compile_center_of_mass``), ``osim.batch`` (``gtdyn.compile_inverse_osim``),
     ``frames.batch_jacobian`` and the other ``batch_…`` of ``gtdyn.compile_frames``. The object goes to the workers
     once; ``states`` (Q, and V, X where the method takes them: (N, n) each) and the per-state rows of ``inputs`` (a
     leading axis of N: base poses, wrenches) go in chunks of ``chunk`` rows, one task each. The answer is what

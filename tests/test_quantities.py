@@ -178,6 +178,53 @@ def test_center_of_mass_and_its_jacobian_match_pinocchio(setup):
         assert rel_err(center_of_mass_jacobian(robot, q, **pose_of(base)), pin.center_of_mass_jacobian(q, T)) < TOL
 
 
+def test_compiled_center_of_mass_and_its_jacobian_match_pinocchio(setup):
+    """``compile_center_of_mass``: one state (c, J_c, both from one run), a batch on two threads after a pickle,
+    a pose as a ``gtsam.Pose3``; on arms, a tree and a free flyer (whose base translation moves c, not J_c)."""
+    robot, pin = setup
+    com = gtdyn.compile_center_of_mass(robot)
+    states = list(random_states(robot, 13, 4))
+    for q, _, base in states:
+        T = base.get("base_pose")
+        c, J = com.with_jacobian(q, T)
+        assert rel_err(c, pin.center_of_mass(q, T)) < TOL and rel_err(J, pin.center_of_mass_jacobian(q, T)) < TOL
+        assert np.array_equal(com(q, T), c) and np.array_equal(com.jacobian(q, T), J)
+        if T is not None:
+            assert np.array_equal(com(q, gtsam.Pose3(T)), c)
+    Q = np.array([q for q, _, _ in states])
+    poses = np.array([base["base_pose"] for _, _, base in states]) if robot.floating_base else None
+    arrived = pickle.loads(pickle.dumps(com))
+    C, Js = arrived.batch(Q, poses, threads=2), arrived.batch_jacobian(Q, poses)
+    for k, (q, _, base) in enumerate(states):
+        assert np.array_equal(C[k], com(q, base.get("base_pose")))
+        assert np.array_equal(Js[k], com.jacobian(q, base.get("base_pose")))
+
+
+def test_compiled_center_of_mass_names_bad_input():
+    """What the code does not certify (non-finite q, an angle beyond ±1e6 rad, a pose that is not rigid) is named
+    by the reference functions' checks, in a batch with its row."""
+    puma = gtdyn.load_robot("puma560")
+    com = gtdyn.compile_center_of_mass(puma)
+    q = np.zeros(6)
+    for bad, message in ((np.array([0, np.nan, 0, 0, 0, 0.0]), "^q: non-finite"),
+                         (np.array([0, 0, 2e6, 0, 0, 0.0]), "^q: joint 'joint3' at 2e\\+06 rad"),
+                         ([1j] * 6, "^q: expected real numbers"), (np.zeros(5), "^q: expected a vector of length 6")):
+        with pytest.raises(gtdyn.ArgumentError, match=message):
+            com(bad)
+    with pytest.raises(gtdyn.ArgumentError, match="^Q\\[1\\]: non-finite"):
+        com.batch_jacobian(np.array([q, [np.nan] * 6]))
+    with pytest.raises(gtdyn.ArgumentError, match="base_pose: robot 'puma560' has a fixed base"):
+        com(q, np.eye(4))
+    solo, _ = load("solo12")
+    free = gtdyn.compile_center_of_mass(solo)
+    sheared = np.eye(4)
+    sheared[0, 1] = 0.5
+    with pytest.raises(gtdyn.ArgumentError, match="base_pose"):
+        free(np.zeros(12), sheared)
+    with pytest.raises(gtdyn.ArgumentError, match="^base_pose\\[1\\]"):
+        free.batch(np.zeros((2, 12)), np.array([np.eye(4), sheared]))
+
+
 def test_momentum_and_energies_match_pinocchio(setup):
     robot, pin = setup
     for q, v, base in random_states(robot, 4):

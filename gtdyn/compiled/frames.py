@@ -147,9 +147,9 @@ class CompiledFrames:
         motion, n = name == "motion", self.robot.num_dofs
         module, ws, pointer, in_q, in_v, in_pose, in_twist, answer = self._workspace(name)
         given = (q, v, base_pose, base_twist)
-        if not (_plain(q, (n,)) and (not motion or _plain(v, (n,)))
-                and (base_pose is None or in_pose is not None and _plain(base_pose, (4, 4)))
-                and (base_twist is None or in_twist is not None and _plain(base_twist, (6,)))):
+        if not (plain_array(q, (n,)) and (not motion or plain_array(v, (n,)))
+                and (base_pose is None or in_pose is not None and plain_array(base_pose, (4, 4)))
+                and (base_twist is None or in_twist is not None and plain_array(base_twist, (6,)))):
             q, v, base = self._checked(*given, motion)  # anything but plain float arrays: checked first
             base_pose, base_twist = (None, None) if base is None else (base.pose.matrix(), base.twist)
         in_q[...] = q  # the generated code checks the numbers
@@ -247,7 +247,7 @@ def _unpickled(robot: Robot, frames, reference: str, modules: dict, target: str)
     return arrived
 
 
-def _plain(x, shape: tuple) -> bool:
+def plain_array(x, shape: tuple) -> bool:
     """Whether ``x`` is a float64 array of ``shape``: written to the workspace as it is."""
     return type(x) is _ARRAY and x.dtype is _FLOAT and x.shape == shape
 
@@ -255,7 +255,7 @@ def _plain(x, shape: tuple) -> bool:
 # -- the generated code ------------------------------------------------------------------------------------------
 
 @dataclass
-class _Plan:
+class KinematicsPlan:
     """What one module's functions share: the robot and its frames (i, iTf), the reference, whether it is the
     module at (q, q̇), the inputs (the status is stored right after them) and the bodies' slots: body index → the
     first of R (9, row-major), p (3), and at (q, q̇) V (6) and A (6), ``stride`` in all."""
@@ -277,11 +277,11 @@ def _compile(robot: Robot, bodies: list, reference: str, name: str) -> Module:
     needed = {i for i, _ in bodies} | (set() if motion else {j for i, _ in bodies for j in ancestors(robot, i)})
     stored = sorted(i for i in needed if i > 0 or robot.floating_base)  # a fixed base's pose is the identity
     first_slot, stride = inputs + 1 + sum(parts), 24 if motion else 12
-    plan = _Plan(robot, bodies, reference, motion, inputs, stride,
+    plan = KinematicsPlan(robot, bodies, reference, motion, inputs, stride,
                  {i: first_slot + stride * s for s, i in enumerate(stored)})
-    functions = {"pass": _pass(plan, "pass", accelerations=False)}
+    functions = {"pass": kinematics_pass(plan, "pass", accelerations=False)}
     if motion:
-        functions["pass_accel"] = _pass(plan, "pass_accel", accelerations=True)
+        functions["pass_accel"] = kinematics_pass(plan, "pass_accel", accelerations=True)
     first_part, second_part = ("velocity", "bias") if motion else ("placement", "jacobian")
     for f in range(k):
         functions[f"a{f}"] = _frame_function(plan, f"a{f}", f, first_part, inputs + 1 + f * parts[0] // k)
@@ -299,7 +299,7 @@ def _compile(robot: Robot, bodies: list, reference: str, name: str) -> Module:
     return Module(obj, prefix, inputs, parts, first_slot + stride * len(stored))
 
 
-def _pass(plan: _Plan, name: str, accelerations: bool) -> trace.Function:
+def kinematics_pass(plan: KinematicsPlan, name: str, accelerations: bool) -> trace.Function:
     """The kinematics pass (and at (q, q̇) for J̇ q̇ the bodies' accelerations at q̈ = 0): the status, then each
     stored body's pose (twist, acceleration) into its slots."""
     robot, n = plan.robot, plan.robot.num_dofs
@@ -326,7 +326,7 @@ def _pass(plan: _Plan, name: str, accelerations: bool) -> trace.Function:
     return fn
 
 
-def _body(plan: _Plan, fn: trace.Function, i: int) -> SimpleNamespace:
+def stored_body(plan: KinematicsPlan, fn: trace.Function, i: int) -> SimpleNamespace:
     """Body i's pose (and twist, acceleration) loaded from its slots; a fixed base's are constants."""
     if i == 0 and not plan.robot.floating_base:
         return SimpleNamespace(pose=TracedPose(np.eye(3), np.zeros(3)), V=np.zeros(6), A=np.zeros(6))
@@ -335,12 +335,12 @@ def _body(plan: _Plan, fn: trace.Function, i: int) -> SimpleNamespace:
     return SimpleNamespace(pose=TracedPose(loaded[:9].reshape(3, 3), loaded[9:12]), V=loaded[12:18], A=loaded[18:])
 
 
-def _frame_function(plan: _Plan, name: str, f: int, quantity: str, at: int) -> trace.Function:
+def _frame_function(plan: KinematicsPlan, name: str, f: int, quantity: str, at: int) -> trace.Function:
     """One frame's ``quantity``, written from ``at``."""
     robot = plan.robot
     fn = trace.Function(name)
     i, iTf = plan.bodies[f]
-    body = _body(plan, fn, i)
+    body = stored_body(plan, fn, i)
     wTf = body.pose.compose(iTf)
     first = robot.num_dofs * (2 if plan.motion else 1)
     base = np.array([fn.load(first + k) for k in range(12)], dtype=object).reshape(3, 4) \
@@ -349,7 +349,7 @@ def _frame_function(plan: _Plan, name: str, f: int, quantity: str, at: int) -> t
         p = wTf.p if base is None else wTf.p + base[:, 3]
         values = list(np.column_stack([wTf.R, p]).ravel()) + [0.0, 0.0, 0.0, 1.0]
     elif quantity == "jacobian":
-        poses = {j: _body(plan, fn, j).pose for j in ancestors(robot, i)}
+        poses = {j: stored_body(plan, fn, j).pose for j in ancestors(robot, i)}
         values = list(_jacobian(robot, poses, i, wTf, None if base is None else base[:, :3], plan.reference).ravel())
     elif quantity == "velocity":
         V_f = iTf.inverse().AdjointMap() @ body.V

@@ -1,10 +1,11 @@
 """The compiled mass matrix against Pinocchio's CRBA: ``gtdyn.compile_mass_matrix`` (inverse dynamics in the RNEA
 ordering, each column traced on its unit push: ``gtdyn.compiled.quantities``) and ``pin.crba`` on the same
 configuration, interleaved in one process, on the arms, Talos (fixed and floating) and Solo-12
-(floating); and the compiled bias forces h(q, q̇) (``gtdyn.compile_bias_forces``) against
-``pin.nonLinearEffects``.
+(floating); the compiled bias forces h(q, q̇) (``gtdyn.compile_bias_forces``) against
+``pin.nonLinearEffects``; and the compiled centre of mass and its Jacobian (``gtdyn.compile_center_of_mass``)
+against ``pin.centerOfMass`` and ``pin.jacobianCenterOfMass``.
 
-    python -m benchmarks.mass_matrix
+    python -m benchmarks.quantities
 
 Per call from Python: ``mass(q)`` (checked, and ``checks=False``) against ``pin.crba(model, data, q)`` with
 Pinocchio's configuration vector prepared outside the timing (its CRBA fills the upper triangle; ours returns
@@ -12,7 +13,8 @@ the whole symmetric matrix). Batches of 1000 states: ``mass.batch(Q)`` per state
 ``pin.crba`` (Pinocchio has no parallel CRBA). Medians of paired samples. The cold compile (no cache) and the
 code's size: the ``mass`` function's operations (the columns), and the whole program's. Accuracy: the largest
 relative difference from Pinocchio's M over the batch. h: one checked call against ``pin.nonLinearEffects``
-at a random q̇. Writes benchmarks/results/mass_matrix.md.
+at a random q̇. c and J_c: one call each against Pinocchio's (whose Jacobian call computes c too). Writes
+benchmarks/results/quantities.md.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from gtdyn.bench.timing import measure_interleaved, paired_ratio
 from gtdyn.progress import Progress
 
 REPEAT, INNER, WARMUP, BATCH = 40, 50, 50, 1000
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "mass_matrix.md")
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "quantities.md")
 CASES = [("puma560", False), ("ur5", False), ("panda", False), ("talos", False), ("talos", True), ("solo12", True)]
 
 
@@ -79,6 +81,12 @@ def measure(name: str, floating: bool) -> dict:
     h = measure_interleaved({"ours": lambda: bias(q, v, **base),
                              "pin": lambda: pin.nonLinearEffects(model, data, configuration, velocity)},
                             REPEAT, INNER, WARMUP)
+    com = gtdyn.compile_center_of_mass(robot)
+    pose = {"base_pose": np.eye(4)} if floating else {}
+    c = measure_interleaved({"ours": lambda: com(q, **pose), "jacobian": lambda: com.jacobian(q, **pose),
+                             "pin": lambda: pin.centerOfMass(model, data, configuration),
+                             "pin jacobian": lambda: pin.jacobianCenterOfMass(model, data, configuration)},
+                            REPEAT, INNER, WARMUP)
     batch = measure_interleaved({"ours": lambda: mass.batch(Q), "unchecked": lambda: unchecked.batch(Q),
                                  "pin": pinocchio_loop}, REPEAT // 4, 1, 2)
     ours = mass.batch(Q)
@@ -91,27 +99,30 @@ def measure(name: str, floating: bool) -> dict:
                 batch=paired_ratio(batch["ours"], batch["pin"]),
                 batch_unchecked=paired_ratio(batch["unchecked"], batch["pin"]),
                 batch_us=batch["ours"].median_us / BATCH, error=error, fallbacks=mass.fallbacks,
-                bias=paired_ratio(h["ours"], h["pin"]), bias_us=h["ours"].median_us, pin_bias_us=h["pin"].median_us)
+                bias=paired_ratio(h["ours"], h["pin"]), bias_us=h["ours"].median_us, pin_bias_us=h["pin"].median_us,
+                com=paired_ratio(c["ours"], c["pin"]), com_us=c["ours"].median_us,
+                com_jacobian=paired_ratio(c["jacobian"], c["pin jacobian"]), com_jacobian_us=c["jacobian"].median_us)
 
 
 def main() -> None:
     rows = []
-    with Progress("mass matrix", len(CASES), enabled=True, after=0.0, every=0.0, unit="robots") as report:
+    with Progress("quantities", len(CASES), enabled=True, after=0.0, every=0.0, unit="robots") as report:
         for k, (name, floating) in enumerate(CASES):
             rows.append(measure(name, floating))
             report.at(k + 1)
-    lines = ["# The compiled mass matrix against Pinocchio's CRBA", "",
-             f"`python -m benchmarks.mass_matrix`; {machine_description(REPEAT, INNER, WARMUP)}", "",
+    lines = ["# Compiled whole-body quantities against Pinocchio: M, h, c and J_c", "",
+             f"`python -m benchmarks.quantities`; {machine_description(REPEAT, INNER, WARMUP)}", "",
              __doc__.split("\n\n", 2)[2].strip(), "",
              "| robot | nv | compile s | `mass` operations / program | Pinocchio µs | call µs | call checked / "
              "unchecked × `pin.crba` | batch µs per state | batch checked / unchecked × `pin.crba` loop | "
-             "largest relative difference | fallbacks | h µs / Pinocchio µs (×) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "largest relative difference | fallbacks | h µs / Pinocchio µs (×) | c µs (×) | J_c µs (×) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['robot']} | {r['nv']} | {r['compile']:.2f} | {r['mass_ops']:,} / {r['ops']:,} | "
                      f"{r['pin_us']:.2f} | {r['call_us']:.2f} | {r['call']:.2f}× / {r['unchecked']:.2f}× | "
                      f"{r['batch_us']:.2f} | {r['batch']:.2f}× / {r['batch_unchecked']:.2f}× | {r['error']:.1e} | "
-                     f"{r['fallbacks']} | {r['bias_us']:.2f} / {r['pin_bias_us']:.2f} ({r['bias']:.2f}×) |")
+                     f"{r['fallbacks']} | {r['bias_us']:.2f} / {r['pin_bias_us']:.2f} ({r['bias']:.2f}×) | "
+                     f"{r['com_us']:.2f} ({r['com']:.2f}×) | {r['com_jacobian_us']:.2f} ({r['com_jacobian']:.2f}×) |")
     text = "\n".join(lines) + "\n"
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
