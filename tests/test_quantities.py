@@ -178,26 +178,31 @@ def test_center_of_mass_and_its_jacobian_match_pinocchio(setup):
         assert rel_err(center_of_mass_jacobian(robot, q, **pose_of(base)), pin.center_of_mass_jacobian(q, T)) < TOL
 
 
-def test_compiled_center_of_mass_and_its_jacobian_match_pinocchio(setup):
-    """``compile_center_of_mass``: one state (c, J_c, both from one run), a batch on two threads after a pickle,
-    a pose as a ``gtsam.Pose3``; on arms, a tree and a free flyer (whose base translation moves c, not J_c)."""
+def test_compiled_center_of_mass_its_jacobian_and_momentum_match_pinocchio(setup):
+    """``compile_center_of_mass``: one state (c, J_c, both from one run; h_G), a batch on two threads after a
+    pickle, a pose as a ``gtsam.Pose3``; on arms, a tree and a free flyer (whose base translation moves c, not J_c
+    or h_G)."""
     robot, pin = setup
     com = gtdyn.compile_center_of_mass(robot)
     states = list(random_states(robot, 13, 4))
-    for q, _, base in states:
-        T = base.get("base_pose")
+    for q, v, base in states:
+        T, twist = base.get("base_pose"), base.get("base_twist")
         c, J = com.with_jacobian(q, T)
         assert rel_err(c, pin.center_of_mass(q, T)) < TOL and rel_err(J, pin.center_of_mass_jacobian(q, T)) < TOL
+        assert rel_err(com.momentum(q, v, T, twist), pin.centroidal_momentum(q, v, T, twist)) < TOL
         assert np.array_equal(com(q, T), c) and np.array_equal(com.jacobian(q, T), J)
         if T is not None:
             assert np.array_equal(com(q, gtsam.Pose3(T)), c)
-    Q = np.array([q for q, _, _ in states])
+    Q, V = (np.array([state[k] for state in states]) for k in (0, 1))
     poses = np.array([base["base_pose"] for _, _, base in states]) if robot.floating_base else None
+    twists = np.array([base["base_twist"] for _, _, base in states]) if robot.floating_base else None
     arrived = pickle.loads(pickle.dumps(com))
     C, Js = arrived.batch(Q, poses, threads=2), arrived.batch_jacobian(Q, poses)
-    for k, (q, _, base) in enumerate(states):
-        assert np.array_equal(C[k], com(q, base.get("base_pose")))
-        assert np.array_equal(Js[k], com.jacobian(q, base.get("base_pose")))
+    H = arrived.batch_momentum(Q, V, poses, twists, threads=2)
+    for k, (q, v, base) in enumerate(states):
+        T, twist = base.get("base_pose"), base.get("base_twist")
+        assert np.array_equal(C[k], com(q, T)) and np.array_equal(Js[k], com.jacobian(q, T))
+        assert np.array_equal(H[k], com.momentum(q, v, T, twist))
 
 
 def test_compiled_center_of_mass_names_bad_input():
@@ -213,6 +218,10 @@ def test_compiled_center_of_mass_names_bad_input():
             com(bad)
     with pytest.raises(gtdyn.ArgumentError, match="^Q\\[1\\]: non-finite"):
         com.batch_jacobian(np.array([q, [np.nan] * 6]))
+    with pytest.raises(gtdyn.ArgumentError, match="^v: non-finite"):
+        com.momentum(q, np.array([np.inf, 0, 0, 0, 0, 0]))
+    with pytest.raises(gtdyn.ArgumentError, match="^V\\[0\\]: non-finite"):
+        com.batch_momentum(np.zeros((2, 6)), np.array([[np.nan] * 6, q]))
     with pytest.raises(gtdyn.ArgumentError, match="base_pose: robot 'puma560' has a fixed base"):
         com(q, np.eye(4))
     solo, _ = load("solo12")
@@ -223,6 +232,8 @@ def test_compiled_center_of_mass_names_bad_input():
         free(np.zeros(12), sheared)
     with pytest.raises(gtdyn.ArgumentError, match="^base_pose\\[1\\]"):
         free.batch(np.zeros((2, 12)), np.array([np.eye(4), sheared]))
+    with pytest.raises(gtdyn.ArgumentError, match="^base_twist"):
+        free.momentum(np.zeros(12), np.zeros(12), np.eye(4), [np.nan] * 6)
 
 
 def test_momentum_and_energies_match_pinocchio(setup):
