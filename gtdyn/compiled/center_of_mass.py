@@ -15,32 +15,22 @@ raise the reference functions' error.
 from __future__ import annotations
 
 import itertools
-import threading
 
 import numpy as np
 
-from gtdyn.arguments import (
-    finite_vector,
-    joint_positions,
-    joint_vector,
-    pose_argument,
-    robot_argument,
-    state_batch,
-    whole_number,
-)
-from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
-from gtdyn.compiled import native, parallel, trace
-from gtdyn.compiled.frames import POSE, KinematicsPlan, Module, kinematics_pass, plain_array, stored_body
+from gtdyn.arguments import joint_positions, robot_argument
+from gtdyn.compiled import native, trace
+from gtdyn.compiled.frames import KinematicsPlan, kinematics_pass, stored_body
+from gtdyn.compiled.kinematic_calls import POSE, CompiledKinematics, Module, arrived_modules
 from gtdyn.dynamics.quantities import moving_bodies
 from gtdyn.model.limits import MAX_ANGLE
 from gtdyn.model.robot import Robot
 from gtdyn.spatial import skew
 
-_IDENTITY = np.eye(4)
 _PREFIXES = itertools.count()
 
 
-class CompiledCenterOfMass:
+class CompiledCenterOfMass(CompiledKinematics):
     """c(q) (3, world frame; Pinocchio's ``centerOfMass``), J_c(q) (3 × nv, ċ = J_c [base twist; q̇];
     ``jacobianCenterOfMass``) and the centroidal momentum h_G(q, q̇) (6, [angular; linear] about c in world axes;
     ``computeCentroidalMomentum``), as ``gtdyn.center_of_mass``, ``center_of_mass_jacobian`` and
@@ -51,118 +41,45 @@ class CompiledCenterOfMass:
     code at (q, q̇) when first called. Bad arguments raise the reference functions' ``ArgumentError`` (in a
     batch, naming the row). It pickles (the machine code travels with the CPU it was made for)."""
 
+    QUANTITIES = {"center_of_mass": ("at_q", "fast", 0), "jacobian": ("at_q", "main", 1),
+                  "with_jacobian": ("at_q", "main", None), "momentum": ("motion", "fast", 0)}
+
     def __init__(self, robot: Robot, modules: dict | None = None):
-        self.robot = robot_argument(robot)
-        self.nv = robot.nv
-        self._modules: dict[str, Module] = {"at_q": _compile(robot, False)} if modules is None else dict(modules)
-        self._lock = threading.Lock()
-        self._owner = threading.get_ident()
-        self._views: dict[str, tuple] = {}
+        super().__init__(robot_argument(robot), modules)
+        self._module("at_q")
+
+    def check_q(self, robot: Robot, name: str, q) -> np.ndarray:
+        return joint_positions(robot, name, q)  # as the reference functions: angles beyond ±MAX_ANGLE refused
 
     def __call__(self, q, base_pose=None) -> np.ndarray:
-        return self._call("at_q", "fast", 0, q, None, base_pose, None)
+        return self._call("center_of_mass", q, None, base_pose, None)
 
     def jacobian(self, q, base_pose=None) -> np.ndarray:
-        return self._call("at_q", "main", 1, q, None, base_pose, None)
+        return self._call("jacobian", q, None, base_pose, None)
 
     def with_jacobian(self, q, base_pose=None) -> tuple[np.ndarray, np.ndarray]:
-        return self._call("at_q", "main", None, q, None, base_pose, None)
+        return self._call("with_jacobian", q, None, base_pose, None)
 
     def momentum(self, q, v, base_pose=None, base_twist=None) -> np.ndarray:
-        return self._call("motion", "fast", 0, q, v, base_pose, base_twist)
+        return self._call("momentum", q, v, base_pose, base_twist)
 
     def batch(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
-        return self._batch("at_q", "fast", Q, None, base_pose, None, threads)[0]
+        return self._batch("center_of_mass", Q, None, base_pose, None, threads)
 
     def batch_jacobian(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
-        return self._batch("at_q", "main", Q, None, base_pose, None, threads)[1]
+        return self._batch("jacobian", Q, None, base_pose, None, threads)
 
     def batch_momentum(self, Q, V, base_pose=None, base_twist=None, threads: int = 1) -> np.ndarray:
-        return self._batch("motion", "fast", Q, V, base_pose, base_twist, threads)[0]
+        return self._batch("momentum", Q, V, base_pose, base_twist, threads)
 
-    def _module(self, name: str) -> Module:
-        with self._lock:  # compiled once, whichever thread asks first
-            if name not in self._modules:
-                self._modules[name] = _compile(self.robot, True)
-            return self._modules[name]
+    def _shapes(self, name: str) -> list[tuple[int, ...]]:
+        return [(6,)] if name == "motion" else [(3,), (3, self.nv)]
 
-    def _workspace(self, name: str) -> tuple:
-        """(module, ws, its address, views of q, q̇, the base pose as 4×4, the base twist — None where the module
-        has none —, the answer's parts): kept per module by the object's thread, fresh in other threads."""
-        views = self._views.get(name) if threading.get_ident() == self._owner else None
-        if views is None:
-            module, n, floating, motion = self._module(name), self.robot.num_dofs, self.robot.floating_base, \
-                name == "motion"
-            ws, first, out = np.zeros(module.size), (2 if motion else 1) * n, module.out + 1
-            parts = (ws[out:out + 6],) if motion else (ws[out:out + 3], ws[out + 3:out + 3 + 3 * self.nv].reshape(
-                3, self.nv))
-            views = (module, ws, ws.ctypes.data, ws[:n], ws[n:2 * n] if motion else None,
-                     ws[first:first + POSE].reshape(4, 4) if floating else None,
-                     ws[first + POSE:first + POSE + 6] if floating and motion else None, parts)
-            if threading.get_ident() == self._owner:
-                self._views[name] = views
-        return views
-
-    def _call(self, name: str, entry: str, part, q, v, base_pose, base_twist):
-        """Part ``part`` of the module's answer (all of them if None) at the state given."""
-        views = self._views.get(name)
-        if views is None or threading.get_ident() != self._owner:
-            views = self._workspace(name)
-        module, ws, pointer, in_q, in_v, in_pose, in_twist, parts = views
-        if not plain_array(q, in_q.shape):
-            q = joint_positions(self.robot, "q", q)
-        in_q[...] = q  # the generated code checks the numbers
-        if in_v is not None:
-            in_v[...] = v if plain_array(v, in_v.shape) else joint_vector(self.robot, "v", v)
-        if in_pose is not None:
-            in_pose[...] = _IDENTITY if base_pose is None else base_pose if plain_array(base_pose, (4, 4)) else \
-                base_state(self.robot, base_pose).pose.matrix()
-            if in_twist is not None:
-                in_twist[...] = 0.0 if base_twist is None else base_twist if plain_array(base_twist, (6,)) else \
-                    finite_vector("base_twist", base_twist, 6)
-        elif base_pose is not None or base_twist is not None:
-            refuse_on_fixed_base(self.robot, base_pose=base_pose, base_twist=base_twist)
-        module.loaded.entry[entry](pointer)
-        if ws[module.out] != 1.0:  # a non-finite input, an angle out of range, a pose that is not rigid
-            joint_positions(self.robot, "q", q)
-            if in_v is not None:
-                joint_vector(self.robot, "v", v)
-            base_state(self.robot, base_pose, base_twist)
-            raise AssertionError("gtdyn.compiled.center_of_mass: the code refused inputs the boundary accepts")
-        return tuple(p.copy() for p in parts) if part is None else parts[part].copy()
-
-    def _batch(self, name: str, entry: str, Q, V, base_pose, base_twist, threads: int) -> tuple:
-        threads = whole_number("threads", threads, 1)
-        motion, n = name == "motion", self.robot.num_dofs
-        module = self._module(name)
-        arrays = state_batch(n, Q=Q, V=V) if motion else state_batch(n, Q=Q)
-        count = len(arrays[0])
-        if self.robot.floating_base:
-            arrays.append(base_rows("base_pose", base_pose, count, (4, 4), _IDENTITY.ravel()))
-            if motion:
-                arrays.append(base_rows("base_twist", base_twist, count, (6,), np.zeros(6)))
-        else:
-            refuse_on_fixed_base(self.robot, base_pose=base_pose, base_twist=base_twist)
-        inputs = np.ascontiguousarray(np.hstack(arrays))
-        outputs = 1 + (6 if motion else 3 + (3 * self.nv if entry == "main" else 0))
-        results = parallel.run_states(module.loaded.batch[entry], module.size, inputs, outputs, module.out, threads)
-        first = (2 if motion else 1) * n
-        for k in np.flatnonzero(results[:, 0] != 1.0):  # the boundary's error, naming the row
-            joint_positions(self.robot, f"Q[{k}]", inputs[k, :n])
-            if motion:
-                joint_vector(self.robot, f"V[{k}]", inputs[k, n:first])
-            if self.robot.floating_base:
-                pose_argument(f"base_pose[{k}]", inputs[k, first:first + POSE].reshape(4, 4))
-                if motion:
-                    finite_vector(f"base_twist[{k}]", inputs[k, first + POSE:], 6)
-        if motion:
-            return (results[:, 1:],)
-        return results[:, 1:4], results[:, 4:].reshape(count, 3, self.nv) if entry == "main" else None
+    def _compile(self, name: str) -> Module:
+        return _compile(self.robot, name == "motion")
 
     def __reduce__(self):
-        with self._lock:
-            modules = {name: (m.object, m.prefix, m.out, m.parts, m.size) for name, m in self._modules.items()}
-        return _unpickled, (self.robot, modules, native.target_id())
+        return _unpickled, (self.robot, self._modules_to_send(), native.target_id())
 
     def __repr__(self) -> str:
         return f"CompiledCenterOfMass('{self.robot.name}', nv {self.nv})"
@@ -175,8 +92,7 @@ def compile_center_of_mass(robot: Robot) -> CompiledCenterOfMass:
 
 def _unpickled(robot: Robot, modules: dict, target: str) -> CompiledCenterOfMass:
     """A pickled ``CompiledCenterOfMass``, here: its machine code if it was made for this CPU, else compiled anew."""
-    here = target == native.target_id()
-    return CompiledCenterOfMass(robot, {name: Module(*m) for name, m in modules.items()} if here else None)
+    return CompiledCenterOfMass(robot, arrived_modules(modules, target))
 
 
 # -- the generated code ------------------------------------------------------------------------------------------

@@ -17,32 +17,20 @@ the spanning tree's kinematics at the q given (``gtdyn.close_loops`` gives a sta
 from __future__ import annotations
 
 import itertools
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
 
-from gtdyn.arguments import (
-    choice,
-    finite_vector,
-    joint_vector,
-    pose_argument,
-    robot_argument,
-    state_batch,
-    whole_number,
-)
-from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
-from gtdyn.compiled import native, parallel, trace
+from gtdyn.arguments import choice, robot_argument
+from gtdyn.compiled import native, trace
+from gtdyn.compiled.kinematic_calls import POSE, TWIST, CompiledKinematics, Module, arrived_modules
 from gtdyn.compiled.kinematics import TracedPose, traced_kinematics
 from gtdyn.compiled.validity import finite
 from gtdyn.kinematics.frames import REFERENCES, acceleration_of_frame, ancestors, frame_on_body, link_accelerations
 from gtdyn.model.robot import Robot
 from gtdyn.spatial import skew
 
-_ARRAY, _FLOAT = np.ndarray, np.dtype(float)
-_IDENTITY = np.eye(4)
-POSE, TWIST = 16, 6  # a floating base's inputs after q (and q̇): its pose (row-major 4×4), then its twist
 # each quantity: its module, the entry that computes it, and its part of the module's answer
 QUANTITIES = {"placement": ("at_q", "fast", 0), "jacobian": ("at_q", "main", 1),
               "placement_jacobian": ("at_q", "main", None), "velocity": ("motion", "fast", 0),
@@ -50,23 +38,7 @@ QUANTITIES = {"placement": ("at_q", "fast", 0), "jacobian": ("at_q", "main", 1),
 _PREFIXES = itertools.count()
 
 
-@dataclass
-class Module:
-    """A module's machine code (names from ``prefix``), ``loaded`` here. Its workspace: the inputs from 0, the status
-    at ``out``, the parts of the answer (``fast`` writes the first, ``main`` both), the bodies' slots; ``size``."""
-
-    object: bytes
-    prefix: str
-    out: int
-    parts: list[int]
-    size: int
-    loaded: native.Loaded = field(init=False, repr=False)
-
-    def __post_init__(self):
-        self.loaded = native.Loaded(self.object, self.prefix)
-
-
-class CompiledFrames:
+class CompiledFrames(CompiledKinematics):
     """``frames`` of ``robot`` (names in ``robot.frames``; one name alone gives answers without the frame axis) in
     ``reference``'s axes ("local" or "world_aligned"), as compiled code. Each method takes the arguments of the
     reference function of the same name and gives its answer for every frame, equal to round-off:
@@ -84,17 +56,14 @@ class CompiledFrames:
     safe: a thread other than the one that made the object takes a fresh workspace per call. It pickles with the
     modules compiled so far, whose code another CPU compiles again when first called (process pools, Dask)."""
 
-    def __init__(self, robot: Robot, frames, reference: str = "local"):
-        self.robot = robot_argument(robot)
+    QUANTITIES = QUANTITIES
+
+    def __init__(self, robot: Robot, frames, reference: str = "local", modules: dict | None = None):
+        super().__init__(robot_argument(robot), modules)
         self.reference = choice("reference", reference, REFERENCES)
         self.single = isinstance(frames, str)
         self.frames = [frames] if self.single or not hasattr(frames, "__iter__") else list(frames)
         self.bodies = [frame_on_body(robot, name) for name in self.frames]  # each name checked as the reference does
-        self.nv = robot.nv
-        self._modules: dict[str, Module] = {}
-        self._workspaces: dict[str, tuple] = {}
-        self._lock = threading.Lock()
-        self._owner = threading.get_ident()
 
     # -- one state -------------------------------------------------------------------------------------------
 
@@ -132,101 +101,17 @@ class CompiledFrames:
 
     # -- calling ---------------------------------------------------------------------------------------------
 
-    def _answer(self, name: str, part, values: np.ndarray):
-        """Part ``part`` (both if None) of a module's answer, the last axis of ``values``, as arrays per frame."""
-        shapes = [(6,), (6,)] if name == "motion" else [(4, 4), (6, self.nv)]
+    def _shapes(self, name: str) -> list[tuple[int, ...]]:
+        """Per frame (the frame axis left out for one name alone): [ω; v] twists, or a pose and a Jacobian."""
         frames = () if self.single else (len(self.frames),)
-        answer, start = [], 0
-        for size, shape in zip(self._modules[name].parts[:2 if part is None else part + 1], shapes):
-            answer.append(values[..., start:start + size].reshape(*values.shape[:-1], *frames, *shape))
-            start += size
-        return tuple(answer) if part is None else answer[part]
+        return [(*frames, *shape) for shape in ([(6,), (6,)] if name == "motion" else [(4, 4), (6, self.nv)])]
 
-    def _call(self, quantity: str, q, v, base_pose, base_twist):
-        name, entry, part = QUANTITIES[quantity]
-        motion, n = name == "motion", self.robot.num_dofs
-        module, ws, pointer, in_q, in_v, in_pose, in_twist, answer = self._workspace(name)
-        given = (q, v, base_pose, base_twist)
-        if not (plain_array(q, (n,)) and (not motion or plain_array(v, (n,)))
-                and (base_pose is None or in_pose is not None and plain_array(base_pose, (4, 4)))
-                and (base_twist is None or in_twist is not None and plain_array(base_twist, (6,)))):
-            q, v, base = self._checked(*given, motion)  # anything but plain float arrays: checked first
-            base_pose, base_twist = (None, None) if base is None else (base.pose.matrix(), base.twist)
-        in_q[...] = q  # the generated code checks the numbers
-        if motion:
-            in_v[...] = v
-        if in_pose is not None:
-            in_pose[...] = _IDENTITY if base_pose is None else base_pose
-        if in_twist is not None:
-            in_twist[...] = 0.0 if base_twist is None else base_twist
-        module.loaded.entry[entry](pointer)
-        if ws[module.out] != 1.0:  # a non-finite input, or a pose that is no rigid transform
-            self._checked(*given, motion)  # raises the reference's error
-        return tuple(x.copy() for x in answer) if part is None else answer[part].copy()
-
-    def _checked(self, q, v, base_pose, base_twist, motion: bool):
-        """The checks of ``gtdyn.kinematics.frames.checked_state``, in its order: q, q̇, the base."""
-        q = joint_vector(self.robot, "q", q)
-        v = (np.zeros(self.robot.num_dofs) if v is None else joint_vector(self.robot, "v", v)) if motion else None
-        return q, v, base_state(self.robot, base_pose, base_twist)
-
-    def _batch(self, quantity: str, Q, V, base_pose, base_twist, threads):
-        name, entry, part = QUANTITIES[quantity]
-        module, motion, n = self._module(name), name == "motion", self.robot.num_dofs
-        threads = whole_number("threads", threads, 1)
-        arrays = state_batch(n, Q=Q, V=V) if motion else state_batch(n, Q=Q)
-        count = len(arrays[0])
-        if self.robot.floating_base:
-            arrays.append(base_rows("base_pose", base_pose, count, (4, 4), _IDENTITY.ravel()))
-            if motion:
-                arrays.append(base_rows("base_twist", base_twist, count, (6,), np.zeros(6)))
-        else:
-            refuse_on_fixed_base(self.robot, base_pose=base_pose, base_twist=base_twist)
-        inputs = np.ascontiguousarray(np.hstack(arrays))
-        n_out = 1 + sum(module.parts[:1 if entry == "fast" else 2])  # the status, the parts
-        results = parallel.run_states(module.loaded.batch[entry], module.size, inputs, n_out, module.out, threads)
-        for k in np.flatnonzero(results[:, 0] != 1.0):
-            self._row_error(k, inputs[k], motion)
-        return self._answer(name, part, results[:, 1:])
-
-    def _row_error(self, k: int, row: np.ndarray, motion: bool) -> None:
-        """The boundary's error for row k of a batch, naming it."""
-        n, first = self.robot.num_dofs, (2 if motion else 1) * self.robot.num_dofs
-        joint_vector(self.robot, f"Q[{k}]", row[:n])
-        if motion:
-            joint_vector(self.robot, f"V[{k}]", row[n:first])
-        if self.robot.floating_base:
-            pose_argument(f"base_pose[{k}]", row[first:first + POSE].reshape(4, 4))
-            if motion:
-                finite_vector(f"base_twist[{k}]", row[first + POSE:], TWIST)
-
-    def _workspace(self, name: str) -> tuple:
-        """(module, ws, its address, views of q, q̇, the base pose as 4×4, the base twist — None where the module
-        has none —, the parts of the answer): kept per module by the object's thread, fresh in other threads."""
-        views = self._workspaces.get(name) if threading.get_ident() == self._owner else None
-        if views is None:
-            module, n, floating, motion = self._module(name), self.robot.num_dofs, self.robot.floating_base, \
-                name == "motion"
-            ws, first = np.zeros(module.size), (2 if motion else 1) * n
-            views = (module, ws, ws.ctypes.data, ws[:n], ws[n:2 * n] if motion else None,
-                     ws[first:first + POSE].reshape(4, 4) if floating else None,
-                     ws[first + POSE:first + POSE + TWIST] if floating and motion else None,
-                     self._answer(name, None, ws[module.out + 1:module.out + 1 + sum(module.parts)]))
-            if threading.get_ident() == self._owner:
-                self._workspaces[name] = views
-        return views
-
-    def _module(self, name: str) -> Module:
-        with self._lock:  # compiled once, whichever thread asks first
-            if name not in self._modules:
-                self._modules[name] = _compile(self.robot, self.bodies, self.reference, name)
-            return self._modules[name]
+    def _compile(self, name: str) -> Module:
+        return _compile(self.robot, self.bodies, self.reference, name)
 
     def __reduce__(self):
-        with self._lock:
-            modules = {name: (m.object, m.prefix, m.out, m.parts, m.size) for name, m in self._modules.items()}
-        return _unpickled, (self.robot, self.frames[0] if self.single else self.frames, self.reference, modules,
-                            native.target_id())
+        return _unpickled, (self.robot, self.frames[0] if self.single else self.frames, self.reference,
+                            self._modules_to_send(), native.target_id())
 
     def __repr__(self) -> str:
         frames = repr(self.frames[0]) if self.single else self.frames
@@ -242,14 +127,7 @@ def compile_frames(robot: Robot, frames, *, reference: str = "local") -> Compile
 
 def _unpickled(robot: Robot, frames, reference: str, modules: dict, target: str) -> CompiledFrames:
     """A pickled ``CompiledFrames``, here: with its modules' machine code if it was made for this CPU."""
-    arrived = CompiledFrames(robot, frames, reference)
-    arrived._modules = {name: Module(*m) for name, m in modules.items()} if target == native.target_id() else {}
-    return arrived
-
-
-def plain_array(x, shape: tuple) -> bool:
-    """Whether ``x`` is a float64 array of ``shape``: written to the workspace as it is."""
-    return type(x) is _ARRAY and x.dtype is _FLOAT and x.shape == shape
+    return CompiledFrames(robot, frames, reference, arrived_modules(modules, target))
 
 
 # -- the generated code ------------------------------------------------------------------------------------------
