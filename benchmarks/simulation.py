@@ -1,10 +1,11 @@
-"""Simulation steps per second: ``gtdyn.simulate`` (a compiled ABA solver per step) against the same integrator
-written as a Python loop over Pinocchio's ``pin.aba``, in one run, on the PUMA 560 and Talos, without torque and
-with a PD controller tracking a reference (``gtdyn.PDController``, in gtdyn's native loop, and as a Python
-callable the loop calls back; Pinocchio's loop computes the same PD in numpy, or calls the same callable); plus the
-variational integrator's steps per second (also on the quadruped's floating base). Without gravity, from random
-joint velocities (a falling Talos swings its gripper links fast enough to make explicit integrators diverge within
-2 s).
+"""Simulation steps per second: ``gtdyn.simulate`` (a compiled ABA solver per step) against the same integrator written
+as a Python loop over Pinocchio's ``pin.aba``, in one run, on the PUMA 560 and Talos, without torque and with a PD
+controller tracking a reference (``gtdyn.PDController``, in gtdyn's native loop, and as a Python callable the loop
+calls back; Pinocchio's loop computes the same PD in numpy, or calls the same callable); on floating bases (Solo-12,
+Talos with a free flyer), semi-implicit Euler on SE(3) against the same loop over ``pin.aba`` and ``pin.integrate``;
+plus the variational integrator's steps per second (also on the quadruped's floating base). Without gravity, from
+random joint velocities (a falling Talos swings its gripper links fast enough to make explicit integrators diverge
+within 2 s).
 
     python -m benchmarks.simulation [STEPS [DT]]     # 2,000 steps of 1 ms by default
 
@@ -28,7 +29,7 @@ from importlib.metadata import distribution
 import numpy as np
 
 import gtdyn
-from gtdyn.bench.pinocchio import PinocchioModel
+from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioModel
 from gtdyn.bench.report import machine_description
 
 RUNS = 5  # runs of each loop, ours and Pinocchio's in turns
@@ -143,13 +144,21 @@ def pd_rows(name: str, robot, ref: PinocchioModel, q0, v0, steps: int, dt: float
             ("the PD as a Python callable", as_callable, True, None),
             ("the PD as a Python callable, which Pinocchio's loop calls too (in its joint order)", as_callable, True,
              pinocchio_callable)):
-        gtdyn_s, pin_s = side_by_side(lambda: ours(tau, checks), lambda: theirs(law))
-        apart = np.max(np.abs(ends["gtdyn"] - ends["pin"]))
-        rows.append(f"| {name} ({robot.num_dofs} joints) | semi_implicit_euler, PD tracking a reference ({label}; "
-                    f"ends {apart:.0e} apart) | {steps / gtdyn_s:,.0f} | {steps / pin_s:,.0f} | "
-                    f"{pin_s / gtdyn_s:.2f} |")
-        print(rows[-1], file=sys.stderr, flush=True)
+        rows.append(compared_row(f"{name} ({robot.num_dofs} joints)",
+                                 f"semi_implicit_euler, PD tracking a reference ({label}; ends {{apart}} apart)",
+                                 lambda: ours(tau, checks), lambda: theirs(law), ends, steps))
     return rows
+
+
+def compared_row(robot: str, method: str, ours, theirs, ends: dict, steps: int) -> str:
+    """A table row: ``ours`` and ``theirs`` timed side by side, each leaving its run's end in ``ends`` ("gtdyn",
+    "pin"); ``method`` names the run, its ``{apart}`` how far apart the ends are."""
+    gtdyn_s, pin_s = side_by_side(ours, theirs)
+    apart = np.max(np.abs(ends["gtdyn"] - ends["pin"]))
+    row = (f"| {robot} | {method.format(apart=f'{apart:.0e}')} | {steps / gtdyn_s:,.0f} | {steps / pin_s:,.0f} | "
+           f"{pin_s / gtdyn_s:.2f} |")
+    print(row, file=sys.stderr, flush=True)
+    return row
 
 
 def best_of(fn, runs: int = RUNS) -> float:
@@ -204,6 +213,8 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
             seconds = best_of(variational)
             rows.append(f"| {name} ({robot.num_dofs} joints) | variational (compiled DRNEA) | {steps / seconds:,.0f} "
                         "| — | — |")
+    for name, relative in FLOATING.items():
+        rows += floating_rows(name, erd(relative), steps, dt)
     rows.append(floating_variational(steps, dt))
     text = "\n".join(["# Simulation speed", "",
                       f"`python -m benchmarks.simulation {steps} {dt:g}` ({steps:,} steps of {dt * 1e3:g} ms, no "
@@ -216,6 +227,49 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     with open(RESULTS, "w") as f:
         f.write(text)
+
+
+FLOATING = {"solo12": "solo_description/robots/solo12.urdf", "talos": "talos_data/robots/talos_reduced.urdf"}
+
+
+def floating_rows(name: str, path: str, steps: int, dt: float) -> list[str]:
+    """A free robot tumbling without gravity from random joints, joint velocities (±0.5) and base twist:
+    ``gtdyn.simulate`` (semi-implicit Euler on SE(3), the native loop) checked and not, against the same integrator
+    over Pinocchio's free flyer (``pin.integrate`` moves it by exp of its local twist, as gtdyn moves the base);
+    and how far apart the ends (base pose and joints) are."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gtdyn.ModelWarning)
+        robot = gtdyn.load_robot(path, base="floating", transmissions="independent")  # as Pinocchio reads <mimic>
+    ref = FreeFlyerPinocchio(path, robot, gravity=np.zeros(3))
+    pin, model, data = ref.pin, ref.model, ref.data
+    rng = np.random.default_rng(0)
+    q0, v0 = rng.uniform(-0.5, 0.5, (2, robot.num_dofs))
+    twist = 0.3 * rng.normal(size=6)
+    joints = [i for i, _ in ref.idx_q]
+    ends = {}
+
+    def ours(checks=True, count=steps):
+        with warnings.catch_warnings():  # free legs swing past their limits, which simulate does not enforce
+            warnings.simplefilter("ignore", gtdyn.JointLimitWarning)
+            run = gtdyn.simulate(robot, q0, v0, base_twist=twist, dt=dt, steps=count, gravity=np.zeros(3),
+                                 checks=checks, progress=False)
+        ends["gtdyn"] = np.concatenate([run.base_pose[-1].ravel(), run.q[-1]])
+
+    def theirs():
+        q, v, tau = ref.configuration(q0, np.eye(4)), ref.tangent(v0, twist), np.zeros(model.nv)
+        for _ in range(steps):
+            v = v + dt * pin.aba(model, data, q, v, tau)
+            q = pin.integrate(model, q, dt * v)
+        ends["pin"] = np.concatenate([pin.XYZQUATToSE3(q[:7]).homogeneous.ravel(), q[joints]])
+
+    print(f"{name}, floating: compiling and warming up …", file=sys.stderr, flush=True)
+    rows = []
+    for checks in (True, False):
+        ours(checks, 10)  # compiles the solver and the loop once per process, outside the timing
+        rows.append(compared_row(f"{name}, floating base ({robot.num_dofs} joints)",
+                                 f"semi_implicit_euler on SE(3){'' if checks else ', checks=False'} (ends {{apart}} "
+                                 "apart)", lambda: ours(checks), theirs, ends, steps))
+    return rows
 
 
 def floating_variational(steps: int, dt: float) -> str:

@@ -46,9 +46,9 @@ def test_a_batch_is_simulate_per_state_bit_for_bit(puma, threads):
 
 
 def test_python_controllers_and_runs_the_native_loop_does_not_take(puma):
-    """A Python controller on the PUMA (called back from the native loops of two threads), the closed four-bar and
-    the floating quadruped (Python steppers; its base's pose, twist and acceleration stacked too), on two threads:
-    each run is ``simulate``'s."""
+    """A Python controller on the PUMA (called back from the native loops of two threads), the closed four-bar
+    (Python steppers) and the floating quadruped (native loops, run by run rather than in lanes; its base's pose,
+    twist and acceleration stacked too), on two threads: each run is ``simulate``'s."""
     four_bar = gtdyn.load_robot("four_bar")
     starts = [gtdyn.close_loops(four_bar, {"j1": a}) for a in (1.6, 1.7128, 1.8)]
     quadruped = gtdyn.load_robot("quadruped", base="floating")

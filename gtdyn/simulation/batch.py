@@ -2,9 +2,10 @@
 states on native threads. A run that loops natively releases the GIL for its steps (the loop is a ctypes call),
 so threads run side by side; each thread steps with a compiled solver of its own (``solvers.forward_solver``
 remembers one per thread). A Python controller is called back from the native loop, holding the GIL while it
-runs (its runs loop one by one, not in lanes). A run the native loop does not take (a floating base, closed loops,
-the variational integrator) or stops in (a step whose certificate does not pass) goes through the Python stepper
-as ``simulate`` does, holding the GIL while it does."""
+runs. Runs with a Python controller, and a floating base's, loop one by one, not in lanes. A run the native loop
+does not take (closed loops, RK4 or the trapezoidal rule on a floating base, the variational integrator) or
+stops in (a step whose certificate does not pass) goes through the Python stepper as ``simulate`` does, holding
+the GIL while it does."""
 
 from __future__ import annotations
 
@@ -69,14 +70,15 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
 
     Every run shares ``tau`` (None, a vector, an array (steps, n), a callable or a ``gtdyn.PDController``) and
     ``options`` (``gravity``, ``checks``, ``base_pose``, ``base_twist``, ``external_wrenches``, ``wrench_axes``,
-    ``contacts``). Runs that loop natively (fixed-base trees, Euler, semi-implicit Euler or RK4, held torques or a
-    controller) run side by side, a Python controller holding the GIL while it is called back; the others take the
-    Python stepper and share the GIL. A run that fails
-    raises its error, with a note naming its row (the lowest failing row, whatever the threads); the warnings of
-    each run are ``simulate``'s, once each. ``progress``: as ``simulate``'s, counting runs.
+    ``contacts``). Runs that loop natively (trees; Euler, semi-implicit Euler or, on a fixed base, RK4; held
+    torques or a controller) run side by side, a Python controller holding the GIL while it is called back; the
+    others take the Python stepper and share the GIL. A run that fails raises its error, with a note naming its
+    row (the lowest failing row, whatever the threads); the warnings of each run are ``simulate``'s, once each.
+    ``progress``: as ``simulate``'s, counting runs.
 
     Runs that loop natively go four at a time through one loop in the SIMD lanes of a core once the solver has
-    lane code (``gtdyn.compiled.lanes``), the same bits as one by one (not those with a Python controller).
+    lane code (``gtdyn.compiled.lanes``), the same bits as one by one (not those with a Python controller, nor a
+    floating base's).
     ``lanes=None`` (the default): where the solver's cache entry has it, and for a batch of
     ``gtdyn.compiled.lanes.LANES_AFTER`` steps or more (runs × steps), compiled in the background while the first
     groups run one by one (as a solver's batches tier up); on several threads a smaller batch without lane code
@@ -161,7 +163,7 @@ def _lanes_ready(robot: Robot, q0, v0, options: dict) -> bool:
         run = prepare(robot, q0, v0, lanes=None, **options)
     except Exception:  # noqa: BLE001 — row 0 raises its own error when it runs
         return False
-    return run.native and bool(run.forward.lanes)
+    return run.native and not robot.floating_base and bool(run.forward.lanes)
 
 
 class _LaneCode:
@@ -198,7 +200,7 @@ def _group(robot: Robot, q0, v0, rows: range, options: dict, code: _LaneCode) ->
             ended[i] = error
             break
     resume: list[int | None] = [0] * len(runs)  # where each run goes on alone; None: every step taken
-    lane_solver = code.solver(runs[0].forward) if len(runs) == WIDTH and all(
+    lane_solver = code.solver(runs[0].forward) if len(runs) == WIDTH and not robot.floating_base and all(
         r.native and native_loop.source_of(r.torque) != native_loop.PYTHON for r in runs) else None
     if lane_solver is not None:
         try:

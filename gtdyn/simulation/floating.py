@@ -2,13 +2,15 @@
 local coordinates ξ around its pose at the step's start, pose = pose_k · Exp(ξ), with ξ̇ = J_r(ξ)⁻¹ V (V: the
 base's body twist; J_r⁻¹(ξ) = dlog(−ξ), ``gtdyn.spatial.dlog``) — Runge–Kutta on the Lie group in the manner of
 Munthe-Kaas, which keeps each method's order. The base's pose, twist and acceleration are those of its root
-link frame throughout, as the compiled solver takes and gives them: no frame conversion here."""
+link frame throughout, as the compiled solver takes and gives them: no frame conversion here. T · exp ξ is the
+compiled ``gtdyn.compiled.pose_step``, which the native time loop calls too: the same poses, bit for bit."""
 
 from __future__ import annotations
 
 import gtsam
 import numpy as np
 
+from gtdyn.compiled.pose_step import PoseStep
 from gtdyn.errors import GTDYN_ERRORS
 from gtdyn.simulation.steppers import ExplicitStepper, Samples, TorqueSource, note_step
 from gtdyn.spatial import dlog
@@ -16,12 +18,16 @@ from gtdyn.spatial import dlog
 
 class FloatingStepper(ExplicitStepper):
     """x = [ξ; q] (ξ about ``self.start``, re-centred at every sample), y = [V; q̇]; ``forward(q, v, tau,
-    base_pose=, base_twist=) -> (base_accel, qdd)`` is the compiled solver."""
+    base_pose=, base_twist=) -> (base_accel, qdd)`` is the compiled solver. ``start`` is a row-major 4×4 array,
+    moved in place (the native loop reads and writes it)."""
 
-    def __init__(self, q, v, base_pose: gtsam.Pose3, base_twist, torque: TorqueSource, controller: bool, method: str,
+    def __init__(self, q, v, base_pose, base_twist, torque: TorqueSource, controller: bool, method: str,
                  dt: float, forward):
         super().__init__(torque, controller, method, dt, forward)
-        self.start = base_pose  # the pose the local coordinates of the current step are about
+        # the pose the local coordinates of the current step are about
+        self.start = np.array(base_pose.matrix() if isinstance(base_pose, gtsam.Pose3) else base_pose, dtype=float,
+                              order="C")
+        self.steps = PoseStep()
         self.x, self.y = np.concatenate([np.zeros(6), q]), np.concatenate([base_twist, v])
 
     @staticmethod
@@ -34,16 +40,16 @@ class FloatingStepper(ExplicitStepper):
 
     def accel(self, t: float, x, y, tau=None) -> np.ndarray:
         """[base acceleration; q̈] at the state (ξ, q; V, q̇), under ``tau`` (None: the stage's torque)."""
-        pose = self.start.compose(gtsam.Pose3.Expmap(x[:6]))
+        pose = self.steps.moved(self.start, x[:6]) if x[:6].any() else self.start  # at a sample: the start itself
         tau = self.step_torque(t, x[6:], y[6:]) if tau is None else tau
-        base_accel, qdd = self.forward(x[6:], y[6:], tau, base_pose=pose.matrix(), base_twist=y[:6])
+        base_accel, qdd = self.forward(x[6:], y[6:], tau, base_pose=pose, base_twist=y[:6])
         return np.concatenate([base_accel, qdd])
 
     def record(self, k: int, t: float, out: Samples) -> None:
-        pose = self.start.compose(gtsam.Pose3.Expmap(self.x[:6]))
-        self.start, self.x = pose, np.concatenate([np.zeros(6), self.x[6:]])  # re-centre the local coordinates
+        self.steps.move(self.start, self.x[:6])
+        self.x = np.concatenate([np.zeros(6), self.x[6:]])  # re-centre the local coordinates
         x, y = self.x, self.y
-        out.q[k], out.v[k], out.base_pose[k], out.base_twist[k] = x[6:], y[6:], pose.matrix(), y[:6]
+        out.q[k], out.v[k], out.base_pose[k], out.base_twist[k] = x[6:], y[6:], self.start, y[:6]
         self.k = k
         out.tau[k] = self.held = self.torque(k, t, x[6:], y[6:])
         try:

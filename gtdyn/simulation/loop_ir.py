@@ -17,22 +17,34 @@ METHODS = ("euler", "semi_implicit_euler", "rk4")
 # the plan the loop reads (int64 words): workspace, solver entry, status index, answer index, first and end step,
 # Δt's bits, the Q, V, QDD, TAU rows, the torque rows and their count, the state (x then y, read and written back);
 # for a PD controller the samples' times, its gains, its reference rows (q, q̇, τ_ff) with their strides (0 when
-# held, n when sampled), its Δt's bits and its last row; for a Python controller the callback and its q, q̇ and τ
+# held, n when sampled), its Δt's bits and its last row; for a Python controller the callback and its q, q̇ and τ;
+# on a floating base the pose (row-major 4×4, read and written back), ``pose_step``'s function and its scratch,
+# and the samples' base pose, twist and acceleration rows
 FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state",
           "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast",
-          "callback", "cq", "cv", "ctau")
+          "callback", "cq", "cv", "ctau", "pose", "moved", "mws", "BP", "BT", "BA")
 PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
 PYTHON = "python"  # the torque source of a run whose controller is a Python callable
+FLOATING_METHODS = ("euler", "semi_implicit_euler")  # every stage at a sample: ξ = 0, so no dlog in the loop
+_POSE_ENTRIES = (0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11)  # R row by row, then p, in the row-major 4×4 pose
 
 
-def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, width: int = 1) -> str:
+def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, width: int = 1,
+            floating: bool = False) -> str:
     """``rollout(plan) -> i64``: steps first … end−1; returns end, or the step whose evaluation did not pass.
     ``source``: None for held torques; a PD controller's passive joints (tuple), which the loop evaluates itself
     (zero at the passive joints); or ``PYTHON``: a Python controller, called back at each stage as
     ``callback(t, k) -> 1`` with (q, q̇) in its buffers, its torque read from another (else the loop stops
     there). ``width`` > 1: that many runs side by side through a lane solver's entry (``gtdyn.compiled.lanes``:
     value i of lane w at ws[i · width + w]); the plan's per-run fields (``PER_RUN``) then point to ``width``
-    addresses, and a step that does not pass in any lane stops every lane before it."""
+    addresses, and a step that does not pass in any lane stops every lane before it. ``floating``: a floating base
+    (one run; ``FLOATING_METHODS``), its state x = [ξ; q], y = [V; q̇] as ``FloatingStepper``'s: each sample
+    moves the pose to T · exp ξ (``gtdyn.compiled.pose_step``, called by address) and sets ξ to zero, the solver
+    takes the pose and twist, and the samples get the base's pose, twist and acceleration too."""
+    if floating and (width != 1 or method not in FLOATING_METHODS):
+        raise ValueError(f"a floating base loops natively alone, in {FLOATING_METHODS}")
+    off = 6 if floating else 0  # where the joints start in x and y
+    m = off + n
     passive = source if isinstance(source, tuple) else None
     body: list[str] = ["declare double @llvm.floor.f64(double)", "declare double @llvm.fabs.f64(double)"]
     emit = body.append
@@ -44,7 +56,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         emit(f"  %{name}_at = getelementptr i64, ptr %plan, i64 {field[name]}")
         emit(f"  %{name}_word = load i64, ptr %{name}_at")
     for name in ("ws", "run", "torques", "times", "kp", "kd", "qr", "vr", "ff", "callback", "cq", "cv", "ctau",
-                 *PER_RUN):
+                 "pose", "moved", "mws", "BP", "BT", "BA", *PER_RUN):
         emit(f"  %{name} = inttoptr i64 %{name}_word to ptr")
     for name in PER_RUN:  # each run's own array: the word itself, or the w-th of the addresses it points to
         for w in lanes:
@@ -67,15 +79,21 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     emit("  %half_dt = fmul double %dt, 0.5")  # dt / 2 and dt / 6 as Python computes them (x / 2 is exact)
     emit("  %sixth_dt = fdiv double %dt, 6.0")
     emit("  %last_row = sub i64 %rows_word, 1")
-    state = [(w, i, part, offset) for w in lanes for i in range(n) for part, offset in (("x", 0), ("y", n))]
+    state = [(w, i, part, offset) for w in lanes for i in range(m) for part, offset in (("x", 0), ("y", m))]
     for w, i, part, offset in state:  # the state (x = q, y = q̇) loaded once, carried through the steps by phis
         emit(f"  %state_{part}{w}_{i} = getelementptr double, ptr %state_{w}, i64 {offset + i}")
         emit(f"  %{part}0_{w}_{i} = load double, ptr %state_{part}{w}_{i}")
+    pose_entries = _POSE_ENTRIES if floating else ()
+    for k, entry in enumerate(pose_entries):  # the pose, carried by phis too
+        emit(f"  %pose_at{k} = getelementptr double, ptr %pose, i64 {entry}")
+        emit(f"  %bp0_{k} = load double, ptr %pose_at{k}")
     emit("  br label %head")
     emit("head:")
     emit("  %k = phi i64 [ %first_word, %entry ], [ %k_next, %tail ]")
     for w, i, part, _ in state:
         emit(f"  %{part}{w}_{i} = phi double [ %{part}0_{w}_{i}, %entry ], [ %{part}n{w}_{i}, %tail ]")
+    for k in range(len(pose_entries)):
+        emit(f"  %bp{k} = phi double [ %bp0_{k}, %entry ], [ %bpn{k}, %tail ]")
     emit("  %more = icmp slt i64 %k, %end_word")
     emit("  br i1 %more, label %step, label %exit")
     emit("step:")
@@ -154,8 +172,19 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         return called(t, xs, ys) if source == PYTHON else pd(t, xs, ys)
 
     held = [f"%tau{i}" for i in range(n)]  # the step's torque row, the same for every run
-    x = [[f"%x{w}_{i}" for i in range(n)] for w in lanes]
-    y = [[f"%y{w}_{i}" for i in range(n)] for w in lanes]
+    x = [[f"%x{w}_{i}" for i in range(m)] for w in lanes]
+    y = [[f"%y{w}_{i}" for i in range(m)] for w in lanes]
+    pose = []
+    if floating:  # the sample: T ← T · exp ξ (ξ re-centred to zero), as FloatingStepper.record
+        for k, value in enumerate([f"%bp{k}" for k in range(12)] + x[0][:6]):
+            emit(f"  %mws_in{k} = getelementptr double, ptr %mws, i64 {k}")
+            emit(f"  store double {value}, ptr %mws_in{k}")
+        emit("  call void %moved(ptr %mws)")
+        for k in range(12):
+            emit(f"  %mws_out{k} = getelementptr double, ptr %mws, i64 {18 + k}")
+            emit(f"  %bpn{k} = load double, ptr %mws_out{k}")
+        pose = [f"%bpn{k}" for k in range(12)]
+        x[0][:6] = [native.constant(0.0)] * 6
     if source is None:
         for i in range(n):
             emit(f"  %ti{i} = add i64 %torque_first, {i}")
@@ -163,28 +192,44 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
             emit(f"  %tau{i} = load double, ptr %tp{i}")
         tau1 = [held for _ in lanes]
     else:
-        tau1 = [controlled("%tk", x[w], y[w]) for w in lanes]
+        tau1 = [controlled("%tk", x[w][off:], y[w][off:]) for w in lanes]
     for w in lanes:
         for i in range(n):
-            for array, value in (("Q", x[w][i]), ("V", y[w][i]), ("TAU", tau1[w][i])):
+            for array, value in (("Q", x[w][off + i]), ("V", y[w][off + i]), ("TAU", tau1[w][i])):
                 emit(f"  %{array}i{w}_{i} = add i64 %row, {i}")
                 emit(f"  %{array}p{w}_{i} = getelementptr double, ptr %{array}_{w}, i64 %{array}i{w}_{i}")
                 emit(f"  store double {value}, ptr %{array}p{w}_{i}")
+    matrix = pose[:3] + pose[9:10] + pose[3:6] + pose[10:11] + pose[6:9] + pose[11:12] + [
+        native.constant(v) for v in (0.0, 0.0, 0.0, 1.0)]  # the row-major 4×4 pose
+    base_rows = (("BP", 16, matrix), ("BT", 6, y[0][:6])) if floating else ()
+
+    def store_rows(rows):
+        """Row k of the samples' base arrays."""
+        for array, size, values in rows:
+            emit(f"  %{array}row = mul i64 %k, {size}")
+            for j, value in enumerate(values):
+                emit(f"  %{array}i{j} = add i64 %{array}row, {j}")
+                emit(f"  %{array}p{j} = getelementptr double, ptr %{array}, i64 %{array}i{j}")
+                emit(f"  store double {value}, ptr %{array}p{j}")
+
+    store_rows(base_rows)
 
     def stage(t: str, xs: list, ys: list) -> list:
         """The torques of a later RK4 stage, per run: held, or the controller's at (t, x, y)."""
-        return [held if source is None else controlled(t, xs[w], ys[w]) for w in lanes]
+        return [held if source is None else controlled(t, xs[w][off:], ys[w][off:]) for w in lanes]
 
     def accel(xs: list, ys: list, taus: list) -> list:
         """Store each run's (x, y, τ) into the workspace, run the solver, leave for %exit unless every run's
         status is 1; each run's q̈."""
         count[0] += 1
         c = count[0]
+        base = matrix + ys[0][:6] + [native.constant(0.0)] * 6 if floating else []  # pose, twist, no wrench
         for w in lanes:
-            for i in range(n):
-                for offset, value in ((i, xs[w][i]), (n + i, ys[w][i]), (2 * n + i, taus[w][i])):
-                    emit(f"  %w{c}_{w}_{offset} = getelementptr double, ptr %ws, i64 {offset * width + w}")
-                    emit(f"  store double {value}, ptr %w{c}_{w}_{offset}")
+            inputs = [(i, xs[w][off + i]) for i in range(n)] + [(n + i, ys[w][off + i]) for i in range(n)] + [
+                (2 * n + i, taus[w][i]) for i in range(n)] + [(3 * n + j, value) for j, value in enumerate(base)]
+            for offset, value in inputs:
+                emit(f"  %w{c}_{w}_{offset} = getelementptr double, ptr %ws, i64 {offset * width + w}")
+                emit(f"  store double {value}, ptr %w{c}_{w}_{offset}")
         emit("  call void %run(ptr %ws)")
         passed = "true"
         for w in lanes:
@@ -199,7 +244,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         out = []
         for w in lanes:
             out.append([])
-            for i in range(n):
+            for i in range(m):
                 emit(f"  %ai{c}_{w}_{i} = add i64 %out_first, {i * width + w}")
                 emit(f"  %ap{c}_{w}_{i} = getelementptr double, ptr %ws, i64 %ai{c}_{w}_{i}")
                 emit(f"  %a{c}_{w}_{i} = load double, ptr %ap{c}_{w}_{i}")
@@ -211,7 +256,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         result = []
         for w in lanes:
             result.append([])
-            for i in range(n):
+            for i in range(m):
                 emit(f"  %{name}m{w}_{i} = fmul double {scale}, {terms[w][i]}")
                 emit(f"  %{name}{w}_{i} = fadd double {base[w][i]}, %{name}m{w}_{i}")
                 result[w].append(f"%{name}{w}_{i}")
@@ -221,7 +266,8 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     for w in lanes:
         for i in range(n):
             emit(f"  %QDDp{w}_{i} = getelementptr double, ptr %QDD_{w}, i64 %Qi{w}_{i}")
-            emit(f"  store double {a1[w][i]}, ptr %QDDp{w}_{i}")
+            emit(f"  store double {a1[w][off + i]}, ptr %QDDp{w}_{i}")
+    store_rows((("BA", 6, a1[0][:6]),) if floating else ())
     if method == "euler":
         xn, yn = combine("ex", x, "%dt", y), combine("ey", y, "%dt", a1)
     elif method == "semi_implicit_euler":
@@ -239,7 +285,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
             out = []
             for w in lanes:
                 out.append([])
-                for i in range(n):
+                for i in range(m):
                     v = f"%{name}{w}_{i}"
                     emit(f"  {v}b = fmul double 2.0, {r2[w][i]}")
                     emit(f"  {v}c = fadd double {r1[w][i]}, {v}b")
@@ -252,7 +298,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         xn = combine("rx", x, "%sixth_dt", weighted("wx", y, y2, y3, y4))
         yn = combine("ry", y, "%sixth_dt", weighted("wy", a1, a2, a3, a4))
     for w in lanes:
-        for i in range(n):
+        for i in range(m):
             emit(f"  %xn{w}_{i} = fadd double {xn[w][i]}, -0.0")  # named for the phis: x + (−0) is x
             emit(f"  %yn{w}_{i} = fadd double {yn[w][i]}, -0.0")
     emit("  br label %tail")
@@ -261,9 +307,11 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     emit("  br label %head")
     emit("exit:")  # the end, or a step that did not pass: its start state back, and k
     for w in lanes:
-        for i in range(n):
+        for i in range(m):
             emit(f"  store double %x{w}_{i}, ptr %state_x{w}_{i}")
             emit(f"  store double %y{w}_{i}, ptr %state_y{w}_{i}")
+    for k in range(len(pose_entries)):  # the pose as at that step's start (before its sample moved it)
+        emit(f"  store double %bp{k}, ptr %pose_at{k}")
     emit("  ret i64 %k")
     emit("}")
     return "\n".join(body)

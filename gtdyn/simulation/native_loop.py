@@ -1,11 +1,11 @@
-"""Time loops in native code (issue 24, item 2): ``loop_ir``'s rollout around the compiled forward solver's own
-entry, on a fixed-base tree, with torques held over each step (a vector or one row per step), from a
-``gtdyn.PDController`` (evaluated in the loop at every stage, as the Python stepper asks a controller) or from any
-other Python controller (called back at every stage), sample by sample into the run's arrays, bit for bit as the
-Python loop. A loop is generated per (joints, method, torque source), compiled once per process. An evaluation
-whose certificate does not pass (status ≠ 1), a PD torque that is not finite or a Python controller that raises
-stops the loop before that step: the caller takes the step through the Python stepper, which asks the reference
-path and the controller's checks (answers, warns or raises as always), and resumes.
+"""Time loops in native code (issue 24, item 2): ``loop_ir``'s rollout around the compiled forward solver's own entry,
+on a tree (its base fixed, or floating with Euler or semi-implicit Euler), with torques held over each step (a vector
+or one row per step), from a ``gtdyn.PDController`` (evaluated in the loop at every stage, as the Python stepper asks
+a controller) or from any other Python controller (called back at every stage), sample by sample into the run's
+arrays, bit for bit as the Python loop. A loop is generated per (joints, method, torque source), compiled once per
+process. An evaluation whose certificate does not pass (status ≠ 1), a PD torque that is not finite or a Python
+controller that raises stops the loop before that step: the caller takes the step through the Python stepper, which
+asks the reference path and the controller's checks (answers, warns or raises as always), and resumes.
 """
 
 from __future__ import annotations
@@ -15,22 +15,22 @@ import threading
 
 import numpy as np
 
-from gtdyn.compiled import native
+from gtdyn.compiled import native, pose_step
 from gtdyn.simulation.controllers import PDController
-from gtdyn.simulation.loop_ir import FIELDS, METHODS, PER_RUN, PYTHON, loop_ir
+from gtdyn.simulation.loop_ir import FIELDS, FLOATING_METHODS, METHODS, PER_RUN, PYTHON, loop_ir
 
 _lock = threading.Lock()
 _loops: dict = {}
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_double, ctypes.c_int64)
 
 
-def _rollout(n: int, method: str, source, width: int = 1):
-    """The compiled loop for n joints, ``method`` and a torque ``source`` (``source_of``), over ``width`` runs
-    (kept for the process's life, with its code)."""
-    key = (n, method, source, width)
+def _rollout(n: int, method: str, source, width: int = 1, floating: bool = False):
+    """The compiled loop for n joints (on a ``floating`` base or not), ``method`` and a torque ``source``
+    (``source_of``), over ``width`` runs (kept for the process's life, with its code)."""
+    key = (n, method, source, width, floating)
     with _lock:
         if key not in _loops:
-            loaded = native.Loaded(native.compile_object(loop_ir(n, method, source, width)), "", entries=(),
+            loaded = native.Loaded(native.compile_object(loop_ir(n, method, source, width, floating)), "", entries=(),
                                    extra=["rollout"])
             function = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(loaded.extra["rollout"])
             _loops[key] = (loaded, function)
@@ -67,10 +67,12 @@ class PythonController:
         return [ctypes.cast(self.function, ctypes.c_void_p).value, *(row.ctypes.data for row in self.buffers)]
 
 
-def plan_of(solver, dt: float, torque, samples, state: np.ndarray) -> tuple[np.ndarray, object]:
+def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None) -> tuple[np.ndarray, object]:
     """The plan words of a run (``FIELDS``; first and end are set per chunk). ``torque``: ``HeldTorques`` or a
-    controller's torques. Returns the plan and what it points to besides the run's arrays: the torque rows, or a
-    ``PythonController`` (keep both alive while the loop runs; a ``PDController``'s arrays live with it)."""
+    controller's torques; ``stepper``: on a floating base, the run's ``FloatingStepper`` (its pose and its pose
+    step's scratch). Returns the plan and what it points to besides the run's arrays and the stepper: the torque
+    rows, or a ``PythonController`` (keep both alive while the loop runs; a ``PDController``'s arrays live with
+    it)."""
     n = solver.robot.num_dofs
     law, source = getattr(torque, "law", None), source_of(torque)
     rows = np.ascontiguousarray(torque.rows, dtype=float) if law is None else np.zeros((1, n))
@@ -80,17 +82,22 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray) -> tuple[np.n
         controller = [law.kp.ctypes.data, law.kd.ctypes.data, law.q_rows.ctypes.data, stride[0], law.v_rows.ctypes.data,
                       stride[1], law.ff_rows.ctypes.data, stride[2], _bits(1.0 if law.dt is None else law.dt),
                       law.last_row]
+    base = [0] * 6
+    if samples.base_pose is not None:
+        base = [stepper.start.ctypes.data, pose_step.address(), stepper.steps.scratch.ctypes.data,
+                *(array.ctypes.data for array in (samples.base_pose, samples.base_twist, samples.base_accel))]
     return np.array([solver._ws.ctypes.data, solver._native.address[solver._entry], solver._status, solver._out,
                      0, 0, _bits(dt), samples.q.ctypes.data, samples.v.ctypes.data, samples.qdd.ctypes.data,
                      samples.tau.ctypes.data, rows.ctypes.data, len(rows), state.ctypes.data, samples.t.ctypes.data,
-                     *controller, *(python.words() if python else [0] * 4)], dtype=np.int64), python or rows
+                     *controller, *(python.words() if python else [0] * 4), *base], dtype=np.int64), python or rows
 
 
-def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, width: int = 1) -> int:
-    """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back); returns ``end``,
-    or the step whose evaluation did not pass (the state is its start)."""
+def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, width: int = 1,
+        floating: bool = False) -> int:
+    """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back; and a floating
+    base's pose); returns ``end``, or the step whose evaluation did not pass (the state is its start)."""
     plan[FIELDS.index("first")], plan[FIELDS.index("end")] = first, end
-    return int(_rollout(n, method, source, width)(plan.ctypes.data))
+    return int(_rollout(n, method, source, width, floating)(plan.ctypes.data))
 
 
 CHUNK = 4096  # steps between progress reports
@@ -106,14 +113,15 @@ def source_of(torque) -> tuple[bool, ...] | str | None:
 
 
 def applies(robot, method: str, forward) -> bool:
-    """Whether a run can loop natively: a fixed-base tree, an explicit method of ``METHODS`` and the plain
-    compiled solver (no wrenches or contacts around it) of this thread. Any torque does: held torques, or a
-    controller (a ``PDController`` evaluated in the loop, any other called back: ``source_of``)."""
+    """Whether a run can loop natively: a tree, an explicit method of ``METHODS`` (on a floating base, of
+    ``FLOATING_METHODS``: RK4's later stages need dlog) and the plain compiled solver (no wrenches or contacts
+    around it) of this thread. Any torque does: held torques, or a controller (a ``PDController`` evaluated in
+    the loop, any other called back: ``source_of``)."""
     from threading import get_ident
 
     from gtdyn.compiled.solver import CompiledSolver
 
-    return (not robot.floating_base and not robot.loop_joints and method in METHODS
+    return (not robot.loop_joints and method in (FLOATING_METHODS if robot.floating_base else METHODS)
             and type(forward) is CompiledSolver and not forward.wrench_frames and forward._owner == get_ident())
 
 
@@ -122,7 +130,7 @@ def run_loop(stepper, samples, report, solver, method: str, dt: float, torque, s
     step's start); a step whose evaluation does not pass goes through ``stepper`` (the Python path: the reference
     path answers, warns or raises), and the loop resumes after it."""
     state = np.concatenate([stepper.x, stepper.y]).astype(float)
-    plan, held = plan_of(solver, dt, torque, samples, state)
+    plan, held = plan_of(solver, dt, torque, samples, state, stepper)
     _loop(plan, [(stepper, samples, state)], method, source_of(torque), report, start,
           held if isinstance(held, PythonController) else None)
     del held  # alive until here: the plan points to it
@@ -167,11 +175,11 @@ def _loop(plan: np.ndarray, runs: list, method: str, source, report, start: int 
     points to) from step ``start``, each step the loop stops at taken by the runs' Python steppers (``python``:
     the run's Python controller, whose interruption, not an error, is raised at once)."""
     stepper, samples, state = runs[0]
-    steps, n = len(samples.t) - 1, len(stepper.x)
+    steps, n, floating = len(samples.t) - 1, len(stepper.x), samples.base_pose is not None
     k = start
     while k < steps:
         end = min(k + CHUNK, steps)
-        k = run(plan, n, method, source, k, end, len(runs))
+        k = run(plan, samples.q.shape[1], method, source, k, end, len(runs), floating)
         if python is not None and python.failed is not None:
             failed, python.failed = python.failed, None
             if not isinstance(failed, Exception):  # KeyboardInterrupt, SystemExit: not for the step to repeat
