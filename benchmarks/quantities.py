@@ -2,9 +2,9 @@
 ordering, each column traced on its unit push: ``gtdyn.compiled.quantities``) and ``pin.crba`` on the same
 configuration, interleaved in one process, on the arms, Talos (fixed and floating) and Solo-12
 (floating); the compiled bias forces h(q, q̇) (``gtdyn.compile_bias_forces``) against
-``pin.nonLinearEffects``; and the compiled centre of mass, its Jacobian and the centroidal momentum
-(``gtdyn.compile_center_of_mass``) against ``pin.centerOfMass``, ``pin.jacobianCenterOfMass`` and
-``pin.computeCentroidalMomentum``.
+``pin.nonLinearEffects``; and the compiled centre of mass, its Jacobian, the centroidal momentum and the kinetic and
+potential energies (``gtdyn.compile_center_of_mass``) against ``pin.centerOfMass``, ``pin.jacobianCenterOfMass``,
+``pin.computeCentroidalMomentum``, ``pin.computeKineticEnergy`` and ``pin.computePotentialEnergy``.
 
     python -m benchmarks.quantities
 
@@ -14,7 +14,7 @@ the whole symmetric matrix). Batches of 1000 states: ``mass.batch(Q)`` per state
 ``pin.crba`` (Pinocchio has no parallel CRBA). Medians of paired samples. The cold compile (no cache) and the
 code's size: the ``mass`` function's operations (the columns), and the whole program's. Accuracy: the largest
 relative difference from Pinocchio's M over the batch. h: one checked call against ``pin.nonLinearEffects``
-at a random q̇. c, J_c and h_G: one call each against Pinocchio's (whose Jacobian call computes c too). Writes
+at a random q̇. c, J_c, h_G, T and U: one call each against Pinocchio's (whose Jacobian call computes c too). Writes
 benchmarks/results/quantities.md.
 """
 
@@ -89,7 +89,11 @@ def measure(name: str, floating: bool) -> dict:
                              "pin jacobian": lambda: pin.jacobianCenterOfMass(model, data, configuration),
                              "momentum": lambda: com.momentum(q, v, **pose, **base),
                              "pin momentum": lambda: pin.computeCentroidalMomentum(model, data, configuration,
-                                                                                   velocity)},
+                                                                                   velocity),
+                             "kinetic": lambda: com.kinetic_energy(q, v, **pose, **base),
+                             "pin kinetic": lambda: pin.computeKineticEnergy(model, data, configuration, velocity),
+                             "potential": lambda: com.potential_energy(q, **pose),
+                             "pin potential": lambda: pin.computePotentialEnergy(model, data, configuration)},
                             REPEAT, INNER, WARMUP)
     batch = measure_interleaved({"ours": lambda: mass.batch(Q), "unchecked": lambda: unchecked.batch(Q),
                                  "pin": pinocchio_loop}, REPEAT // 4, 1, 2)
@@ -106,7 +110,9 @@ def measure(name: str, floating: bool) -> dict:
                 bias=paired_ratio(h["ours"], h["pin"]), bias_us=h["ours"].median_us, pin_bias_us=h["pin"].median_us,
                 com=paired_ratio(c["ours"], c["pin"]), com_us=c["ours"].median_us,
                 com_jacobian=paired_ratio(c["jacobian"], c["pin jacobian"]), com_jacobian_us=c["jacobian"].median_us,
-                momentum=paired_ratio(c["momentum"], c["pin momentum"]), momentum_us=c["momentum"].median_us)
+                momentum=paired_ratio(c["momentum"], c["pin momentum"]), momentum_us=c["momentum"].median_us,
+                kinetic=paired_ratio(c["kinetic"], c["pin kinetic"]), kinetic_us=c["kinetic"].median_us,
+                potential=paired_ratio(c["potential"], c["pin potential"]), potential_us=c["potential"].median_us)
 
 
 def main() -> None:
@@ -115,20 +121,22 @@ def main() -> None:
         for k, (name, floating) in enumerate(CASES):
             rows.append(measure(name, floating))
             report.at(k + 1)
-    lines = ["# Compiled whole-body quantities against Pinocchio: M, h, c, J_c and h_G", "",
+    lines = ["# Compiled whole-body quantities against Pinocchio: M, h, c, J_c, h_G and the energies", "",
              f"`python -m benchmarks.quantities`; {machine_description(REPEAT, INNER, WARMUP)}", "",
              __doc__.split("\n\n", 2)[2].strip(), "",
              "| robot | nv | compile s | `mass` operations / program | Pinocchio µs | call µs | call checked / "
              "unchecked × `pin.crba` | batch µs per state | batch checked / unchecked × `pin.crba` loop | "
-             "largest relative difference | fallbacks | h µs / Pinocchio µs (×) | c µs (×) | J_c µs (×) | h_G µs (×) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "largest relative difference | fallbacks | h µs / Pinocchio µs (×) | c µs (×) | J_c µs (×) | h_G µs (×) | "
+             "T µs (×) | U µs (×) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['robot']} | {r['nv']} | {r['compile']:.2f} | {r['mass_ops']:,} / {r['ops']:,} | "
                      f"{r['pin_us']:.2f} | {r['call_us']:.2f} | {r['call']:.2f}× / {r['unchecked']:.2f}× | "
                      f"{r['batch_us']:.2f} | {r['batch']:.2f}× / {r['batch_unchecked']:.2f}× | {r['error']:.1e} | "
                      f"{r['fallbacks']} | {r['bias_us']:.2f} / {r['pin_bias_us']:.2f} ({r['bias']:.2f}×) | "
                      f"{r['com_us']:.2f} ({r['com']:.2f}×) | {r['com_jacobian_us']:.2f} ({r['com_jacobian']:.2f}×) | "
-                     f"{r['momentum_us']:.2f} ({r['momentum']:.2f}×) |")
+                     f"{r['momentum_us']:.2f} ({r['momentum']:.2f}×) | {r['kinetic_us']:.2f} ({r['kinetic']:.2f}×) | "
+                     f"{r['potential_us']:.2f} ({r['potential']:.2f}×) |")
     text = "\n".join(lines) + "\n"
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)

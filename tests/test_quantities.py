@@ -178,10 +178,10 @@ def test_center_of_mass_and_its_jacobian_match_pinocchio(setup):
         assert rel_err(center_of_mass_jacobian(robot, q, **pose_of(base)), pin.center_of_mass_jacobian(q, T)) < TOL
 
 
-def test_compiled_center_of_mass_its_jacobian_and_momentum_match_pinocchio(setup):
-    """``compile_center_of_mass``: one state (c, J_c, both from one run; h_G), a batch on two threads after a
-    pickle, a pose as a ``gtsam.Pose3``; on arms, a tree and a free flyer (whose base translation moves c, not J_c
-    or h_G)."""
+def test_compiled_center_of_mass_its_jacobian_momentum_and_energies_match_pinocchio(setup):
+    """``compile_center_of_mass``: one state (c, J_c, both from one run; h_G; the kinetic and potential energies),
+    a batch on two threads after a pickle, a pose as a ``gtsam.Pose3``; on arms, a tree and a free flyer (whose base
+    translation moves c and the potential energy, not J_c, h_G or the kinetic energy)."""
     robot, pin = setup
     com = gtdyn.compile_center_of_mass(robot)
     states = list(random_states(robot, 13, 4))
@@ -190,6 +190,8 @@ def test_compiled_center_of_mass_its_jacobian_and_momentum_match_pinocchio(setup
         c, J = com.with_jacobian(q, T)
         assert rel_err(c, pin.center_of_mass(q, T)) < TOL and rel_err(J, pin.center_of_mass_jacobian(q, T)) < TOL
         assert rel_err(com.momentum(q, v, T, twist), pin.centroidal_momentum(q, v, T, twist)) < TOL
+        assert rel_err(com.kinetic_energy(q, v, T, twist), pin.kinetic_energy(q, v, T, twist)) < TOL
+        assert rel_err(com.potential_energy(q, base_pose=T), pin.potential_energy(q, T)) < TOL
         assert np.array_equal(com(q, T), c) and np.array_equal(com.jacobian(q, T), J)
         if T is not None:
             assert np.array_equal(com(q, gtsam.Pose3(T)), c)
@@ -199,10 +201,13 @@ def test_compiled_center_of_mass_its_jacobian_and_momentum_match_pinocchio(setup
     arrived = pickle.loads(pickle.dumps(com))
     C, Js = arrived.batch(Q, poses, threads=2), arrived.batch_jacobian(Q, poses)
     H = arrived.batch_momentum(Q, V, poses, twists, threads=2)
+    kinetic, potential = arrived.batch_kinetic_energy(Q, V, poses, twists), arrived.batch_potential_energy(
+        Q, [0.0, 0.0, -9.81], poses, threads=2)
     for k, (q, v, base) in enumerate(states):
         T, twist = base.get("base_pose"), base.get("base_twist")
         assert np.array_equal(C[k], com(q, T)) and np.array_equal(Js[k], com.jacobian(q, T))
         assert np.array_equal(H[k], com.momentum(q, v, T, twist))
+        assert kinetic[k] == com.kinetic_energy(q, v, T, twist) and potential[k] == com.potential_energy(q, base_pose=T)
 
 
 def test_compiled_center_of_mass_names_bad_input():

@@ -4,6 +4,7 @@ variational integrator's bounded energy, and the energies against Pinocchio."""
 
 import warnings
 
+import gtsam
 import numpy as np
 import pytest
 from references import rel_err
@@ -148,6 +149,39 @@ def test_energies_match_pinocchio():
         qp, vp = ref.configuration(q), ref.tangent(v)
         assert rel_err(kinetic, ref.pin.computeKineticEnergy(ref.model, ref.data, qp, vp)) < 1e-12
         assert rel_err(potential, ref.pin.computePotentialEnergy(ref.model, ref.data, qp)) < 1e-12
+
+
+@pytest.mark.parametrize("base", ["fixed", "floating"])
+def test_a_long_trajectorys_energies_are_compiled_and_the_references(base, monkeypatch):
+    """From ``COMPILED_ENERGIES_FROM`` samples on, a trajectory's energies come from compiled kinematics: the PUMA
+    and the free quadruped (its base moving the potential energy), each sample within round-off of the reference's
+    pass, and the shorter run's own energies from the reference."""
+    from gtdyn.simulation import trajectory
+
+    robot = gtdyn.load_robot("puma560" if base == "fixed" else "quadruped", base=base)
+    rng = np.random.default_rng(8)
+    q0, v0 = rng.uniform(-0.3, 0.3, (2, robot.num_dofs))
+    twist = {"base_twist": [0.2, -0.1, 0.3, 0.5, 0.0, 0.4]} if base == "floating" else {}
+    steps = trajectory.COMPILED_ENERGIES_FROM
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gtdyn.JointLimitWarning)
+        run = simulate(robot, q0, v0, dt=1e-3, steps=steps, progress=False, **twist)
+
+    def reference(trajectory_, k):
+        pose = None if trajectory_.base_pose is None else gtsam.Pose3(trajectory_.base_pose[k])
+        twist_k = None if trajectory_.base_twist is None else trajectory_.base_twist[k]
+        return energies(robot, trajectory_.q[k], trajectory_.v[k], trajectory_.gravity, pose, twist_k)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(trajectory, "energies", lambda *a, **k: pytest.fail("the reference's pass ran"))
+        kinetic, potential = run.kinetic, run.potential
+    for k in (0, steps // 3, steps):
+        expected = reference(run, k)
+        # sums over the bodies in another order (−m g·c against −Σ mᵢ g·pᵢ): a few ulps of the largest term
+        scale = max(abs(x) for x in expected) + 1.0
+        assert abs(kinetic[k] - expected[0]) < 1e-13 * scale and abs(potential[k] - expected[1]) < 1e-13 * scale
+    short = simulate(robot, q0, v0, dt=1e-3, steps=1, progress=False, **twist)  # 2 samples: the reference's pass
+    assert [(short.kinetic[k], short.potential[k]) for k in (0, 1)] == [reference(short, k) for k in (0, 1)]
 
 
 def test_bad_arguments_are_named(rr):

@@ -1,10 +1,12 @@
-"""The centre of mass, its Jacobian and the centroidal momentum as compiled code: ``gtdyn.compile_center_of_mass``.
+"""The centre of mass, its Jacobian, the centroidal momentum and the energies as compiled code:
+``gtdyn.compile_center_of_mass``.
 
 The kinematics pass of ``gtdyn.compiled.frames`` stores every moving body's pose (and twist); one function then
 writes the reference functions' formulas (``gtdyn.center_of_mass``, ``center_of_mass_jacobian``,
 ``centroidal_momentum``): c = Σ mᵢ pᵢ / m; each coordinate's column (m_s v + ω × Σ_s mₖ pₖ) / m for its world
 screw ξ = [ω; v] and the subtree s it moves, the subtrees accumulated leaves to root; h_G, each body's G_i V_i
-in world axes about c. A floating base's pass starts at its rotation, the base's translation t left out: c adds
+in world axes about c, and the kinetic energy Σ ½ Vᵢᵀ Gᵢ Vᵢ beside it; the potential energy is −m g · c. A
+floating base's pass starts at its rotation, the base's translation t left out: c adds
 it, and the columns and h_G do not need it (m_s t × ω + ω × m_s t = 0; pᵢ − c).
 
 Nothing is solved, so nothing falls back: the status is 1 when every input is finite, every revolute angle within
@@ -18,11 +20,12 @@ import itertools
 
 import numpy as np
 
-from gtdyn.arguments import joint_positions, robot_argument
+from gtdyn.arguments import gravity_vector, joint_positions, robot_argument
 from gtdyn.compiled import native, trace
 from gtdyn.compiled.frames import KinematicsPlan, kinematics_pass, stored_body
 from gtdyn.compiled.kinematic_calls import POSE, CompiledKinematics, Module, arrived_modules
 from gtdyn.dynamics.quantities import moving_bodies
+from gtdyn.equations import GRAVITY
 from gtdyn.model.limits import MAX_ANGLE
 from gtdyn.model.robot import Robot
 from gtdyn.spatial import skew
@@ -32,21 +35,27 @@ _PREFIXES = itertools.count()
 
 class CompiledCenterOfMass(CompiledKinematics):
     """c(q) (3, world frame; Pinocchio's ``centerOfMass``), J_c(q) (3 × nv, ċ = J_c [base twist; q̇];
-    ``jacobianCenterOfMass``) and the centroidal momentum h_G(q, q̇) (6, [angular; linear] about c in world axes;
-    ``computeCentroidalMomentum``), as ``gtdyn.center_of_mass``, ``center_of_mass_jacobian`` and
-    ``centroidal_momentum`` give them: ``com(q, base_pose=None)``, ``com.jacobian(q, base_pose=None)`` (both:
-    ``com.with_jacobian``), ``com.momentum(q, v, base_pose=None, base_twist=None)``, and ``com.batch(Q,
-    base_pose=None, threads=1)``, ``com.batch_jacobian(...)``, ``com.batch_momentum(Q, V, ...)`` for N states
-    (base poses (N, 4, 4) or a list of ``gtsam.Pose3``, twists (N, 6)). The code at q is compiled at once, the
-    code at (q, q̇) when first called. Bad arguments raise the reference functions' ``ArgumentError`` (in a
-    batch, naming the row). It pickles (the machine code travels with the CPU it was made for)."""
+    ``jacobianCenterOfMass``), the centroidal momentum h_G(q, q̇) (6, [angular; linear] about c in world axes;
+    ``computeCentroidalMomentum``) and the kinetic and potential energies (J; ``computeKineticEnergy``,
+    ``computePotentialEnergy``), as ``gtdyn.center_of_mass``, ``center_of_mass_jacobian``,
+    ``centroidal_momentum``, ``kinetic_energy`` and ``potential_energy`` give them: ``com(q, base_pose=None)``,
+    ``com.jacobian(q, base_pose=None)`` (both: ``com.with_jacobian``), ``com.momentum(q, v, base_pose=None,
+    base_twist=None)``, ``com.kinetic_energy(q, v, ...)``, ``com.potential_energy(q, gravity=GRAVITY,
+    base_pose=None)``, and ``com.batch(Q, base_pose=None, threads=1)``, ``com.batch_jacobian(...)``,
+    ``com.batch_momentum(Q, V, ...)``, ``com.batch_kinetic_energy(Q, V, ...)``, ``com.batch_potential_energy(Q,
+    gravity=GRAVITY, ...)`` for N states (base poses (N, 4, 4) or a list of ``gtsam.Pose3``, twists (N, 6)). The
+    code at q is compiled at once, the code at (q, q̇) when first called. Bad arguments raise the reference
+    functions' ``ArgumentError`` (in a batch, naming the row). It pickles (the machine code travels with the CPU it
+    was made for)."""
 
     QUANTITIES = {"center_of_mass": ("at_q", "fast", 0), "jacobian": ("at_q", "main", 1),
-                  "with_jacobian": ("at_q", "main", None), "momentum": ("motion", "fast", 0)}
+                  "with_jacobian": ("at_q", "main", None), "momentum": ("motion", "fast", 0),
+                  "kinetic_energy": ("motion", "main", 1)}
 
     def __init__(self, robot: Robot, modules: dict | None = None):
         super().__init__(robot_argument(robot), modules)
         self._module("at_q")
+        self.mass = sum(body.mass for body in moving_bodies(self.robot))
 
     def check_q(self, robot: Robot, name: str, q) -> np.ndarray:
         return joint_positions(robot, name, q)  # as the reference functions: angles beyond ±MAX_ANGLE refused
@@ -63,6 +72,19 @@ class CompiledCenterOfMass(CompiledKinematics):
     def momentum(self, q, v, base_pose=None, base_twist=None) -> np.ndarray:
         return self._call("momentum", q, v, base_pose, base_twist)
 
+    def kinetic_energy(self, q, v, base_pose=None, base_twist=None) -> float:
+        return float(self._call("kinetic_energy", q, v, base_pose, base_twist))
+
+    def potential_energy(self, q, gravity=GRAVITY, base_pose=None) -> float:
+        """−m g · c(q): the reference's −Σ mᵢ g · pᵢ."""
+        return float(-self.mass * (gravity_vector(gravity) @ self(q, base_pose)))
+
+    def batch_kinetic_energy(self, Q, V, base_pose=None, base_twist=None, threads: int = 1) -> np.ndarray:
+        return self._batch("kinetic_energy", Q, V, base_pose, base_twist, threads)
+
+    def batch_potential_energy(self, Q, gravity=GRAVITY, base_pose=None, threads: int = 1) -> np.ndarray:
+        return -self.mass * (self.batch(Q, base_pose, threads) @ gravity_vector(gravity))
+
     def batch(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
         return self._batch("center_of_mass", Q, None, base_pose, None, threads)
 
@@ -73,7 +95,7 @@ class CompiledCenterOfMass(CompiledKinematics):
         return self._batch("momentum", Q, V, base_pose, base_twist, threads)
 
     def _shapes(self, name: str) -> list[tuple[int, ...]]:
-        return [(6,)] if name == "motion" else [(3,), (3, self.nv)]
+        return [(6,), ()] if name == "motion" else [(3,), (3, self.nv)]
 
     def _compile(self, name: str) -> Module:
         return _compile(self.robot, name == "motion")
@@ -99,10 +121,10 @@ def _unpickled(robot: Robot, modules: dict, target: str) -> CompiledCenterOfMass
 
 @trace.tracing
 def _compile(robot: Robot, motion: bool) -> Module:
-    """The code at q (``fast``: c; ``main``: c and J_c) or at (q, q̇) (both entries: h_G)."""
+    """The code at q (``fast``: c; ``main``: c and J_c) or at (q, q̇) (both entries: h_G and T)."""
     n, nv = robot.num_dofs, robot.nv
     inputs = (2 if motion else 1) * n + ((POSE + (6 if motion else 0)) if robot.floating_base else 0)
-    parts = [6] if motion else [3, 3 * nv]
+    parts = [6, 1] if motion else [3, 3 * nv]
     stored = [body.index for body in moving_bodies(robot) if body.index > 0 or robot.floating_base]
     first_slot, stride = inputs + 1 + sum(parts), 18 if motion else 12  # R, p (and V) of each stored body
     plan = KinematicsPlan(robot, [], "local", motion, inputs, stride,
@@ -188,19 +210,20 @@ def _jacobian(plan: KinematicsPlan, at: int) -> trace.Function:
 
 def _momentum(plan: KinematicsPlan, at: int) -> trace.Function:
     """h_G: each body's momentum G_i V_i (CoM frame) in world axes, its angular part moved from the body's CoM to
-    the robot's (the pass's positions: a floating base's translation cancels in pᵢ − c)."""
+    the robot's (the pass's positions: a floating base's translation cancels in pᵢ − c); then T = Σ ½ Vᵢ · G_i V_i."""
     robot = plan.robot
     fn = trace.Function("momentum")
     _angles_in_range(plan, fn)
     mass, moments = _masses(plan, fn)
     c = sum((moment for _, moment in moments.values()), np.zeros(3)) / mass
-    angular, linear = np.zeros(3), np.zeros(3)
+    angular, linear, kinetic = np.zeros(3), np.zeros(3), 0.0
     for body in moving_bodies(robot):
         stored = stored_body(plan, fn, body.index)
         momentum = body.G @ stored.V
         body_linear = stored.pose.R @ momentum[3:]
         angular = angular + stored.pose.R @ momentum[:3] + np.cross(stored.pose.p - c, body_linear)
         linear = linear + body_linear
-    for k, x in enumerate(np.concatenate([angular, linear])):
+        kinetic = kinetic + 0.5 * (stored.V @ momentum)
+    for k, x in enumerate([*angular, *linear, kinetic]):
         fn.store(at + k, x)
     return fn

@@ -73,7 +73,7 @@ class CompiledKinematics:
         """Part ``part`` (all if None) of a module's answer, the last axis of ``values``, in its shapes."""
         answer, start = [], 0
         for size, shape in zip(self._modules[name].parts[:2 if part is None else part + 1], self._shapes(name)):
-            answer.append(values[..., start:start + size].reshape(*values.shape[:-1], *shape))
+            answer.append(values[..., start:start + size].reshape(values.shape[:-1] + shape))
             start += size
         return tuple(answer) if part is None else answer[part]
 

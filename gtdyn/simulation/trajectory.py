@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 
 import gtsam
 import numpy as np
 
+from gtdyn.compiled.cache import robot_fingerprint
 from gtdyn.dynamics.quantities import kinetic_energy_of, potential_energy_of
+from gtdyn.errors import ArgumentError
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.model.robot import Robot
+
+# from this many samples the energies come from compiled kinematics (``gtdyn.compile_center_of_mass``), whose
+# compile costs less than the reference's kinematics pass per sample (benchmarks/results/design_measurements.md)
+COMPILED_ENERGIES_FROM = 1000
+REMEMBERED = 8  # robots whose compiled kinematics are kept
+_COMPILED: OrderedDict = OrderedDict()
+_COMPILED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +50,13 @@ class Trajectory:
 
     @cached_property
     def _energies(self) -> np.ndarray:  # computed on first use: a forward-kinematics pass per sample
+        if len(self.t) >= COMPILED_ENERGIES_FROM:
+            try:
+                com = _compiled_kinematics(self.robot)
+                return np.column_stack([com.batch_kinetic_energy(self.q, self.v, self.base_pose, self.base_twist),
+                                        com.batch_potential_energy(self.q, self.gravity, self.base_pose)])
+            except ArgumentError:  # samples the compiled code refuses (angles beyond ±1e6 rad): the reference's
+                pass
         if self.base_pose is None:
             return np.array([energies(self.robot, q, v, self.gravity)
                              for q, v in zip(self.q, self.v, strict=True)]).reshape(-1, 2)
@@ -65,6 +83,23 @@ class Trajectory:
         drift = np.max(np.abs(self.energy - self.energy[0]))
         return (f"Trajectory({self.method} on '{self.robot.name}', {len(self.t) - 1} steps of "
                 f"{self.t[1] - self.t[0]:g} s, energy drift up to {drift:.3g} J)")
+
+
+def _compiled_kinematics(robot: Robot):
+    """The robot's compiled centre of mass and energies, compiled once for the last ``REMEMBERED`` robots."""
+    from gtdyn.compiled.center_of_mass import compile_center_of_mass
+
+    key = (robot_fingerprint(robot), tuple(robot.joint_names))
+    with _COMPILED_LOCK:
+        if key in _COMPILED:
+            _COMPILED.move_to_end(key)
+            return _COMPILED[key]
+    compiled = compile_center_of_mass(robot)
+    with _COMPILED_LOCK:
+        _COMPILED[key] = compiled
+        while len(_COMPILED) > REMEMBERED:
+            _COMPILED.popitem(last=False)
+    return compiled
 
 
 def energies(robot: Robot, q: np.ndarray, v: np.ndarray, gravity, base_pose=None,
