@@ -92,13 +92,23 @@ def dlog(V: np.ndarray) -> np.ndarray:
     return out
 
 
+def dlog_times(xi: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[dlog_ξ] y = Σ c_j [ad_ξ]^j y, by repeated products with [ad_ξ] (no matrix powers: what traced code wants,
+    ``gtdyn.compiled.pose_step``); numbers or object arrays."""
+    return _dlog_series_times(ad(xi), y)
+
+
 def dlog_transpose_times(xi: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """[dlog_ξ]ᵀ y = Σ c_j ([ad_ξ]ᵀ)^j y, by repeated products with [ad_ξ]ᵀ (no matrix powers: what traced code
-    wants, ``gtdyn.compiled.drnea``); numbers or object arrays."""
-    At = ad(xi).T
+    """[dlog_ξ]ᵀ y = Σ c_j ([ad_ξ]ᵀ)^j y, by repeated products with [ad_ξ]ᵀ (``gtdyn.compiled.drnea``); numbers or
+    object arrays."""
+    return _dlog_series_times(ad(xi).T, y)
+
+
+def _dlog_series_times(A: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Σ c_j A^j y over ``DLOG_SERIES``, one product with A per term."""
     out = power = np.asarray(y)
     for coefficient in DLOG_SERIES[1:]:
-        power = At @ power
+        power = A @ power
         if coefficient:
             out = out + coefficient * power
     return out

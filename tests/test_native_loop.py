@@ -183,12 +183,12 @@ def floating_torques(robot, steps: int) -> dict:
             "callable": lambda t, q, v: 0.5 * (target - q) - 0.05 * v}
 
 
-@pytest.mark.parametrize("method", ["semi_implicit_euler", "euler"])
+@pytest.mark.parametrize("method", native_loop.METHODS)
 @pytest.mark.parametrize("torque", ["none", "vector", "rows", "pd", "callable"])
 def test_a_floating_base_loops_natively_bit_for_bit(solo, method, torque):
     """Solo-12 on its free base, tumbling and falling: the native loop moves the base's pose as the Python
-    stepper does (one compiled T · exp ξ for both), so every sample — joints, torques, the base's pose, twist
-    and acceleration — is the same bits."""
+    stepper does (one compiled T · exp ξ and dlog(−ξ) V for both), so every sample — joints, torques, the base's
+    pose, twist and acceleration — is the same bits."""
     rng = np.random.default_rng(1)
     q0, v0 = rng.uniform(-0.3, 0.3, (2, 12))
     native, python, ran = both(solo, q0=q0, v0=v0, tau=floating_torques(solo, 200)[torque], dt=1e-3, steps=200,
@@ -199,7 +199,8 @@ def test_a_floating_base_loops_natively_bit_for_bit(solo, method, torque):
     assert not np.array_equal(native.base_pose[0], native.base_pose[-1])
 
 
-def test_a_floating_base_hands_steps_to_the_python_stepper_and_back(solo, monkeypatch):
+@pytest.mark.parametrize("method", ["semi_implicit_euler", "rk4"])
+def test_a_floating_base_hands_steps_to_the_python_stepper_and_back(solo, monkeypatch, method):
     """Where the native loop stops (a step whose evaluation does not pass: here steps 5 and 131, forced), the
     Python stepper takes the step, leaving ξ ≠ 0 about the pose it moved, and the native loop goes on from there:
     the same bits as the Python loop throughout, across chunks (``CHUNK`` = 50)."""
@@ -217,17 +218,20 @@ def test_a_floating_base_hands_steps_to_the_python_stepper_and_back(solo, monkey
     monkeypatch.setattr(native_loop, "CHUNK", 50)
     rng = np.random.default_rng(5)
     q0, v0 = rng.uniform(-0.3, 0.3, (2, 12))
-    native, python, ran = both(solo, q0=q0, v0=v0, dt=1e-3, steps=200, base_twist=[0.5, 0.1, -0.3, 0.2, 0.1, 0.0])
+    native, python, ran = both(solo, q0=q0, v0=v0, dt=1e-3, steps=200, base_twist=[0.5, 0.1, -0.3, 0.2, 0.1, 0.0],
+                               method=method)
     assert ran and stops == [5, 131]
     for field in ("q", "v", "qdd", "base_pose", "base_twist", "base_accel"):
         assert np.array_equal(getattr(native, field), getattr(python, field)), field
 
 
-def test_a_floating_base_keeps_the_python_loop_for_rk4(solo):
-    """RK4's later stages move ξ away from zero, where ξ̇ needs dlog: the Python stepper takes them."""
-    solver = gtdyn.compile(solo, "forward")
-    assert native_loop.applies(solo, "semi_implicit_euler", solver) and native_loop.applies(solo, "euler", solver)
-    assert not native_loop.applies(solo, "rk4", solver)
+def test_a_floating_base_starting_at_rest_takes_the_sample_pose_at_every_stage(solo):
+    """From rest without gravity and torque the base's ξ stays exactly zero, where the stepper uses the pose and
+    the twist themselves (no exp, no dlog): RK4's later stages too, bit for bit, and the base does not move."""
+    native, python, ran = both(solo, q0=np.zeros(12), v0=np.zeros(12), dt=1e-3, steps=20, method="rk4",
+                               gravity=np.zeros(3))
+    assert ran and np.array_equal(native.base_pose, python.base_pose)
+    assert np.array_equal(native.base_pose[-1], np.eye(4)) and not native.base_twist.any()
 
 
 def test_a_floating_base_falls_and_tumbles_as_pinocchios_loop(solo):

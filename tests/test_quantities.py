@@ -210,6 +210,21 @@ def test_compiled_center_of_mass_its_jacobian_momentum_and_energies_match_pinocc
         assert kinetic[k] == com.kinetic_energy(q, v, T, twist) and potential[k] == com.potential_energy(q, base_pose=T)
 
 
+def test_compiled_potential_energy_follows_the_gravity_asked():
+    """The default gravity's −m g is kept; an array is read at every call, so changing it in place counts."""
+    puma = gtdyn.load_robot("puma560")
+    com = gtdyn.compile_center_of_mass(puma)
+    q = np.full(6, 0.3)
+    g = np.array([0.0, 0.0, -9.81])
+    assert com.potential_energy(q, g) == com.potential_energy(q)
+    assert rel_err(com.potential_energy(q), potential_energy(puma, q)) < TOL
+    g[2] = -1.62  # the Moon
+    assert rel_err(com.potential_energy(q, g), potential_energy(puma, q, gravity=g)) < TOL
+    assert rel_err(com.potential_energy(q, (0.0, 0.0, -1.62)), potential_energy(puma, q, gravity=g)) < TOL
+    with pytest.raises(gtdyn.ArgumentError, match="^gravity"):
+        com.potential_energy(q, [0.0, np.nan, 0.0])
+
+
 def test_compiled_center_of_mass_names_bad_input():
     """What the code does not certify (non-finite q, an angle beyond ±1e6 rad, a pose that is not rigid) is named
     by the reference functions' checks, in a batch with its row."""

@@ -56,6 +56,7 @@ class CompiledCenterOfMass(CompiledKinematics):
         super().__init__(robot_argument(robot), modules)
         self._module("at_q")
         self.mass = sum(body.mass for body in moving_bodies(self.robot))
+        self._weight = (GRAVITY, -self.mass * gravity_vector(GRAVITY))  # −m g for the last gravity asked
 
     def check_q(self, robot: Robot, name: str, q) -> np.ndarray:
         return joint_positions(robot, name, q)  # as the reference functions: angles beyond ±MAX_ANGLE refused
@@ -77,13 +78,22 @@ class CompiledCenterOfMass(CompiledKinematics):
 
     def potential_energy(self, q, gravity=GRAVITY, base_pose=None) -> float:
         """−m g · c(q): the reference's −Σ mᵢ g · pᵢ."""
-        return float(-self.mass * (gravity_vector(gravity) @ self(q, base_pose)))
+        return float(self(q, base_pose) @ self._minus_weight(gravity))
 
     def batch_kinetic_energy(self, Q, V, base_pose=None, base_twist=None, threads: int = 1) -> np.ndarray:
         return self._batch("kinetic_energy", Q, V, base_pose, base_twist, threads)
 
     def batch_potential_energy(self, Q, gravity=GRAVITY, base_pose=None, threads: int = 1) -> np.ndarray:
-        return -self.mass * (self.batch(Q, base_pose, threads) @ gravity_vector(gravity))
+        return self.batch(Q, base_pose, threads) @ self._minus_weight(gravity)
+
+    def _minus_weight(self, gravity) -> np.ndarray:
+        """−m g, checked once for a tuple asked again (the default, or calls in a loop passing the same one; an
+        array could have changed since, so it is checked every time)."""
+        asked, weight = self._weight
+        if gravity is not asked or type(gravity) is not tuple:
+            weight = -self.mass * gravity_vector(gravity)
+            self._weight = (gravity, weight)
+        return weight
 
     def batch(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
         return self._batch("center_of_mass", Q, None, base_pose, None, threads)

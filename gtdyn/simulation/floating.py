@@ -1,9 +1,10 @@
 """The explicit integrators on a floating-base robot: the base's pose lives on SE(3), so each step moves it in
 local coordinates ξ around its pose at the step's start, pose = pose_k · Exp(ξ), with ξ̇ = J_r(ξ)⁻¹ V (V: the
-base's body twist; J_r⁻¹(ξ) = dlog(−ξ), ``gtdyn.spatial.dlog``) — Runge–Kutta on the Lie group in the manner of
+base's body twist; J_r⁻¹(ξ) = dlog(−ξ), ``gtdyn.spatial.dlog_times``) — Runge–Kutta on the Lie group in the manner of
 Munthe-Kaas, which keeps each method's order. The base's pose, twist and acceleration are those of its root
-link frame throughout, as the compiled solver takes and gives them: no frame conversion here. T · exp ξ is the
-compiled ``gtdyn.compiled.pose_step``, which the native time loop calls too: the same poses, bit for bit."""
+link frame throughout, as the compiled solver takes and gives them: no frame conversion here. T · exp ξ and
+dlog(−ξ) V are compiled (``gtdyn.compiled.pose_step``), and the native time loop calls the same code: the same
+poses, bit for bit."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import numpy as np
 from gtdyn.compiled.pose_step import PoseStep
 from gtdyn.errors import GTDYN_ERRORS
 from gtdyn.simulation.steppers import ExplicitStepper, Samples, TorqueSource, note_step
-from gtdyn.spatial import dlog
 
 
 class FloatingStepper(ExplicitStepper):
@@ -30,13 +30,12 @@ class FloatingStepper(ExplicitStepper):
         self.steps = PoseStep()
         self.x, self.y = np.concatenate([np.zeros(6), q]), np.concatenate([base_twist, v])
 
-    @staticmethod
-    def rate(x, y) -> np.ndarray:
-        """[ξ̇; q̇] = [dlog(−ξ) V; q̇]; at ξ = 0 (every step's first stage, the local coordinates being re-centred
-        at each sample) dlog is the identity, exactly as its series sums it there."""
+    def rate(self, x, y) -> np.ndarray:
+        """[ξ̇; q̇] = [dlog(−ξ) V; q̇] (compiled: the native loop's); at ξ = 0 (every step's first stage, the local
+        coordinates being re-centred at each sample) dlog is the identity, exactly as its series sums it there."""
         if not x[:6].any():
             return y.copy()
-        return np.concatenate([dlog(-x[:6]) @ y[:6], y[6:]])
+        return np.concatenate([self.steps.rate(x[:6], y[:6]), y[6:]])
 
     def accel(self, t: float, x, y, tau=None) -> np.ndarray:
         """[base acceleration; q̈] at the state (ξ, q; V, q̇), under ``tau`` (None: the stage's torque)."""

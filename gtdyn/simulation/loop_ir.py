@@ -11,6 +11,7 @@ them, so the trajectories are bit for bit those of the Python loop.
 from __future__ import annotations
 
 from gtdyn.compiled import native
+from gtdyn.compiled.pose_step import MOVED_AT, RATE_AT, SCRATCH, TWIST_AT, VELOCITY_AT
 from gtdyn.simulation.controllers import ROW_OFFSET
 
 METHODS = ("euler", "semi_implicit_euler", "rk4")
@@ -18,14 +19,13 @@ METHODS = ("euler", "semi_implicit_euler", "rk4")
 # Δt's bits, the Q, V, QDD, TAU rows, the torque rows and their count, the state (x then y, read and written back);
 # for a PD controller the samples' times, its gains, its reference rows (q, q̇, τ_ff) with their strides (0 when
 # held, n when sampled), its Δt's bits and its last row; for a Python controller the callback and its q, q̇ and τ;
-# on a floating base the pose (row-major 4×4, read and written back), ``pose_step``'s function and its scratch,
+# on a floating base the pose (row-major 4×4, read and written back), ``pose_step``'s functions and scratch,
 # and the samples' base pose, twist and acceleration rows
 FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state",
           "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast",
-          "callback", "cq", "cv", "ctau", "pose", "moved", "mws", "BP", "BT", "BA")
+          "callback", "cq", "cv", "ctau", "pose", "moved", "rate", "mws", "BP", "BT", "BA")
 PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
 PYTHON = "python"  # the torque source of a run whose controller is a Python callable
-FLOATING_METHODS = ("euler", "semi_implicit_euler")  # every stage at a sample: ξ = 0, so no dlog in the loop
 _POSE_ENTRIES = (0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11)  # R row by row, then p, in the row-major 4×4 pose
 
 
@@ -38,11 +38,12 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     there). ``width`` > 1: that many runs side by side through a lane solver's entry (``gtdyn.compiled.lanes``:
     value i of lane w at ws[i · width + w]); the plan's per-run fields (``PER_RUN``) then point to ``width``
     addresses, and a step that does not pass in any lane stops every lane before it. ``floating``: a floating base
-    (one run; ``FLOATING_METHODS``), its state x = [ξ; q], y = [V; q̇] as ``FloatingStepper``'s: each sample
-    moves the pose to T · exp ξ (``gtdyn.compiled.pose_step``, called by address) and sets ξ to zero, the solver
-    takes the pose and twist, and the samples get the base's pose, twist and acceleration too."""
-    if floating and (width != 1 or method not in FLOATING_METHODS):
-        raise ValueError(f"a floating base loops natively alone, in {FLOATING_METHODS}")
+    (one run), its state x = [ξ; q], y = [V; q̇] as ``FloatingStepper``'s: each sample moves the pose to T · exp ξ
+    and sets ξ to zero; a later RK4 stage's pose is T · exp ξ and its ξ̇ is dlog(−ξ) V (both
+    ``gtdyn.compiled.pose_step``, called by address; T and V themselves where ξ is zero, as the stepper does); the
+    solver takes the pose and twist, and the samples get the base's pose, twist and acceleration too."""
+    if floating and width != 1:
+        raise ValueError("a floating base loops natively alone")
     off = 6 if floating else 0  # where the joints start in x and y
     m = off + n
     passive = source if isinstance(source, tuple) else None
@@ -56,7 +57,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         emit(f"  %{name}_at = getelementptr i64, ptr %plan, i64 {field[name]}")
         emit(f"  %{name}_word = load i64, ptr %{name}_at")
     for name in ("ws", "run", "torques", "times", "kp", "kd", "qr", "vr", "ff", "callback", "cq", "cv", "ctau",
-                 "pose", "moved", "mws", "BP", "BT", "BA", *PER_RUN):
+                 "pose", "moved", "rate", "mws", "BP", "BT", "BA", *PER_RUN):
         emit(f"  %{name} = inttoptr i64 %{name}_word to ptr")
     for name in PER_RUN:  # each run's own array: the word itself, or the w-th of the addresses it points to
         for w in lanes:
@@ -174,16 +175,38 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     held = [f"%tau{i}" for i in range(n)]  # the step's torque row, the same for every run
     x = [[f"%x{w}_{i}" for i in range(m)] for w in lanes]
     y = [[f"%y{w}_{i}" for i in range(m)] for w in lanes]
+
+    def scratch_call(function: str, inputs: list, outputs: range, names: str) -> list[str]:
+        """``function(scratch)`` of ``pose_step`` on ``inputs`` ((index, value)); the values at ``outputs``."""
+        count[0] += 1
+        c = count[0]
+        for k, value in inputs:
+            emit(f"  %mi{c}_{k} = getelementptr double, ptr %mws, i64 {k}")
+            emit(f"  store double {value}, ptr %mi{c}_{k}")
+        emit(f"  call void %{function}(ptr %mws)")
+        for k in outputs:
+            emit(f"  %mo{c}_{k} = getelementptr double, ptr %mws, i64 {k}")
+            emit(f"  %{names}{k - outputs.start} = load double, ptr %mo{c}_{k}")
+        return [f"%{names}{k}" for k in range(len(outputs))]
+
+    def moved(T: list, xi: list, names: str) -> list[str]:
+        """T · exp ξ (12 values: R row by row, then p)."""
+        return scratch_call("moved", list(enumerate(T + xi)), range(MOVED_AT, VELOCITY_AT), names)
+
+    def chosen(name: str, xi: list, nonzero: list, zero: list) -> list[str]:
+        """``nonzero`` where some entry of ξ is not zero (NaN included, as numpy's ``any``), else ``zero``."""
+        flag = "false"
+        for i, value in enumerate(xi):
+            emit(f"  %{name}n{i} = fcmp une double {value}, 0.0")
+            emit(f"  %{name}a{i} = or i1 {flag}, %{name}n{i}")
+            flag = f"%{name}a{i}"
+        for i, (a, b) in enumerate(zip(nonzero, zero)):
+            emit(f"  %{name}{i} = select i1 {flag}, double {a}, double {b}")
+        return [f"%{name}{i}" for i in range(len(zero))]
+
     pose = []
     if floating:  # the sample: T ← T · exp ξ (ξ re-centred to zero), as FloatingStepper.record
-        for k, value in enumerate([f"%bp{k}" for k in range(12)] + x[0][:6]):
-            emit(f"  %mws_in{k} = getelementptr double, ptr %mws, i64 {k}")
-            emit(f"  store double {value}, ptr %mws_in{k}")
-        emit("  call void %moved(ptr %mws)")
-        for k in range(12):
-            emit(f"  %mws_out{k} = getelementptr double, ptr %mws, i64 {18 + k}")
-            emit(f"  %bpn{k} = load double, ptr %mws_out{k}")
-        pose = [f"%bpn{k}" for k in range(12)]
+        pose = moved([f"%bp{k}" for k in range(12)], x[0][:6], "bpn")
         x[0][:6] = [native.constant(0.0)] * 6
     if source is None:
         for i in range(n):
@@ -199,9 +222,13 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
                 emit(f"  %{array}i{w}_{i} = add i64 %row, {i}")
                 emit(f"  %{array}p{w}_{i} = getelementptr double, ptr %{array}_{w}, i64 %{array}i{w}_{i}")
                 emit(f"  store double {value}, ptr %{array}p{w}_{i}")
-    matrix = pose[:3] + pose[9:10] + pose[3:6] + pose[10:11] + pose[6:9] + pose[11:12] + [
-        native.constant(v) for v in (0.0, 0.0, 0.0, 1.0)]  # the row-major 4×4 pose
-    base_rows = (("BP", 16, matrix), ("BT", 6, y[0][:6])) if floating else ()
+
+    def matrix(T: list) -> list[str]:
+        """The row-major 4×4 pose of T (R row by row, then p)."""
+        return T[:3] + T[9:10] + T[3:6] + T[10:11] + T[6:9] + T[11:12] + [
+            native.constant(v) for v in (0.0, 0.0, 0.0, 1.0)]
+
+    base_rows = (("BP", 16, matrix(pose)), ("BT", 6, y[0][:6])) if floating else ()
 
     def store_rows(rows):
         """Row k of the samples' base arrays."""
@@ -218,12 +245,12 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         """The torques of a later RK4 stage, per run: held, or the controller's at (t, x, y)."""
         return [held if source is None else controlled(t, xs[w][off:], ys[w][off:]) for w in lanes]
 
-    def accel(xs: list, ys: list, taus: list) -> list:
-        """Store each run's (x, y, τ) into the workspace, run the solver, leave for %exit unless every run's
-        status is 1; each run's q̈."""
+    def accel(xs: list, ys: list, taus: list, T: list = ()) -> list:
+        """Store each run's (x, y, τ) into the workspace (and a floating base's pose T), run the solver, leave for
+        %exit unless every run's status is 1; each run's q̈ (after a floating base's acceleration)."""
         count[0] += 1
         c = count[0]
-        base = matrix + ys[0][:6] + [native.constant(0.0)] * 6 if floating else []  # pose, twist, no wrench
+        base = matrix(list(T)) + ys[0][:6] + [native.constant(0.0)] * 6 if floating else []  # no wrench
         for w in lanes:
             inputs = [(i, xs[w][off + i]) for i in range(n)] + [(n + i, ys[w][off + i]) for i in range(n)] + [
                 (2 * n + i, taus[w][i]) for i in range(n)] + [(3 * n + j, value) for j, value in enumerate(base)]
@@ -262,7 +289,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
                 result[w].append(f"%{name}{w}_{i}")
         return result
 
-    a1 = accel(x, y, tau1)
+    a1 = accel(x, y, tau1, pose)
     for w in lanes:
         for i in range(n):
             emit(f"  %QDDp{w}_{i} = getelementptr double, ptr %QDD_{w}, i64 %Qi{w}_{i}")
@@ -273,13 +300,25 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     elif method == "semi_implicit_euler":
         yn = combine("sy", y, "%dt", a1)
         xn = combine("sx", x, "%dt", yn)
-    else:  # rk4, ẋ = y
+    else:  # rk4: ẋ = y on a fixed base; on a floating base [dlog(−ξ) V; q̇], each stage's pose T · exp ξ
+
+        def later(name: str, t: str, xs: list, ys: list) -> tuple[list, list]:
+            """A later stage's q̈ and ẋ at (x, y)."""
+            if not floating:
+                return accel(xs, ys, stage(t, xs, ys)), ys
+            xi = xs[0][:6]
+            T = chosen(f"{name}T", xi, moved(pose, xi, f"{name}m"), pose)
+            a = accel(xs, ys, stage(t, xs, ys), T)
+            rate = scratch_call("rate", list(enumerate(xi, TWIST_AT)) + list(enumerate(ys[0][:6], VELOCITY_AT)),
+                                range(RATE_AT, SCRATCH), f"{name}r")
+            return a, [chosen(f"{name}R", xi, rate, ys[0][:6]) + ys[0][6:]]
+
         x2, y2 = combine("x2_", x, "%half_dt", y), combine("y2_", y, "%half_dt", a1)
-        a2 = accel(x2, y2, stage("%t_half", x2, y2))
-        x3, y3 = combine("x3_", x, "%half_dt", y2), combine("y3_", y, "%half_dt", a2)
-        a3 = accel(x3, y3, stage("%t_half", x3, y3))
-        x4, y4 = combine("x4_", x, "%dt", y3), combine("y4_", y, "%dt", a3)
-        a4 = accel(x4, y4, stage("%t_full", x4, y4))
+        a2, r2 = later("s2", "%t_half", x2, y2)
+        x3, y3 = combine("x3_", x, "%half_dt", r2), combine("y3_", y, "%half_dt", a2)
+        a3, r3 = later("s3", "%t_half", x3, y3)
+        x4, y4 = combine("x4_", x, "%dt", r3), combine("y4_", y, "%dt", a3)
+        a4, r4 = later("s4", "%t_full", x4, y4)
 
         def weighted(name, r1, r2, r3, r4):
             out = []
@@ -295,7 +334,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
                     out[w].append(f"{v}f")
             return out
 
-        xn = combine("rx", x, "%sixth_dt", weighted("wx", y, y2, y3, y4))
+        xn = combine("rx", x, "%sixth_dt", weighted("wx", y, r2, r3, r4))  # ẋ = y at the sample (ξ = 0)
         yn = combine("ry", y, "%sixth_dt", weighted("wy", a1, a2, a3, a4))
     for w in lanes:
         for i in range(m):

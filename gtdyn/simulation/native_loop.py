@@ -1,5 +1,5 @@
 """Time loops in native code (issue 24, item 2): ``loop_ir``'s rollout around the compiled forward solver's own entry,
-on a tree (its base fixed, or floating with Euler or semi-implicit Euler), with torques held over each step (a vector
+on a tree (its base fixed or floating), with torques held over each step (a vector
 or one row per step), from a ``gtdyn.PDController`` (evaluated in the loop at every stage, as the Python stepper asks
 a controller) or from any other Python controller (called back at every stage), sample by sample into the run's
 arrays, bit for bit as the Python loop. A loop is generated per (joints, method, torque source), compiled once per
@@ -17,7 +17,7 @@ import numpy as np
 
 from gtdyn.compiled import native, pose_step
 from gtdyn.simulation.controllers import PDController
-from gtdyn.simulation.loop_ir import FIELDS, FLOATING_METHODS, METHODS, PER_RUN, PYTHON, loop_ir
+from gtdyn.simulation.loop_ir import FIELDS, METHODS, PER_RUN, PYTHON, loop_ir
 
 _lock = threading.Lock()
 _loops: dict = {}
@@ -82,9 +82,10 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
         controller = [law.kp.ctypes.data, law.kd.ctypes.data, law.q_rows.ctypes.data, stride[0], law.v_rows.ctypes.data,
                       stride[1], law.ff_rows.ctypes.data, stride[2], _bits(1.0 if law.dt is None else law.dt),
                       law.last_row]
-    base = [0] * 6
+    base = [0] * 7
     if samples.base_pose is not None:
-        base = [stepper.start.ctypes.data, pose_step.address(), stepper.steps.scratch.ctypes.data,
+        base = [stepper.start.ctypes.data, pose_step.address("moved"), pose_step.address("rate"),
+                stepper.steps.scratch.ctypes.data,
                 *(array.ctypes.data for array in (samples.base_pose, samples.base_twist, samples.base_accel))]
     return np.array([solver._ws.ctypes.data, solver._native.address[solver._entry], solver._status, solver._out,
                      0, 0, _bits(dt), samples.q.ctypes.data, samples.v.ctypes.data, samples.qdd.ctypes.data,
@@ -113,15 +114,14 @@ def source_of(torque) -> tuple[bool, ...] | str | None:
 
 
 def applies(robot, method: str, forward) -> bool:
-    """Whether a run can loop natively: a tree, an explicit method of ``METHODS`` (on a floating base, of
-    ``FLOATING_METHODS``: RK4's later stages need dlog) and the plain compiled solver (no wrenches or contacts
-    around it) of this thread. Any torque does: held torques, or a controller (a ``PDController`` evaluated in
-    the loop, any other called back: ``source_of``)."""
+    """Whether a run can loop natively: a tree (its base fixed or floating), an explicit method of ``METHODS`` and
+    the plain compiled solver (no wrenches or contacts around it) of this thread. Any torque does: held torques,
+    or a controller (a ``PDController`` evaluated in the loop, any other called back: ``source_of``)."""
     from threading import get_ident
 
     from gtdyn.compiled.solver import CompiledSolver
 
-    return (not robot.loop_joints and method in (FLOATING_METHODS if robot.floating_base else METHODS)
+    return (not robot.loop_joints and method in METHODS
             and type(forward) is CompiledSolver and not forward.wrench_frames and forward._owner == get_ident())
 
 
