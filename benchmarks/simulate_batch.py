@@ -1,7 +1,8 @@
 """Many rollouts at once: ``gtdyn.simulate_batch`` on 1 and 2 threads against one run after another in a Python
 loop over Pinocchio's ``pin.aba``, in one process, on the PUMA 560 and Talos: semi-implicit Euler without
 gravity, a PD tracking a sampled reference (``gtdyn.PDController``, the rows of ``benchmarks.simulation``), from
-N random starts; state by state (``lanes=False``) and four runs at a time in SIMD lanes (``lanes=True``; the
+N random starts; and on Solo-12's free base without torque (Pinocchio's loop moves its free flyer by
+``pin.integrate``); state by state (``lanes=False``) and four runs at a time in SIMD lanes (``lanes=True``; the
 default, ``lanes=None``, takes them once its solver has lane code: cached, or compiled for a big batch).
 
     python -m benchmarks.simulate_batch [STATES [STEPS [DT]]]     # 16 states of 2,000 steps of 1 ms by default
@@ -24,8 +25,8 @@ from importlib.metadata import version
 import numpy as np
 
 import gtdyn
-from benchmarks.simulation import erd, pd_tracking, pinocchio_pd_loop
-from gtdyn.bench.pinocchio import PinocchioModel
+from benchmarks.simulation import FLOATING, erd, pd_tracking, pinocchio_loop, pinocchio_pd_loop
+from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioModel
 from gtdyn.bench.report import machine
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "simulate_batch.md")
@@ -42,23 +43,31 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
     rows = ["| robot | 1 thread: runs/s (steps/s) | 2 threads: runs/s (steps/s) | 2 threads / 1 | lanes, 1 thread: "
             "runs/s (steps/s) | lanes, 2 threads: runs/s (steps/s) | Python loop over pin.aba, run after run: runs/s "
             "| simulate_batch (2 threads) / Pinocchio: state by state, lanes |", "|---|---|---|---|---|---|---|---|"]
-    robots = {"puma560": gtdyn.bundled_path("puma560"), "talos": erd("talos_data/robots/talos_reduced.urdf")}
-    for name, path in robots.items():
+    robots = {"puma560": (gtdyn.bundled_path("puma560"), "fixed"),
+              "talos": (erd("talos_data/robots/talos_reduced.urdf"), "fixed"), "solo12": (erd(FLOATING["solo12"]),
+                                                                                         "floating")}
+    for name, (path, base) in robots.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gtdyn.ModelWarning)
-            robot = gtdyn.load_robot(path, transmissions="independent")
-        ref = PinocchioModel(path, robot, gravity=np.zeros(3))
+            robot = gtdyn.load_robot(path, base=base, transmissions="independent")
+        floating = base == "floating"
+        ref = (FreeFlyerPinocchio if floating else PinocchioModel)(path, robot, gravity=np.zeros(3))
         rng = np.random.default_rng(0)
         center = rng.uniform(-0.5, 0.5, robot.num_dofs)
         Q0 = center + rng.uniform(-0.05, 0.05, (states, robot.num_dofs))
         V0 = rng.uniform(-0.1, 0.1, (states, robot.num_dofs))
-        controller = pd_tracking(robot, center, steps, dt)
+        twist = 0.3 * rng.normal(size=6)
+        controller = None if floating else pd_tracking(robot, center, steps, dt)
+        options = {"base_twist": twist} if floating else {}
 
         def ours(threads: int, lanes: bool = False):
             return gtdyn.simulate_batch(robot, Q0, V0, tau=controller, dt=dt, steps=steps, threads=threads,
-                                        lanes=lanes, gravity=np.zeros(3))
+                                        lanes=lanes, gravity=np.zeros(3), **options)
 
         def theirs():
+            if floating:
+                return [pinocchio_loop(ref, q0, v0, steps, dt, "semi_implicit_euler", twist)
+                        for q0, v0 in zip(Q0, V0, strict=True)]
             return [pinocchio_pd_loop(ref, controller, q0, v0, steps, dt) for q0, v0 in zip(Q0, V0, strict=True)]
 
         print(f"{name}: compiling and warming up …", file=sys.stderr, flush=True)
@@ -74,7 +83,7 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
                     run()
                     best[key] = min(best[key], time.perf_counter() - started)
         rate = {key: states / seconds for key, seconds in best.items()}
-        rows.append(f"| {name} ({robot.num_dofs} joints) | "
+        rows.append(f"| {name} ({robot.num_dofs} joints{', floating, no torque' if floating else ''}) | "
                     + " | ".join(f"{rate[k]:,.1f} ({rate[k] * steps:,.0f})" for k in (1, 2))
                     + f" | {rate[2] / rate[1]:.2f} | "
                     + " | ".join(f"{rate[k]:,.1f} ({rate[k] * steps:,.0f})" for k in ("L1", "L2"))
@@ -82,8 +91,9 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
         print(rows[-1], file=sys.stderr, flush=True)
     text = "\n".join(["# Many rollouts: simulate_batch on threads", "",
                       f"`python -m benchmarks.simulate_batch {states} {steps} {dt:g}` ({states} runs of {steps:,} "
-                      f"steps of {dt * 1e3:g} ms each, semi-implicit Euler, a PD tracking a sampled reference, no "
-                      f"gravity; load average {load[0]:.2f} before the run; best of 3 interleaved) on "
+                      f"steps of {dt * 1e3:g} ms each, semi-implicit Euler, a PD tracking a sampled reference (on "
+                      f"the fixed bases), no gravity; load average {load[0]:.2f} before the run; best of 3 "
+                      "interleaved) on "
                       f"{datetime.date.today().isoformat()}; {machine(versions())}.", "", *rows, ""])
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)

@@ -224,3 +224,33 @@ def test_a_warning_raised_as_an_error_at_a_lane_groups_end_names_its_row(puma, t
         with pytest.raises(gtdyn.JointLimitWarning) as error:
             gtdyn.simulate_batch(puma, Q0, V0, dt=1e-3, steps=40, threads=threads, lanes=True)
     assert error.value.__notes__[-1] == "gtdyn.simulate_batch: the run from row 5 of q0 and v0"
+
+
+@pytest.mark.parametrize("method", ["semi_implicit_euler", "rk4"])
+def test_floating_runs_in_lanes_are_simulate_bit_for_bit(monkeypatch, method):
+    """Five runs of the free quadruped with ``lanes=True`` (a lane group of four, one run alone), under torques held
+    per step and under a PD controller: every sample — joints, the base's pose, twist and acceleration — is
+    ``simulate``'s, and stays so where the lane loop stops (step 7, forced) and every run's Python stepper takes
+    the step, moving its own pose, before the lanes resume."""
+    from gtdyn.simulation import native_loop
+
+    quadruped = gtdyn.load_robot("quadruped", base="floating")
+    rng = np.random.default_rng(9)
+    Q0, V0 = rng.uniform(-0.3, 0.3, (2, 5, 12))
+    steps, dt = 40, 1e-3
+    kw = dict(dt=dt, steps=steps, method=method, base_twist=[0.3, -0.2, 0.1, 0.2, 0.0, -0.1])
+    original, widths = native_loop.run, []
+
+    def stopping(plan, n, method_, source, first, end, width=1, floating=False):
+        widths.append(width)
+        if first <= 7 < end:
+            return original(plan, n, method_, source, first, 7, width, floating)
+        return original(plan, n, method_, source, first, end, width, floating)
+
+    fields = ("q", "v", "qdd", "tau", "base_pose", "base_twist", "base_accel")
+    for tau in (0.01 * rng.normal(size=(steps, 12)), gtdyn.PDController(quadruped, 0.5, 0.05, np.zeros(12))):
+        with monkeypatch.context() as patched:
+            patched.setattr(native_loop, "run", stopping)
+            batch = gtdyn.simulate_batch(quadruped, Q0, V0, tau=tau, lanes=True, **kw)
+        assert_stacked(batch, alone(quadruped, Q0, V0, tau=tau, **kw), fields)
+        assert 4 in widths and 1 in widths  # a lane group, and the fifth run alone

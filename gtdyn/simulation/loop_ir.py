@@ -25,6 +25,7 @@ FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "
           "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast",
           "callback", "cq", "cv", "ctau", "pose", "moved", "rate", "mws", "BP", "BT", "BA")
 PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
+PER_FLOATING_RUN = ("pose", "BP", "BT", "BA")  # and on a floating base for these
 PYTHON = "python"  # the torque source of a run whose controller is a Python callable
 _POSE_ENTRIES = (0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11)  # R row by row, then p, in the row-major 4×4 pose
 
@@ -38,13 +39,13 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     there). ``width`` > 1: that many runs side by side through a lane solver's entry (``gtdyn.compiled.lanes``:
     value i of lane w at ws[i · width + w]); the plan's per-run fields (``PER_RUN``) then point to ``width``
     addresses, and a step that does not pass in any lane stops every lane before it. ``floating``: a floating base
-    (one run), its state x = [ξ; q], y = [V; q̇] as ``FloatingStepper``'s: each sample moves the pose to T · exp ξ
+    (its fields of ``PER_FLOATING_RUN`` per run too), the state x = [ξ; q], y = [V; q̇] as ``FloatingStepper``'s:
+    each sample moves the pose to T · exp ξ
     and sets ξ to zero; a later RK4 stage's pose is T · exp ξ and its ξ̇ is dlog(−ξ) V (both
     ``gtdyn.compiled.pose_step``, called by address; T and V themselves where ξ is zero, as the stepper does); the
     solver takes the pose and twist, and the samples get the base's pose, twist and acceleration too."""
-    if floating and width != 1:
-        raise ValueError("a floating base loops natively alone")
     off = 6 if floating else 0  # where the joints start in x and y
+    per_run = PER_RUN + (PER_FLOATING_RUN if floating else ())
     m = off + n
     passive = source if isinstance(source, tuple) else None
     body: list[str] = ["declare double @llvm.floor.f64(double)", "declare double @llvm.fabs.f64(double)"]
@@ -57,9 +58,9 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         emit(f"  %{name}_at = getelementptr i64, ptr %plan, i64 {field[name]}")
         emit(f"  %{name}_word = load i64, ptr %{name}_at")
     for name in ("ws", "run", "torques", "times", "kp", "kd", "qr", "vr", "ff", "callback", "cq", "cv", "ctau",
-                 "pose", "moved", "rate", "mws", "BP", "BT", "BA", *PER_RUN):
+                 "moved", "rate", "mws", *PER_FLOATING_RUN, *PER_RUN):
         emit(f"  %{name} = inttoptr i64 %{name}_word to ptr")
-    for name in PER_RUN:  # each run's own array: the word itself, or the w-th of the addresses it points to
+    for name in per_run:  # each run's own array: the word itself, or the w-th of the addresses it points to
         for w in lanes:
             if width == 1:
                 emit(f"  %{name}_0 = getelementptr i8, ptr %{name}, i64 0")
@@ -84,17 +85,17 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     for w, i, part, offset in state:  # the state (x = q, y = q̇) loaded once, carried through the steps by phis
         emit(f"  %state_{part}{w}_{i} = getelementptr double, ptr %state_{w}, i64 {offset + i}")
         emit(f"  %{part}0_{w}_{i} = load double, ptr %state_{part}{w}_{i}")
-    pose_entries = _POSE_ENTRIES if floating else ()
-    for k, entry in enumerate(pose_entries):  # the pose, carried by phis too
-        emit(f"  %pose_at{k} = getelementptr double, ptr %pose, i64 {entry}")
-        emit(f"  %bp0_{k} = load double, ptr %pose_at{k}")
+    pose_entries = [(w, k, entry) for w in lanes for k, entry in enumerate(_POSE_ENTRIES)] if floating else []
+    for w, k, entry in pose_entries:  # each run's pose, carried by phis too
+        emit(f"  %pose_at{w}_{k} = getelementptr double, ptr %pose_{w}, i64 {entry}")
+        emit(f"  %bp0_{w}_{k} = load double, ptr %pose_at{w}_{k}")
     emit("  br label %head")
     emit("head:")
     emit("  %k = phi i64 [ %first_word, %entry ], [ %k_next, %tail ]")
     for w, i, part, _ in state:
         emit(f"  %{part}{w}_{i} = phi double [ %{part}0_{w}_{i}, %entry ], [ %{part}n{w}_{i}, %tail ]")
-    for k in range(len(pose_entries)):
-        emit(f"  %bp{k} = phi double [ %bp0_{k}, %entry ], [ %bpn{k}, %tail ]")
+    for w, k, _ in pose_entries:
+        emit(f"  %bp{w}_{k} = phi double [ %bp0_{w}_{k}, %entry ], [ %bpn{w}_{k}, %tail ]")
     emit("  %more = icmp slt i64 %k, %end_word")
     emit("  br i1 %more, label %step, label %exit")
     emit("step:")
@@ -204,10 +205,11 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
             emit(f"  %{name}{i} = select i1 {flag}, double {a}, double {b}")
         return [f"%{name}{i}" for i in range(len(zero))]
 
-    pose = []
+    poses = [[] for _ in lanes]
     if floating:  # the sample: T ← T · exp ξ (ξ re-centred to zero), as FloatingStepper.record
-        pose = moved([f"%bp{k}" for k in range(12)], x[0][:6], "bpn")
-        x[0][:6] = [native.constant(0.0)] * 6
+        for w in lanes:
+            poses[w] = moved([f"%bp{w}_{k}" for k in range(12)], x[w][:6], f"bpn{w}_")
+            x[w][:6] = [native.constant(0.0)] * 6
     if source is None:
         for i in range(n):
             emit(f"  %ti{i} = add i64 %torque_first, {i}")
@@ -228,30 +230,32 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         return T[:3] + T[9:10] + T[3:6] + T[10:11] + T[6:9] + T[11:12] + [
             native.constant(v) for v in (0.0, 0.0, 0.0, 1.0)]
 
-    base_rows = (("BP", 16, matrix(pose)), ("BT", 6, y[0][:6])) if floating else ()
 
-    def store_rows(rows):
-        """Row k of the samples' base arrays."""
-        for array, size, values in rows:
+    def store_rows(array: str, size: int, values: list) -> None:
+        """Row k of each run's samples' base ``array`` (``values``: each run's)."""
+        if floating:
             emit(f"  %{array}row = mul i64 %k, {size}")
-            for j, value in enumerate(values):
-                emit(f"  %{array}i{j} = add i64 %{array}row, {j}")
-                emit(f"  %{array}p{j} = getelementptr double, ptr %{array}, i64 %{array}i{j}")
-                emit(f"  store double {value}, ptr %{array}p{j}")
+        for w in lanes if floating else ():
+            for j, value in enumerate(values[w]):
+                emit(f"  %{array}i{w}_{j} = add i64 %{array}row, {j}")
+                emit(f"  %{array}p{w}_{j} = getelementptr double, ptr %{array}_{w}, i64 %{array}i{w}_{j}")
+                emit(f"  store double {value}, ptr %{array}p{w}_{j}")
 
-    store_rows(base_rows)
+    store_rows("BP", 16, [matrix(T) for T in poses])
+    store_rows("BT", 6, [ys[:6] for ys in y])
 
     def stage(t: str, xs: list, ys: list) -> list:
         """The torques of a later RK4 stage, per run: held, or the controller's at (t, x, y)."""
         return [held if source is None else controlled(t, xs[w][off:], ys[w][off:]) for w in lanes]
 
-    def accel(xs: list, ys: list, taus: list, T: list = ()) -> list:
-        """Store each run's (x, y, τ) into the workspace (and a floating base's pose T), run the solver, leave for
-        %exit unless every run's status is 1; each run's q̈ (after a floating base's acceleration)."""
+    def accel(xs: list, ys: list, taus: list, Ts: list) -> list:
+        """Store each run's (x, y, τ) into the workspace (and a floating base's pose, ``Ts``: each run's), run the
+        solver, leave for %exit unless every run's status is 1; each run's q̈ (after a floating base's
+        acceleration)."""
         count[0] += 1
         c = count[0]
-        base = matrix(list(T)) + ys[0][:6] + [native.constant(0.0)] * 6 if floating else []  # no wrench
         for w in lanes:
+            base = matrix(Ts[w]) + ys[w][:6] + [native.constant(0.0)] * 6 if floating else []  # no wrench
             inputs = [(i, xs[w][off + i]) for i in range(n)] + [(n + i, ys[w][off + i]) for i in range(n)] + [
                 (2 * n + i, taus[w][i]) for i in range(n)] + [(3 * n + j, value) for j, value in enumerate(base)]
             for offset, value in inputs:
@@ -289,12 +293,12 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
                 result[w].append(f"%{name}{w}_{i}")
         return result
 
-    a1 = accel(x, y, tau1, pose)
+    a1 = accel(x, y, tau1, poses)
     for w in lanes:
         for i in range(n):
             emit(f"  %QDDp{w}_{i} = getelementptr double, ptr %QDD_{w}, i64 %Qi{w}_{i}")
             emit(f"  store double {a1[w][off + i]}, ptr %QDDp{w}_{i}")
-    store_rows((("BA", 6, a1[0][:6]),) if floating else ())
+    store_rows("BA", 6, [a[:6] for a in a1])
     if method == "euler":
         xn, yn = combine("ex", x, "%dt", y), combine("ey", y, "%dt", a1)
     elif method == "semi_implicit_euler":
@@ -305,13 +309,17 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         def later(name: str, t: str, xs: list, ys: list) -> tuple[list, list]:
             """A later stage's q̈ and ẋ at (x, y)."""
             if not floating:
-                return accel(xs, ys, stage(t, xs, ys)), ys
-            xi = xs[0][:6]
-            T = chosen(f"{name}T", xi, moved(pose, xi, f"{name}m"), pose)
-            a = accel(xs, ys, stage(t, xs, ys), T)
-            rate = scratch_call("rate", list(enumerate(xi, TWIST_AT)) + list(enumerate(ys[0][:6], VELOCITY_AT)),
-                                range(RATE_AT, SCRATCH), f"{name}r")
-            return a, [chosen(f"{name}R", xi, rate, ys[0][:6]) + ys[0][6:]]
+                return accel(xs, ys, stage(t, xs, ys), poses), ys
+            Ts = [chosen(f"{name}T{w}_", xs[w][:6], moved(poses[w], xs[w][:6], f"{name}m{w}_"), poses[w])
+                  for w in lanes]
+            a = accel(xs, ys, stage(t, xs, ys), Ts)
+            rates = []
+            for w in lanes:
+                xi, V = xs[w][:6], ys[w][:6]
+                rate = scratch_call("rate", list(enumerate(xi, TWIST_AT)) + list(enumerate(V, VELOCITY_AT)),
+                                    range(RATE_AT, SCRATCH), f"{name}r{w}_")
+                rates.append(chosen(f"{name}R{w}_", xi, rate, V) + ys[w][6:])
+            return a, rates
 
         x2, y2 = combine("x2_", x, "%half_dt", y), combine("y2_", y, "%half_dt", a1)
         a2, r2 = later("s2", "%t_half", x2, y2)
@@ -349,8 +357,8 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         for i in range(m):
             emit(f"  store double %x{w}_{i}, ptr %state_x{w}_{i}")
             emit(f"  store double %y{w}_{i}, ptr %state_y{w}_{i}")
-    for k in range(len(pose_entries)):  # the pose as at that step's start (before its sample moved it)
-        emit(f"  store double %bp{k}, ptr %pose_at{k}")
+    for w, k, _ in pose_entries:  # each pose as at that step's start (before its sample moved it)
+        emit(f"  store double %bp{w}_{k}, ptr %pose_at{w}_{k}")
     emit("  ret i64 %k")
     emit("}")
     return "\n".join(body)

@@ -155,13 +155,16 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     first = runs[0]
     solver, width = first.forward, len(runs)
     states = [np.concatenate([r.stepper.x, r.stepper.y]).astype(float) for r in runs]
-    plan, rows = plan_of(solver, first.dt, first.torque, first.samples, states[0])
+    plan, rows = plan_of(solver, first.dt, first.torque, first.samples, states[0], first.stepper)
     ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
     plan[FIELDS.index("ws")] = ws.ctypes.data
     plan[FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
     arrays = {"state": states} | {name: [getattr(r.samples, name.lower()) for r in runs]
                                   for name in PER_RUN if name != "state"}
-    addresses = {name: np.array([a.ctypes.data for a in arrays[name]], dtype=np.int64) for name in PER_RUN}
+    if first.samples.base_pose is not None:  # each run's pose, and its base's sample rows (PER_FLOATING_RUN)
+        arrays |= {"pose": [r.stepper.start for r in runs], "BP": [r.samples.base_pose for r in runs],
+                   "BT": [r.samples.base_twist for r in runs], "BA": [r.samples.base_accel for r in runs]}
+    addresses = {name: np.array([a.ctypes.data for a in array], dtype=np.int64) for name, array in arrays.items()}
     for name, words in addresses.items():
         plan[FIELDS.index(name)] = words.ctypes.data
     _loop(plan, [(r.stepper, r.samples, state) for r, state in zip(runs, states)], first.method,
