@@ -12,8 +12,10 @@ Pivots are fixed here, so they must be good at every state, not just one. Each c
 smallest ratio, over several random states, to the largest candidate in its column (threshold partial
 pivoting, made state-independent): a constant ±1, or the articulated inertia Sᵀ Iᴬ S of ABA, scores well
 everywhere; an entry that passes through zero as a joint turns scores badly. Among candidates within
-``THRESHOLD`` of the best, constants come first, then rows with fewer entries (less fill). What a fixed choice
-cannot promise, the run-time checks of ``gtdyn.compiled.codegen`` verify.
+``THRESHOLD`` of the best, constants come first, then entries that keep one sign over the samples (one that
+takes both signs vanishes somewhere between them, the states being connected and the entry continuous: a
+floating base's coupling that a symmetric stance zeroes, say), then rows with fewer entries (less fill). What a
+fixed choice cannot promise, the run-time checks of ``gtdyn.compiled.codegen`` verify.
 """
 
 from __future__ import annotations
@@ -146,14 +148,16 @@ def eliminate(rows: list[Row], order: list[int], on_step=None) -> Plan:
 
 def _choose(plan: Plan, candidates: list[int], x: int, c: int) -> int:
     entries = [plan.work[i][x][c] for i in candidates]
-    magnitudes = np.array([np.abs(np.broadcast_to(trace.value(e), _samples(entries))) for e in entries])
+    values = np.array([np.broadcast_to(trace.value(e), _samples(entries)) for e in entries])
+    magnitudes = np.abs(values)
     with np.errstate(all="ignore"):
         ratios = magnitudes / np.max(magnitudes, axis=0)
     scores = np.nan_to_num(np.min(ratios, axis=1))
     best = scores.max()
+    crosses_zero = (values > 0).any(axis=1) & (values < 0).any(axis=1)
     eligible = [k for k in range(len(candidates)) if scores[k] >= THRESHOLD * best]
-    k = min(eligible, key=lambda k: (trace.is_sym(entries[k]), sum(len(b) for b in plan.work[candidates[k]].values()),
-                                     -scores[k]))
+    k = min(eligible, key=lambda k: (trace.is_sym(entries[k]), bool(crosses_zero[k]),
+                                     sum(len(b) for b in plan.work[candidates[k]].values()), -scores[k]))
     return candidates[k]
 
 
