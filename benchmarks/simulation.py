@@ -29,7 +29,7 @@ from importlib.metadata import distribution
 import numpy as np
 
 import gtdyn
-from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioModel
+from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioContacts, PinocchioModel
 from gtdyn.bench.report import machine_description
 
 RUNS = 5  # runs of each loop, ours and Pinocchio's in turns
@@ -222,6 +222,7 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
                         "| — | — |")
     for name, relative in FLOATING.items():
         rows += floating_rows(name, erd(relative), steps, dt)
+    rows += standing_rows(erd(FLOATING["solo12"]), steps, dt)
     rows.append(floating_variational(steps, dt))
     text = "\n".join(["# Simulation speed", "",
                       f"`python -m benchmarks.simulation {steps} {dt:g}` ({steps:,} steps of {dt * 1e3:g} ms, no "
@@ -274,6 +275,51 @@ def floating_rows(name: str, path: str, steps: int, dt: float) -> list[str]:
             rows.append(compared_row(f"{name}, floating base ({robot.num_dofs} joints)",
                                      f"{method} on SE(3){'' if checks else ', checks=False'} (ends {{apart}} apart)",
                                      lambda: ours(method, checks), lambda: theirs(method), ends, steps))
+    return rows
+
+
+SOLO_FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
+SOLO_STANCE = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)  # legs bent alike, abduction at zero
+
+
+def standing_rows(path: str, steps: int, dt: float) -> list[str]:
+    """Solo-12 on its four feet (rigid point contacts), under gravity, a PD (kp 5, kd 0.2) holding a stance of bent
+    legs from it: ``gtdyn.simulate`` with ``contacts`` (semi-implicit Euler) checked and not, against the same loop
+    over Pinocchio's ``constraintDynamics`` (exact: no proximal regularisation) and ``pin.integrate``, the PD in
+    numpy; and how far apart the ends are."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gtdyn.ModelWarning)
+        robot = gtdyn.load_robot(path, base="floating", transmissions="independent")
+    ref = FreeFlyerPinocchio(path, robot)
+    contacts = PinocchioContacts(ref, SOLO_FEET, "point")
+    pin, model = ref.pin, ref.model
+    hold = gtdyn.PDController(robot, 5.0, 0.2, SOLO_STANCE)
+    feet = [gtdyn.Contact(name) for name in SOLO_FEET]
+    joints, velocities = [i for i, _ in ref.idx_q], ref.idx_v
+    q_ref = SOLO_STANCE[np.argsort(joints)]  # in Pinocchio's joint order
+    ends = {}
+
+    def ours(checks=True, count=steps):
+        run = gtdyn.simulate(robot, SOLO_STANCE, np.zeros(12), tau=hold, dt=dt, steps=count, contacts=feet,
+                             checks=checks, progress=False)
+        ends["gtdyn"] = np.concatenate([run.base_pose[-1].ravel(), run.q[-1]])
+
+    def theirs():
+        q, v, tau = ref.configuration(SOLO_STANCE, np.eye(4)), np.zeros(model.nv), np.zeros(model.nv)
+        for _ in range(steps):
+            tau[6:] = 5.0 * (q_ref - q[7:]) - 0.2 * v[6:]
+            v = v + dt * contacts.solve(q, v, tau)
+            q = pin.integrate(model, q, dt * v)
+        ends["pin"] = np.concatenate([pin.XYZQUATToSE3(q[:7]).homogeneous.ravel(), q[joints]])
+
+    assert sorted(joints) == list(range(7, 19)) and sorted(velocities) == list(range(6, 18))
+    print("solo12 on four feet: compiling and warming up …", file=sys.stderr, flush=True)
+    rows = []
+    for checks in (True, False):
+        ours(checks, 10)
+        rows.append(compared_row(f"solo12 on four feet ({robot.num_dofs} joints)",
+                                 f"semi_implicit_euler, a PD holding a stance{'' if checks else ', checks=False'} "
+                                 "(ends {apart} apart)", lambda: ours(checks), theirs, ends, steps))
     return rows
 
 

@@ -207,12 +207,12 @@ def test_a_floating_base_hands_steps_to_the_python_stepper_and_back(solo, monkey
     original = native_loop.run
     stops = []
 
-    def stopping(plan, n, method, source, first, end, width=1, floating=False):
+    def stopping(plan, n, method, source, first, end, *shape):
         for stop in (5, 131):
             if first <= stop < end:
                 stops.append(stop)
-                return original(plan, n, method, source, first, stop, width, floating)  # stops before it
-        return original(plan, n, method, source, first, end, width, floating)
+                return original(plan, n, method, source, first, stop, *shape)  # stops before it
+        return original(plan, n, method, source, first, end, *shape)
 
     monkeypatch.setattr(native_loop, "run", stopping)
     monkeypatch.setattr(native_loop, "CHUNK", 50)
@@ -260,3 +260,35 @@ def test_a_floating_base_falls_and_tumbles_as_pinocchios_loop(solo):
     scale = np.max(np.abs(v))
     assert np.allclose(run.v[-1], ref.joint_order(v), rtol=0, atol=1e-13 * scale)
     assert np.allclose(run.base_twist[-1], ref.base_part(v), rtol=0, atol=1e-13 * scale)
+
+
+def test_rigid_contacts_loop_natively_bit_for_bit(solo):
+    """Solo-12 standing on its four feet (a PD holding a bent stance, and RK4 from a nudged one): the native loop
+    calls the constrained solver behind the contacts and records each sample's contact forces, the same bits as the
+    Python loop, hand-offs included (step 9, forced). External wrenches keep the Python loop."""
+    feet = [gtdyn.Contact(name) for name in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")]
+    stance = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)
+    hold = gtdyn.PDController(solo, 5.0, 0.2, stance)
+    original = native_loop.run
+
+    def stopping(plan, n, method, source, first, end, *shape):
+        if first <= 9 < end:
+            return original(plan, n, method, source, first, 9, *shape)
+        return original(plan, n, method, source, first, end, *shape)
+
+    fields = ("q", "v", "qdd", "tau", "base_pose", "base_twist", "base_accel", "contact_forces")
+    for method, q0, tau in (("semi_implicit_euler", stance, hold), ("rk4", stance + 0.05, None)):
+        native_loop.run = stopping
+        try:
+            native, python, ran = both(solo, q0=q0, v0=np.zeros(12), tau=tau, dt=1e-3, steps=60, method=method,
+                                       contacts=feet)
+        finally:
+            native_loop.run = original
+        assert ran
+        for field in fields:
+            assert np.array_equal(getattr(native, field), getattr(python, field)), (method, field)
+        assert np.isfinite(native.contact_forces).all() and native.contact_forces.any()
+    from gtdyn.simulation.environment import EnvironmentForward
+    pushed = EnvironmentForward(gtdyn.compile(solo, "forward", wrench_frames=["base_link"]), {"base_link": np.zeros(6)},
+                                False)
+    assert not native_loop.applies(solo, "rk4", pushed)

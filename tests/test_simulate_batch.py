@@ -241,11 +241,11 @@ def test_floating_runs_in_lanes_are_simulate_bit_for_bit(monkeypatch, method):
     kw = dict(dt=dt, steps=steps, method=method, base_twist=[0.3, -0.2, 0.1, 0.2, 0.0, -0.1])
     original, widths = native_loop.run, []
 
-    def stopping(plan, n, method_, source, first, end, width=1, floating=False):
-        widths.append(width)
+    def stopping(plan, n, method_, source, first, end, *shape):
+        widths.append(shape[0] if shape else 1)
         if first <= 7 < end:
-            return original(plan, n, method_, source, first, 7, width, floating)
-        return original(plan, n, method_, source, first, end, width, floating)
+            return original(plan, n, method_, source, first, 7, *shape)
+        return original(plan, n, method_, source, first, end, *shape)
 
     fields = ("q", "v", "qdd", "tau", "base_pose", "base_twist", "base_accel")
     for tau in (0.01 * rng.normal(size=(steps, 12)), gtdyn.PDController(quadruped, 0.5, 0.05, np.zeros(12))):

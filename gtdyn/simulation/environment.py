@@ -26,10 +26,30 @@ class EnvironmentForward:
 
 class RecordingForces:
     """A stepper whose samples also hold the contact forces at the sample's state (its ``record`` evaluates the
-    dynamics there last)."""
+    dynamics there last). Its state (``x``, ``y``, and whatever else the native loop reads) is the wrapped
+    stepper's."""
 
     def __init__(self, stepper: Stepper, forward: EnvironmentForward):
         self.stepper, self.forward = stepper, forward
+
+    def __getattr__(self, name: str):
+        return getattr(self.stepper, name)
+
+    @property
+    def x(self):
+        return self.stepper.x
+
+    @x.setter
+    def x(self, value) -> None:
+        self.stepper.x = value
+
+    @property
+    def y(self):
+        return self.stepper.y
+
+    @y.setter
+    def y(self, value) -> None:
+        self.stepper.y = value
 
     def record(self, k: int, t: float, out: Samples) -> None:
         self.stepper.record(k, t, out)

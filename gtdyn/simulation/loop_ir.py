@@ -20,10 +20,10 @@ METHODS = ("euler", "semi_implicit_euler", "rk4")
 # for a PD controller the samples' times, its gains, its reference rows (q, q̇, τ_ff) with their strides (0 when
 # held, n when sampled), its Δt's bits and its last row; for a Python controller the callback and its q, q̇ and τ;
 # on a floating base the pose (row-major 4×4, read and written back), ``pose_step``'s functions and scratch,
-# and the samples' base pose, twist and acceleration rows
+# and the samples' base pose, twist and acceleration rows; with rigid contacts the samples' contact force rows
 FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state",
           "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast",
-          "callback", "cq", "cv", "ctau", "pose", "moved", "rate", "mws", "BP", "BT", "BA")
+          "callback", "cq", "cv", "ctau", "pose", "moved", "rate", "mws", "BP", "BT", "BA", "CF")
 PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
 PER_FLOATING_RUN = ("pose", "BP", "BT", "BA")  # and on a floating base for these
 PYTHON = "python"  # the torque source of a run whose controller is a Python callable
@@ -31,7 +31,7 @@ _POSE_ENTRIES = (0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11)  # R row by row, then p, 
 
 
 def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, width: int = 1,
-            floating: bool = False) -> str:
+            floating: bool = False, forces: int = 0) -> str:
     """``rollout(plan) -> i64``: steps first … end−1; returns end, or the step whose evaluation did not pass.
     ``source``: None for held torques; a PD controller's passive joints (tuple), which the loop evaluates itself
     (zero at the passive joints); or ``PYTHON``: a Python controller, called back at each stage as
@@ -43,9 +43,11 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     each sample moves the pose to T · exp ξ
     and sets ξ to zero; a later RK4 stage's pose is T · exp ξ and its ξ̇ is dlog(−ξ) V (both
     ``gtdyn.compiled.pose_step``, called by address; T and V themselves where ξ is zero, as the stepper does); the
-    solver takes the pose and twist, and the samples get the base's pose, twist and acceleration too."""
+    solver takes the pose and twist, and the samples get the base's pose, twist and acceleration too. ``forces``:
+    the solver's contact force components after the motion (rigid contacts), each sample's written to its row of
+    the samples' contact forces (``CF``, per run)."""
     off = 6 if floating else 0  # where the joints start in x and y
-    per_run = PER_RUN + (PER_FLOATING_RUN if floating else ())
+    per_run = PER_RUN + (PER_FLOATING_RUN if floating else ()) + (("CF",) if forces else ())
     m = off + n
     passive = source if isinstance(source, tuple) else None
     body: list[str] = ["declare double @llvm.floor.f64(double)", "declare double @llvm.fabs.f64(double)"]
@@ -58,7 +60,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         emit(f"  %{name}_at = getelementptr i64, ptr %plan, i64 {field[name]}")
         emit(f"  %{name}_word = load i64, ptr %{name}_at")
     for name in ("ws", "run", "torques", "times", "kp", "kd", "qr", "vr", "ff", "callback", "cq", "cv", "ctau",
-                 "moved", "rate", "mws", *PER_FLOATING_RUN, *PER_RUN):
+                 "moved", "rate", "mws", *PER_FLOATING_RUN, "CF", *PER_RUN):
         emit(f"  %{name} = inttoptr i64 %{name}_word to ptr")
     for name in per_run:  # each run's own array: the word itself, or the w-th of the addresses it points to
         for w in lanes:
@@ -299,6 +301,16 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
             emit(f"  %QDDp{w}_{i} = getelementptr double, ptr %QDD_{w}, i64 %Qi{w}_{i}")
             emit(f"  store double {a1[w][off + i]}, ptr %QDDp{w}_{i}")
     store_rows("BA", 6, [a[:6] for a in a1])
+    if forces:  # the sample's contact forces, after the motion in the answer, before the next solve
+        emit(f"  %CFrow = mul i64 %k, {forces}")
+    for w in lanes if forces else ():
+        for j in range(forces):
+            emit(f"  %cfi{w}_{j} = add i64 %out_first, {(m + j) * width + w}")
+            emit(f"  %cfp{w}_{j} = getelementptr double, ptr %ws, i64 %cfi{w}_{j}")
+            emit(f"  %cf{w}_{j} = load double, ptr %cfp{w}_{j}")
+            emit(f"  %CFi{w}_{j} = add i64 %CFrow, {j}")
+            emit(f"  %CFp{w}_{j} = getelementptr double, ptr %CF_{w}, i64 %CFi{w}_{j}")
+            emit(f"  store double %cf{w}_{j}, ptr %CFp{w}_{j}")
     if method == "euler":
         xn, yn = combine("ex", x, "%dt", y), combine("ey", y, "%dt", a1)
     elif method == "semi_implicit_euler":

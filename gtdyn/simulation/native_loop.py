@@ -17,6 +17,7 @@ import numpy as np
 
 from gtdyn.compiled import native, pose_step
 from gtdyn.simulation.controllers import PDController
+from gtdyn.simulation.environment import EnvironmentForward
 from gtdyn.simulation.loop_ir import FIELDS, METHODS, PER_RUN, PYTHON, loop_ir
 
 _lock = threading.Lock()
@@ -24,13 +25,15 @@ _loops: dict = {}
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_double, ctypes.c_int64)
 
 
-def _rollout(n: int, method: str, source, width: int = 1, floating: bool = False):
-    """The compiled loop for n joints (on a ``floating`` base or not), ``method`` and a torque ``source``
-    (``source_of``), over ``width`` runs (kept for the process's life, with its code)."""
-    key = (n, method, source, width, floating)
+def _rollout(n: int, method: str, source, width: int = 1, floating: bool = False, forces: int = 0):
+    """The compiled loop for n joints (on a ``floating`` base or not; with ``forces`` contact force components or
+    none), ``method`` and a torque ``source`` (``source_of``), over ``width`` runs (kept for the process's life,
+    with its code)."""
+    key = (n, method, source, width, floating, forces)
     with _lock:
         if key not in _loops:
-            loaded = native.Loaded(native.compile_object(loop_ir(n, method, source, width, floating)), "", entries=(),
+            loaded = native.Loaded(native.compile_object(loop_ir(n, method, source, width, floating, forces)), "",
+                                   entries=(),
                                    extra=["rollout"])
             function = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(loaded.extra["rollout"])
             _loops[key] = (loaded, function)
@@ -83,6 +86,7 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
                       stride[1], law.ff_rows.ctypes.data, stride[2], _bits(1.0 if law.dt is None else law.dt),
                       law.last_row]
     base = [0] * 7
+    forces = [0 if samples.contact_forces is None else samples.contact_forces.ctypes.data]
     if samples.base_pose is not None:
         base = [stepper.start.ctypes.data, pose_step.address("moved"), pose_step.address("rate"),
                 stepper.steps.scratch.ctypes.data,
@@ -90,15 +94,16 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
     return np.array([solver._ws.ctypes.data, solver._native.address[solver._entry], solver._status, solver._out,
                      0, 0, _bits(dt), samples.q.ctypes.data, samples.v.ctypes.data, samples.qdd.ctypes.data,
                      samples.tau.ctypes.data, rows.ctypes.data, len(rows), state.ctypes.data, samples.t.ctypes.data,
-                     *controller, *(python.words() if python else [0] * 4), *base], dtype=np.int64), python or rows
+                     *controller, *(python.words() if python else [0] * 4), *base, *forces], dtype=np.int64), \
+        python or rows
 
 
 def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, width: int = 1,
-        floating: bool = False) -> int:
+        floating: bool = False, forces: int = 0) -> int:
     """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back; and a floating
     base's pose); returns ``end``, or the step whose evaluation did not pass (the state is its start)."""
     plan[FIELDS.index("first")], plan[FIELDS.index("end")] = first, end
-    return int(_rollout(n, method, source, width, floating)(plan.ctypes.data))
+    return int(_rollout(n, method, source, width, floating, forces)(plan.ctypes.data))
 
 
 CHUNK = 4096  # steps between progress reports
@@ -113,16 +118,22 @@ def source_of(torque) -> tuple[bool, ...] | str | None:
     return tuple(bool(p) for p in law.passive) if isinstance(law, PDController) else PYTHON
 
 
+def compiled_solver(forward):
+    """The compiled solver a run's ``forward`` calls: itself, or the one behind its rigid contacts."""
+    return forward.solver if type(forward) is EnvironmentForward else forward
+
+
 def applies(robot, method: str, forward) -> bool:
     """Whether a run can loop natively: a tree (its base fixed or floating), an explicit method of ``METHODS`` and
-    the plain compiled solver (no wrenches or contacts around it) of this thread. Any torque does: held torques,
-    or a controller (a ``PDController`` evaluated in the loop, any other called back: ``source_of``)."""
+    the compiled solver of this thread, plain or with rigid contacts (no external wrenches). Any torque does: held
+    torques, or a controller (a ``PDController`` evaluated in the loop, any other called back: ``source_of``)."""
     from threading import get_ident
 
     from gtdyn.compiled.solver import CompiledSolver
 
+    solver = compiled_solver(forward)
     return (not robot.loop_joints and method in METHODS
-            and type(forward) is CompiledSolver and not forward.wrench_frames and forward._owner == get_ident())
+            and type(solver) is CompiledSolver and not solver.wrench_frames and solver._owner == get_ident())
 
 
 def run_loop(stepper, samples, report, solver, method: str, dt: float, torque, start: int = 0) -> None:
@@ -130,7 +141,7 @@ def run_loop(stepper, samples, report, solver, method: str, dt: float, torque, s
     step's start); a step whose evaluation does not pass goes through ``stepper`` (the Python path: the reference
     path answers, warns or raises), and the loop resumes after it."""
     state = np.concatenate([stepper.x, stepper.y]).astype(float)
-    plan, held = plan_of(solver, dt, torque, samples, state, stepper)
+    plan, held = plan_of(compiled_solver(solver), dt, torque, samples, state, stepper)
     _loop(plan, [(stepper, samples, state)], method, source_of(torque), report, start,
           held if isinstance(held, PythonController) else None)
     del held  # alive until here: the plan points to it
@@ -179,10 +190,11 @@ def _loop(plan: np.ndarray, runs: list, method: str, source, report, start: int 
     the run's Python controller, whose interruption, not an error, is raised at once)."""
     stepper, samples, state = runs[0]
     steps, n, floating = len(samples.t) - 1, len(stepper.x), samples.base_pose is not None
+    forces = 0 if samples.contact_forces is None else samples.contact_forces.shape[1]
     k = start
     while k < steps:
         end = min(k + CHUNK, steps)
-        k = run(plan, samples.q.shape[1], method, source, k, end, len(runs), floating)
+        k = run(plan, samples.q.shape[1], method, source, k, end, len(runs), floating, forces)
         if python is not None and python.failed is not None:
             failed, python.failed = python.failed, None
             if not isinstance(failed, Exception):  # KeyboardInterrupt, SystemExit: not for the step to repeat
