@@ -254,3 +254,33 @@ def test_floating_runs_in_lanes_are_simulate_bit_for_bit(monkeypatch, method):
             batch = gtdyn.simulate_batch(quadruped, Q0, V0, tau=tau, lanes=True, **kw)
         assert_stacked(batch, alone(quadruped, Q0, V0, tau=tau, **kw), fields)
         assert 4 in widths and 1 in widths  # a lane group, and the fifth run alone
+
+
+def test_runs_on_rigid_contacts_in_lanes_are_simulate_bit_for_bit():
+    """Five runs of Solo-12 on its four feet from nudged stances, a PD holding the stance, ``lanes=True``: a lane
+    group of four (each run's contact forces read from its lane) and one run alone, each ``simulate``'s own, the
+    contact forces too."""
+    from references import erd_path
+
+    from gtdyn.simulation import native_loop
+
+    solo = gtdyn.load_robot(erd_path("solo_description/robots/solo12.urdf"), base="floating")
+    feet = [gtdyn.Contact(name) for name in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")]
+    stance = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)
+    rng = np.random.default_rng(12)
+    Q0, V0 = stance + rng.uniform(-0.02, 0.02, (5, 12)), np.zeros((5, 12))
+    kw = dict(tau=gtdyn.PDController(solo, 5.0, 0.2, stance), dt=1e-3, steps=30, contacts=feet)
+    groups = []
+    original = native_loop.run_group
+
+    def counted(runs, *args, **kwargs):
+        groups.append(len(runs))
+        return original(runs, *args, **kwargs)
+
+    native_loop.run_group = counted
+    try:
+        batch = gtdyn.simulate_batch(solo, Q0, V0, lanes=True, **kw)
+    finally:
+        native_loop.run_group = original
+    assert groups == [4]
+    assert_stacked(batch, alone(solo, Q0, V0, **kw), ("q", "v", "qdd", "tau", "base_pose", "contact_forces"))

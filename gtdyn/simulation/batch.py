@@ -2,7 +2,7 @@
 states on native threads. A run that loops natively releases the GIL for its steps (the loop is a ctypes call),
 so threads run side by side; each thread steps with a compiled solver of its own (``solvers.forward_solver``
 remembers one per thread). A Python controller is called back from the native loop, holding the GIL while it
-runs. Runs with a Python controller, or rigid contacts, loop one by one, not in lanes. A run the native loop
+runs. Runs with a Python controller loop one by one, not in lanes. A run the native loop
 does not take (closed loops, RK4 or the trapezoidal rule on a floating base, the variational integrator) or
 stops in (a step whose certificate does not pass) goes through the Python stepper as ``simulate`` does, holding
 the GIL while it does."""
@@ -162,7 +162,7 @@ def _lanes_ready(robot: Robot, q0, v0, options: dict) -> bool:
         run = prepare(robot, q0, v0, lanes=None, **options)
     except Exception:  # noqa: BLE001 — row 0 raises its own error when it runs
         return False
-    return run.native and run.samples.contact_forces is None and bool(run.forward.lanes)
+    return run.native and bool(native_loop.compiled_solver(run.forward).lanes)
 
 
 class _LaneCode:
@@ -199,9 +199,8 @@ def _group(robot: Robot, q0, v0, rows: range, options: dict, code: _LaneCode) ->
             ended[i] = error
             break
     resume: list[int | None] = [0] * len(runs)  # where each run goes on alone; None: every step taken
-    lane_solver = code.solver(runs[0].forward) if len(runs) == WIDTH and all(
-        r.native and r.samples.contact_forces is None and native_loop.source_of(r.torque) != native_loop.PYTHON
-        for r in runs) else None
+    lane_solver = code.solver(native_loop.compiled_solver(runs[0].forward)) if len(runs) == WIDTH and all(
+        r.native and native_loop.source_of(r.torque) != native_loop.PYTHON for r in runs) else None
     if lane_solver is not None:
         try:
             native_loop.run_group(runs, lane_solver)

@@ -164,7 +164,7 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     through every run's Python stepper (the others' certified steps give the same bits there), and the loop
     resumes after it; a run that raises there stops the group (``GroupStopped``)."""
     first = runs[0]
-    solver, width = first.forward, len(runs)
+    solver, width = compiled_solver(first.forward), len(runs)
     states = [np.concatenate([r.stepper.x, r.stepper.y]).astype(float) for r in runs]
     plan, rows = plan_of(solver, first.dt, first.torque, first.samples, states[0], first.stepper)
     ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
@@ -175,6 +175,8 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     if first.samples.base_pose is not None:  # each run's pose, and its base's sample rows (PER_FLOATING_RUN)
         arrays |= {"pose": [r.stepper.start for r in runs], "BP": [r.samples.base_pose for r in runs],
                    "BT": [r.samples.base_twist for r in runs], "BA": [r.samples.base_accel for r in runs]}
+    if first.samples.contact_forces is not None:  # each run's contact force rows
+        arrays["CF"] = [r.samples.contact_forces for r in runs]
     addresses = {name: np.array([a.ctypes.data for a in array], dtype=np.int64) for name, array in arrays.items()}
     for name, words in addresses.items():
         plan[FIELDS.index(name)] = words.ctypes.data
