@@ -265,7 +265,7 @@ def test_a_floating_base_falls_and_tumbles_as_pinocchios_loop(solo):
 def test_rigid_contacts_loop_natively_bit_for_bit(solo):
     """Solo-12 standing on its four feet (a PD holding a bent stance, and RK4 from a nudged one): the native loop
     calls the constrained solver behind the contacts and records each sample's contact forces, the same bits as the
-    Python loop, hand-offs included (step 9, forced). External wrenches keep the Python loop."""
+    Python loop, hand-offs included (step 9, forced)."""
     feet = [gtdyn.Contact(name) for name in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")]
     stance = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)
     hold = gtdyn.PDController(solo, 5.0, 0.2, stance)
@@ -288,7 +288,25 @@ def test_rigid_contacts_loop_natively_bit_for_bit(solo):
         for field in fields:
             assert np.array_equal(getattr(native, field), getattr(python, field)), (method, field)
         assert np.isfinite(native.contact_forces).all() and native.contact_forces.any()
-    from gtdyn.simulation.environment import EnvironmentForward
-    pushed = EnvironmentForward(gtdyn.compile(solo, "forward", wrench_frames=["base_link"]), {"base_link": np.zeros(6)},
-                                False)
-    assert not native_loop.applies(solo, "rk4", pushed)
+
+
+@pytest.mark.parametrize("method", ["semi_implicit_euler", "rk4"])
+def test_external_wrenches_loop_natively_bit_for_bit(puma, method):
+    """A wrench held on the PUMA's third link over the run (local and world-aligned axes), under a PD: its values
+    written once into the solver's inputs, the same bits as the Python loop; simulate_batch's lanes too."""
+    hold = gtdyn.PDController(puma, 0.02, 0.002, np.full(6, 0.2))  # gentle: the wrist's inertia is small
+    for axes in ("local", "world_aligned"):
+        kw = dict(tau=hold, dt=1e-3, steps=80, method=method, wrench_axes=axes,
+                  external_wrenches={"link3": [0.002, 0.0, -0.004, 0.02, 0.04, 0.01]})
+        native, python, ran = both(puma, q0=np.full(6, 0.1), v0=np.zeros(6), **kw)
+        assert ran
+        for field in ("q", "v", "qdd", "tau"):
+            assert np.array_equal(getattr(native, field), getattr(python, field)), (axes, field)
+        free = gtdyn.simulate(puma, np.full(6, 0.1), np.zeros(6), tau=hold, dt=1e-3, steps=80, method=method,
+                              progress=False)
+        assert not np.array_equal(free.q, native.q)  # the wrench acts
+    Q0 = 0.1 + 0.05 * np.random.default_rng(3).normal(size=(4, 6))
+    batch = gtdyn.simulate_batch(puma, Q0, np.zeros((4, 6)), lanes=True, **kw)
+    for k in range(4):
+        alone = gtdyn.simulate(puma, Q0[k], np.zeros(6), progress=False, **kw)
+        assert np.array_equal(batch.q[k], alone.q) and np.array_equal(batch.qdd[k], alone.qdd)

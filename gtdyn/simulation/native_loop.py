@@ -119,21 +119,32 @@ def source_of(torque) -> tuple[bool, ...] | str | None:
 
 
 def compiled_solver(forward):
-    """The compiled solver a run's ``forward`` calls: itself, or the one behind its rigid contacts."""
+    """The compiled solver a run's ``forward`` calls: itself, or the one behind its environment."""
     return forward.solver if type(forward) is EnvironmentForward else forward
+
+
+def write_wrenches(forward, ws: np.ndarray, width: int = 1, lane: int = 0) -> None:
+    """The run's external wrenches (held over the run) into the inputs of the workspace ``ws`` the loop's solver
+    reads (lane ``lane`` of ``width``), once: the solver does not write its inputs, and the Python path's calls
+    write the same values there."""
+    solver = compiled_solver(forward)
+    if solver.wrench_frames:
+        inputs = solver._wrench_inputs
+        ws[inputs.start * width + lane:inputs.stop * width:width] = forward.wrenches.values
 
 
 def applies(robot, method: str, forward) -> bool:
     """Whether a run can loop natively: a tree (its base fixed or floating), an explicit method of ``METHODS`` and
-    the compiled solver of this thread, plain or with rigid contacts (no external wrenches). Any torque does: held
-    torques, or a controller (a ``PDController`` evaluated in the loop, any other called back: ``source_of``)."""
+    the compiled solver of this thread, plain or in its environment (rigid contacts, external wrenches held over the
+    run). Any torque does: held torques, or a controller (a ``PDController`` evaluated in the loop, any other called
+    back: ``source_of``)."""
     from threading import get_ident
 
     from gtdyn.compiled.solver import CompiledSolver
 
     solver = compiled_solver(forward)
-    return (not robot.loop_joints and method in METHODS
-            and type(solver) is CompiledSolver and not solver.wrench_frames and solver._owner == get_ident())
+    return (not robot.loop_joints and method in METHODS and type(solver) is CompiledSolver
+            and (not solver.wrench_frames or type(forward) is EnvironmentForward) and solver._owner == get_ident())
 
 
 def run_loop(stepper, samples, report, solver, method: str, dt: float, torque, start: int = 0) -> None:
@@ -142,6 +153,7 @@ def run_loop(stepper, samples, report, solver, method: str, dt: float, torque, s
     path answers, warns or raises), and the loop resumes after it."""
     state = np.concatenate([stepper.x, stepper.y]).astype(float)
     plan, held = plan_of(compiled_solver(solver), dt, torque, samples, state, stepper)
+    write_wrenches(solver, compiled_solver(solver)._ws)
     _loop(plan, [(stepper, samples, state)], method, source_of(torque), report, start,
           held if isinstance(held, PythonController) else None)
     del held  # alive until here: the plan points to it
@@ -168,6 +180,8 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     states = [np.concatenate([r.stepper.x, r.stepper.y]).astype(float) for r in runs]
     plan, rows = plan_of(solver, first.dt, first.torque, first.samples, states[0], first.stepper)
     ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
+    for w, r in enumerate(runs):
+        write_wrenches(r.forward, ws, width, w)
     plan[FIELDS.index("ws")] = ws.ctypes.data
     plan[FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
     arrays = {"state": states} | {name: [getattr(r.samples, name.lower()) for r in runs]
