@@ -1,11 +1,10 @@
-"""Many rollouts at once (issue 24, item 2): ``gtdyn.simulate_batch`` runs ``simulate`` from each of N initial
-states on native threads. A run that loops natively releases the GIL for its steps (the loop is a ctypes call),
-so threads run side by side; each thread steps with a compiled solver of its own (``solvers.forward_solver``
-remembers one per thread). A Python controller is called back from the native loop, holding the GIL while it
-runs. Runs with a Python controller loop one by one, not in lanes. A run the native loop
-does not take (closed loops, RK4 or the trapezoidal rule on a floating base, the variational integrator) or
-stops in (a step whose certificate does not pass) goes through the Python stepper as ``simulate`` does, holding
-the GIL while it does."""
+"""Many rollouts at once (issue 24, item 2): ``gtdyn.simulate_batch`` runs ``simulate`` from each of N initial states on
+native threads. A run that loops natively releases the GIL for its steps (the loop is a ctypes call), so threads run
+side by side; each thread steps with a compiled solver of its own (``solvers.forward_solver`` remembers one per
+thread). A Python controller is called back from the native loop, holding the GIL while it runs. Runs with a Python
+controller loop one by one, not in lanes. A run the native loop does not take (closed loops, the trapezoidal rule,
+the variational integrator) or stops in (a step whose certificate does not pass) goes through the Python stepper as
+``simulate`` does, holding the GIL while it does."""
 
 from __future__ import annotations
 

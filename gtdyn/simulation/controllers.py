@@ -32,9 +32,9 @@ class PDController:
     has moved on to row k + 1: a controller told only the time cannot tell that last stage from the next sample,
     and the native loop reads the rows exactly as this call does.
 
-    An ordinary callable: every ``simulate`` path takes it (floating bases, closed loops and the variational
-    integrator through their Python steppers); on fixed-base trees with Euler, semi-implicit Euler or RK4 the
-    native time loop evaluates it in compiled code, bit for bit this ``__call__``.
+    An ordinary callable: every ``simulate`` path takes it (closed loops, the trapezoidal rule and the variational
+    integrator through their Python steppers); on trees with Euler, semi-implicit Euler or RK4 (a fixed or floating
+    base, contacts, wrenches) the native time loop evaluates it in compiled code, bit for bit this ``__call__``.
     """
 
     def __init__(self, robot: Robot, kp, kd, q_ref, v_ref=None, tau_ff=None, *, dt=None):
