@@ -5,7 +5,9 @@ a ``gtdyn.PDController`` written out here, or from a Python controller called ba
 
 The same IEEE operations in the same order as the numpy steps (``dt / 2 * r1``, ``((r1 + 2 r2) + 2 r3) + r4``)
 and as the controller's ``ff + kp (q_ref − q) + kd (v_ref − q̇)``, its rows picked as ``PDController.row`` picks
-them, so the trajectories are bit for bit those of the Python loop.
+them, so the trajectories are bit for bit those of the Python loop. A floating base's pose step and rate are the
+Python stepper's own compiled functions (``gtdyn.compiled.pose_step``), called by address; rigid contacts and
+external wrenches are the solver's (its answer's forces after the motion; its wrench inputs, written once).
 """
 
 from __future__ import annotations
@@ -231,7 +233,6 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         """The row-major 4×4 pose of T (R row by row, then p)."""
         return T[:3] + T[9:10] + T[3:6] + T[10:11] + T[6:9] + T[11:12] + [
             native.constant(v) for v in (0.0, 0.0, 0.0, 1.0)]
-
 
     def store_rows(array: str, size: int, values: list) -> None:
         """Row k of each run's samples' base ``array`` (``values``: each run's)."""
