@@ -31,3 +31,21 @@ def test_storing_beyond_the_cap_removes_the_least_recently_used(monkeypatch, tmp
     monkeypatch.setenv("GTDYN_CACHE_MAX_MB", "not a number")  # a malformed setting keeps the default
     cache.store("another", big)
     assert len(list(tmp_path.glob("*.pkl"))) == 3
+
+
+def test_small_programs_are_compiled_once_then_loaded(monkeypatch, tmp_path):
+    """``cache.compiled_ir`` (the native time loop, the pose step): the first process compiles an IR text and stores
+    its object code under the text's hash and the CPU; the next loads it; other IR, or another CPU, compiles."""
+    monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
+    compiled = []
+
+    def compile_ir(ir: str) -> bytes:
+        compiled.append(ir)
+        return f"object of {ir}".encode()
+
+    assert cache.compiled_ir("define void @a()", "cpu1", compile_ir) == b"object of define void @a()"
+    assert cache.compiled_ir("define void @a()", "cpu1", compile_ir) == b"object of define void @a()"
+    assert compiled == ["define void @a()"]
+    cache.compiled_ir("define void @b()", "cpu1", compile_ir)
+    cache.compiled_ir("define void @a()", "cpu2", compile_ir)
+    assert compiled == ["define void @a()", "define void @b()", "define void @a()"]

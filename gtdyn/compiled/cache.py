@@ -120,6 +120,19 @@ def key(*parts) -> str:
     return digest.hexdigest()
 
 
+def compiled_ir(ir: str, target: str, compile_ir) -> bytes:
+    """``compile_ir(ir)``'s object code for the CPU ``target``, kept under the IR text's own hash: for small
+    programs written the same way every time (the native time loop, a floating base's pose step), so a new process
+    loads them rather than compiling them again."""
+    name = key("object code", hashlib.sha256(ir.encode()).digest(), target, code_fingerprint())
+    record = load(name)
+    if record is not None and isinstance(record.get("object"), bytes):
+        return record["object"]
+    obj = compile_ir(ir)
+    store(name, {"object": obj})
+    return obj
+
+
 def trusted(path: pathlib.Path) -> bool:
     """Whether ``path`` belongs to this user and neither group nor others may write it (True where the platform
     has no such notion)."""

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from gtdyn.compiled import native, trace
+from gtdyn.compiled import cache, native, trace
 from gtdyn.compiled.drnea import exp_pose
 from gtdyn.compiled.kinematics import TracedPose
 from gtdyn.spatial import dlog_times
@@ -40,12 +40,14 @@ def _traced() -> dict[str, trace.Function]:
 
 
 def address(name: str = "moved") -> int:
-    """The address of the compiled ``moved(scratch)`` or ``rate(scratch)`` (compiled once per process)."""
+    """The address of the compiled ``moved(scratch)`` or ``rate(scratch)`` (loaded once per process, from the
+    compile cache where it is there)."""
     with _lock:
         if not _loaded:
             functions = _traced()
-            loaded = native.Loaded(native.compile_object(native.module_ir(functions, "pose_step_", entries=())),
-                                   "pose_step_", entries=(), extra=list(functions))
+            code = cache.compiled_ir(native.module_ir(functions, "pose_step_", entries=()), native.target_id(),
+                                     native.compile_object)
+            loaded = native.Loaded(code, "pose_step_", entries=(), extra=list(functions))
             trace.release(*functions.values())
             _loaded.append(loaded)
         return _loaded[0].extra[name]

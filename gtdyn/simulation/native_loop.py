@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from gtdyn.compiled import native, pose_step
+from gtdyn.compiled import cache, native, pose_step
 from gtdyn.simulation.controllers import PDController
 from gtdyn.simulation.environment import EnvironmentForward
 from gtdyn.simulation.loop_ir import FIELDS, METHODS, PER_RUN, PYTHON, loop_ir
@@ -28,12 +28,13 @@ _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_double, ctypes.c_int64)
 def _rollout(n: int, method: str, source, width: int = 1, floating: bool = False, forces: int = 0):
     """The compiled loop for n joints (on a ``floating`` base or not; with ``forces`` contact force components or
     none), ``method`` and a torque ``source`` (``source_of``), over ``width`` runs (kept for the process's life,
-    with its code)."""
+    with its code; its object code is kept in the compile cache)."""
     key = (n, method, source, width, floating, forces)
     with _lock:
         if key not in _loops:
-            loaded = native.Loaded(native.compile_object(loop_ir(n, method, source, width, floating, forces)), "",
-                                   entries=(),
+            code = cache.compiled_ir(loop_ir(n, method, source, width, floating, forces), native.target_id(),
+                                     native.compile_object)
+            loaded = native.Loaded(code, "", entries=(),
                                    extra=["rollout"])
             function = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(loaded.extra["rollout"])
             _loops[key] = (loaded, function)
