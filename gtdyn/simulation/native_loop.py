@@ -1,11 +1,12 @@
 """Time loops in native code (issue 24, item 2): ``loop_ir``'s rollout around the compiled forward solver's own entry,
-on a tree (its base fixed or floating), with torques held over each step (a vector
-or one row per step), from a ``gtdyn.PDController`` (evaluated in the loop at every stage, as the Python stepper asks
-a controller) or from any other Python controller (called back at every stage), sample by sample into the run's
-arrays, bit for bit as the Python loop. A loop is generated per (joints, method, torque source), compiled once per
-process. An evaluation whose certificate does not pass (status ≠ 1), a PD torque that is not finite or a Python
-controller that raises stops the loop before that step: the caller takes the step through the Python stepper, which
-asks the reference path and the controller's checks (answers, warns or raises as always), and resumes.
+on a tree (its base fixed or floating; with rigid contacts or external wrenches), with torques held over each step (a
+vector or one row per step), from a ``gtdyn.PDController`` (evaluated in the loop at every stage, as the Python
+stepper asks a controller) or from any other Python controller (called back at every stage), sample by sample into
+the run's arrays, bit for bit as the Python loop. A loop is generated per (joints, method, torque source), compiled
+once (kept in the compile cache). An evaluation whose certificate does not pass (status ≠ 1), a PD torque that is not
+finite or a Python controller that raises stops the loop before that step: the caller takes the step through the
+Python stepper, which asks the reference path and the controller's checks (answers, warns or raises as always), and
+resumes.
 """
 
 from __future__ import annotations
