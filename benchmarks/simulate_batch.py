@@ -1,9 +1,10 @@
-"""Many rollouts at once: ``gtdyn.simulate_batch`` on 1 and 2 threads against one run after another in a Python
-loop over Pinocchio's ``pin.aba``, in one process, on the PUMA 560 and Talos: semi-implicit Euler without
-gravity, a PD tracking a sampled reference (``gtdyn.PDController``, the rows of ``benchmarks.simulation``), from
-N random starts; and on Solo-12's free base without torque (Pinocchio's loop moves its free flyer by
-``pin.integrate``); state by state (``lanes=False``) and four runs at a time in SIMD lanes (``lanes=True``; the
-default, ``lanes=None``, takes them once its solver has lane code: cached, or compiled for a big batch).
+"""Many rollouts at once: ``gtdyn.simulate_batch`` on 1 and 2 threads against one run after another in a Python loop
+over Pinocchio's ``pin.aba``, in one process, on the PUMA 560 and Talos: semi-implicit Euler without gravity, a PD
+tracking a sampled reference (``gtdyn.PDController``, the rows of ``benchmarks.simulation``), from N random starts;
+on Solo-12's free base without torque (Pinocchio's loop moves its free flyer by ``pin.integrate``); and on Solo-12's
+four feet under gravity, a PD holding its stance (against ``constraintDynamics``); state by state (``lanes=False``)
+and four runs at a time in SIMD lanes (``lanes=True``; the default, ``lanes=None``, takes them once its solver has
+lane code: cached, or compiled for a big batch).
 
     python -m benchmarks.simulate_batch [STATES [STEPS [DT]]]     # 16 states of 2,000 steps of 1 ms by default
 
@@ -25,7 +26,7 @@ from importlib.metadata import version
 import numpy as np
 
 import gtdyn
-from benchmarks.simulation import FLOATING, erd, pd_tracking, pinocchio_loop, pinocchio_pd_loop
+from benchmarks.simulation import FLOATING, SOLO_STANCE, Standing, erd, pd_tracking, pinocchio_loop, pinocchio_pd_loop
 from gtdyn.bench.pinocchio import FreeFlyerPinocchio, PinocchioModel
 from gtdyn.bench.report import machine
 
@@ -38,37 +39,45 @@ def versions() -> list[str]:
     return [f"gtsam {version('gtsam')}", f"gtdyn {version('gtdyn')}", f"pinocchio {pinocchio.__version__}"]
 
 
+def case(path: str, base: str, states: int, steps: int, dt: float) -> tuple:
+    """(robot, Q0, V0, ``simulate_batch``'s other arguments, Pinocchio's runs as a function) for one row: a fixed
+    base under the PD tracking a reference, without gravity; Solo-12's free base without torque or gravity; Solo-12 on
+    its four feet under gravity, a PD holding its stance (``benchmarks.simulation.Standing``), from nudged stances."""
+    rng = np.random.default_rng(0)
+    if base == "feet":
+        standing = Standing(path)
+        Q0, V0 = SOLO_STANCE + rng.uniform(-0.02, 0.02, (states, 12)), np.zeros((states, 12))
+        return standing.robot, Q0, V0, standing.options(), lambda: [standing.pinocchio(q0, steps, dt) for q0 in Q0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gtdyn.ModelWarning)
+        robot = gtdyn.load_robot(path, base=base, transmissions="independent")
+    floating = base == "floating"
+    ref = (FreeFlyerPinocchio if floating else PinocchioModel)(path, robot, gravity=np.zeros(3))
+    center = rng.uniform(-0.5, 0.5, robot.num_dofs)
+    Q0 = center + rng.uniform(-0.05, 0.05, (states, robot.num_dofs))
+    V0 = rng.uniform(-0.1, 0.1, (states, robot.num_dofs))
+    twist = 0.3 * rng.normal(size=6)
+    if floating:
+        return robot, Q0, V0, {"base_twist": twist, "gravity": np.zeros(3)}, lambda: [
+            pinocchio_loop(ref, q0, v0, steps, dt, "semi_implicit_euler", twist) for q0, v0 in zip(Q0, V0, strict=True)]
+    controller = pd_tracking(robot, center, steps, dt)
+    return robot, Q0, V0, {"tau": controller, "gravity": np.zeros(3)}, lambda: [
+        pinocchio_pd_loop(ref, controller, q0, v0, steps, dt) for q0, v0 in zip(Q0, V0, strict=True)]
+
+
 def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
     load = os.getloadavg()
     rows = ["| robot | 1 thread: runs/s (steps/s) | 2 threads: runs/s (steps/s) | 2 threads / 1 | lanes, 1 thread: "
             "runs/s (steps/s) | lanes, 2 threads: runs/s (steps/s) | Python loop over pin.aba, run after run: runs/s "
             "| simulate_batch (2 threads) / Pinocchio: state by state, lanes |", "|---|---|---|---|---|---|---|---|"]
     robots = {"puma560": (gtdyn.bundled_path("puma560"), "fixed"),
-              "talos": (erd("talos_data/robots/talos_reduced.urdf"), "fixed"), "solo12": (erd(FLOATING["solo12"]),
-                                                                                         "floating")}
+              "talos": (erd("talos_data/robots/talos_reduced.urdf"), "fixed"),
+              "solo12": (erd(FLOATING["solo12"]), "floating"), "solo12 on four feet": (erd(FLOATING["solo12"]), "feet")}
     for name, (path, base) in robots.items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", gtdyn.ModelWarning)
-            robot = gtdyn.load_robot(path, base=base, transmissions="independent")
-        floating = base == "floating"
-        ref = (FreeFlyerPinocchio if floating else PinocchioModel)(path, robot, gravity=np.zeros(3))
-        rng = np.random.default_rng(0)
-        center = rng.uniform(-0.5, 0.5, robot.num_dofs)
-        Q0 = center + rng.uniform(-0.05, 0.05, (states, robot.num_dofs))
-        V0 = rng.uniform(-0.1, 0.1, (states, robot.num_dofs))
-        twist = 0.3 * rng.normal(size=6)
-        controller = None if floating else pd_tracking(robot, center, steps, dt)
-        options = {"base_twist": twist} if floating else {}
+        robot, Q0, V0, options, theirs = case(path, base, states, steps, dt)
 
         def ours(threads: int, lanes: bool = False):
-            return gtdyn.simulate_batch(robot, Q0, V0, tau=controller, dt=dt, steps=steps, threads=threads,
-                                        lanes=lanes, gravity=np.zeros(3), **options)
-
-        def theirs():
-            if floating:
-                return [pinocchio_loop(ref, q0, v0, steps, dt, "semi_implicit_euler", twist)
-                        for q0, v0 in zip(Q0, V0, strict=True)]
-            return [pinocchio_pd_loop(ref, controller, q0, v0, steps, dt) for q0, v0 in zip(Q0, V0, strict=True)]
+            return gtdyn.simulate_batch(robot, Q0, V0, dt=dt, steps=steps, threads=threads, lanes=lanes, **options)
 
         print(f"{name}: compiling and warming up …", file=sys.stderr, flush=True)
         with warnings.catch_warnings():
@@ -83,7 +92,8 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
                     run()
                     best[key] = min(best[key], time.perf_counter() - started)
         rate = {key: states / seconds for key, seconds in best.items()}
-        rows.append(f"| {name} ({robot.num_dofs} joints{', floating, no torque' if floating else ''}) | "
+        label = {"fixed": "", "floating": ", floating, no torque", "feet": ", a PD holding a stance"}[base]
+        rows.append(f"| {name} ({robot.num_dofs} joints{label}) | "
                     + " | ".join(f"{rate[k]:,.1f} ({rate[k] * steps:,.0f})" for k in (1, 2))
                     + f" | {rate[2] / rate[1]:.2f} | "
                     + " | ".join(f"{rate[k]:,.1f} ({rate[k] * steps:,.0f})" for k in ("L1", "L2"))

@@ -282,42 +282,60 @@ SOLO_FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
 SOLO_STANCE = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)  # legs bent alike, abduction at zero
 
 
+class Standing:
+    """Solo-12 on its four feet (rigid point contacts), under gravity, a PD (kp ``KP``, kd ``KD``) holding a stance
+    of bent legs: gtdyn's robot, contacts and controller, and the same loop written over Pinocchio's
+    ``constraintDynamics`` (exact: no proximal regularisation) and ``pin.integrate``, the PD in numpy."""
+
+    KP, KD = 5.0, 0.2
+
+    def __init__(self, path: str):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gtdyn.ModelWarning)
+            self.robot = gtdyn.load_robot(path, base="floating", transmissions="independent")
+        self.ref = FreeFlyerPinocchio(path, self.robot)
+        self.contacts = PinocchioContacts(self.ref, SOLO_FEET, "point")
+        self.hold = gtdyn.PDController(self.robot, self.KP, self.KD, SOLO_STANCE)
+        self.feet = [gtdyn.Contact(name) for name in SOLO_FEET]
+        self.joints = [i for i, _ in self.ref.idx_q]
+        if sorted(self.joints) != list(range(7, 19)) or sorted(self.ref.idx_v) != list(range(6, 18)):
+            raise SystemExit("the standing rows expect a free flyer and twelve revolute joints")
+        self.q_ref = SOLO_STANCE[np.argsort(self.joints)]  # in Pinocchio's joint order
+
+    def pinocchio(self, q0, steps: int, dt: float) -> np.ndarray:
+        """Pinocchio's run from joints ``q0`` at rest, the base at the identity: the end as [base pose; joints]."""
+        pin, model = self.ref.pin, self.ref.model
+        q, v, tau = self.ref.configuration(q0, np.eye(4)), np.zeros(model.nv), np.zeros(model.nv)
+        for _ in range(steps):
+            tau[6:] = self.KP * (self.q_ref - q[7:]) - self.KD * v[6:]
+            v = v + dt * self.contacts.solve(q, v, tau)
+            q = pin.integrate(model, q, dt * v)
+        return np.concatenate([pin.XYZQUATToSE3(q[:7]).homogeneous.ravel(), q[self.joints]])
+
+    def options(self) -> dict:
+        """``gtdyn.simulate``'s arguments for the same run (besides the start, Δt and steps)."""
+        return {"tau": self.hold, "contacts": self.feet}
+
+
 def standing_rows(path: str, steps: int, dt: float) -> list[str]:
-    """Solo-12 on its four feet (rigid point contacts), under gravity, a PD (kp 5, kd 0.2) holding a stance of bent
-    legs from it: ``gtdyn.simulate`` with ``contacts`` (semi-implicit Euler) checked and not, against the same loop
-    over Pinocchio's ``constraintDynamics`` (exact: no proximal regularisation) and ``pin.integrate``, the PD in
-    numpy; and how far apart the ends are."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", gtdyn.ModelWarning)
-        robot = gtdyn.load_robot(path, base="floating", transmissions="independent")
-    ref = FreeFlyerPinocchio(path, robot)
-    contacts = PinocchioContacts(ref, SOLO_FEET, "point")
-    pin, model = ref.pin, ref.model
-    hold = gtdyn.PDController(robot, 5.0, 0.2, SOLO_STANCE)
-    feet = [gtdyn.Contact(name) for name in SOLO_FEET]
-    joints, velocities = [i for i, _ in ref.idx_q], ref.idx_v
-    q_ref = SOLO_STANCE[np.argsort(joints)]  # in Pinocchio's joint order
+    """``Standing``: ``gtdyn.simulate`` (semi-implicit Euler) checked and not against Pinocchio's loop, from the
+    stance; and how far apart the ends are."""
+    standing = Standing(path)
     ends = {}
 
     def ours(checks=True, count=steps):
-        run = gtdyn.simulate(robot, SOLO_STANCE, np.zeros(12), tau=hold, dt=dt, steps=count, contacts=feet,
-                             checks=checks, progress=False)
+        run = gtdyn.simulate(standing.robot, SOLO_STANCE, np.zeros(12), dt=dt, steps=count, checks=checks,
+                             progress=False, **standing.options())
         ends["gtdyn"] = np.concatenate([run.base_pose[-1].ravel(), run.q[-1]])
 
     def theirs():
-        q, v, tau = ref.configuration(SOLO_STANCE, np.eye(4)), np.zeros(model.nv), np.zeros(model.nv)
-        for _ in range(steps):
-            tau[6:] = 5.0 * (q_ref - q[7:]) - 0.2 * v[6:]
-            v = v + dt * contacts.solve(q, v, tau)
-            q = pin.integrate(model, q, dt * v)
-        ends["pin"] = np.concatenate([pin.XYZQUATToSE3(q[:7]).homogeneous.ravel(), q[joints]])
+        ends["pin"] = standing.pinocchio(SOLO_STANCE, steps, dt)
 
-    assert sorted(joints) == list(range(7, 19)) and sorted(velocities) == list(range(6, 18))
     print("solo12 on four feet: compiling and warming up …", file=sys.stderr, flush=True)
     rows = []
     for checks in (True, False):
         ours(checks, 10)
-        rows.append(compared_row(f"solo12 on four feet ({robot.num_dofs} joints)",
+        rows.append(compared_row(f"solo12 on four feet ({standing.robot.num_dofs} joints)",
                                  f"semi_implicit_euler, a PD holding a stance{'' if checks else ', checks=False'} "
                                  "(ends {apart} apart)", lambda: ours(checks), theirs, ends, steps))
     return rows
