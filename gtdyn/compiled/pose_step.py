@@ -21,7 +21,7 @@ from gtdyn.spatial import dlog_times
 
 POSE_AT, TWIST_AT, MOVED_AT, VELOCITY_AT, RATE_AT, SCRATCH = 0, 12, 18, 30, 36, 42
 _lock = threading.Lock()
-_loaded: list = []  # the process's compiled function, once
+_loaded: list = []  # the process's loaded functions, once
 
 
 @trace.tracing
