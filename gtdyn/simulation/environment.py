@@ -33,6 +33,8 @@ class RecordingForces:
         self.stepper, self.forward = stepper, forward
 
     def __getattr__(self, name: str):
+        if name == "stepper":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.stepper, name)
 
     @property

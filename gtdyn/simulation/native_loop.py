@@ -149,13 +149,14 @@ def applies(robot, method: str, forward) -> bool:
             and (not solver.wrench_frames or type(forward) is EnvironmentForward) and solver._owner == get_ident())
 
 
-def run_loop(stepper, samples, report, solver, method: str, dt: float, torque, start: int = 0) -> None:
+def run_loop(stepper, samples, report, forward, method: str, dt: float, torque, start: int = 0) -> None:
     """``simulate``'s time loop in native code, chunk by chunk, from step ``start`` (the stepper's state is that
     step's start); a step whose evaluation does not pass goes through ``stepper`` (the Python path: the reference
-    path answers, warns or raises), and the loop resumes after it."""
+    path answers, warns or raises), and the loop resumes after it. ``forward``: the run's (``applies``)."""
     state = np.concatenate([stepper.x, stepper.y]).astype(float)
-    plan, held = plan_of(compiled_solver(solver), dt, torque, samples, state, stepper)
-    write_wrenches(solver, compiled_solver(solver)._ws)
+    solver = compiled_solver(forward)
+    plan, held = plan_of(solver, dt, torque, samples, state, stepper)
+    write_wrenches(forward, solver._ws)
     _loop(plan, [(stepper, samples, state)], method, source_of(torque), report, start,
           held if isinstance(held, PythonController) else None)
     del held  # alive until here: the plan points to it
