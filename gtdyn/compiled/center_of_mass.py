@@ -56,7 +56,7 @@ class CompiledCenterOfMass(CompiledKinematics):
         super().__init__(robot_argument(robot), modules)
         self._module("at_q")
         self.mass = sum(body.mass for body in moving_bodies(self.robot))
-        self._weight = (GRAVITY, -self.mass * gravity_vector(GRAVITY))  # −m g for the last gravity asked
+        self._default_weight = -self.mass * gravity_vector(GRAVITY)  # −m g under the default gravity, checked once
 
     def check_q(self, robot: Robot, name: str, q) -> np.ndarray:
         return joint_positions(robot, name, q)  # as the reference functions: angles beyond ±MAX_ANGLE refused
@@ -87,13 +87,8 @@ class CompiledCenterOfMass(CompiledKinematics):
         return self.batch(Q, base_pose, threads) @ self._minus_weight(gravity)
 
     def _minus_weight(self, gravity) -> np.ndarray:
-        """−m g, checked once for a tuple asked again (the default, or calls in a loop passing the same one; an
-        array could have changed since, so it is checked every time)."""
-        asked, weight = self._weight
-        if gravity is not asked or type(gravity) is not tuple:
-            weight = -self.mass * gravity_vector(gravity)
-            self._weight = (gravity, weight)
-        return weight
+        """−m g: the default gravity's as checked once, any other gravity checked now."""
+        return self._default_weight if gravity is GRAVITY else -self.mass * gravity_vector(gravity)
 
     def batch(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
         return self._batch("center_of_mass", Q, None, base_pose, None, threads)

@@ -37,21 +37,11 @@ class RecordingForces:
             raise AttributeError(name)
         return getattr(self.stepper, name)
 
-    @property
-    def x(self):
-        return self.stepper.x
-
-    @x.setter
-    def x(self, value) -> None:
-        self.stepper.x = value
-
-    @property
-    def y(self):
-        return self.stepper.y
-
-    @y.setter
-    def y(self, value) -> None:
-        self.stepper.y = value
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("x", "y"):  # the state is the wrapped stepper's
+            setattr(self.stepper, name, value)
+        else:
+            super().__setattr__(name, value)
 
     def record(self, k: int, t: float, out: Samples) -> None:
         self.stepper.record(k, t, out)

@@ -235,17 +235,18 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
             native.constant(v) for v in (0.0, 0.0, 0.0, 1.0)]
 
     def store_rows(array: str, size: int, values: list) -> None:
-        """Row k of each run's samples' base ``array`` (``values``: each run's)."""
-        if floating:
-            emit(f"  %{array}row = mul i64 %k, {size}")
-        for w in lanes if floating else ():
+        """Row k of each run's samples' ``array`` (a floating base's, or the contact forces; ``values``: each
+        run's)."""
+        emit(f"  %{array}row = mul i64 %k, {size}")
+        for w in lanes:
             for j, value in enumerate(values[w]):
                 emit(f"  %{array}i{w}_{j} = add i64 %{array}row, {j}")
                 emit(f"  %{array}p{w}_{j} = getelementptr double, ptr %{array}_{w}, i64 %{array}i{w}_{j}")
                 emit(f"  store double {value}, ptr %{array}p{w}_{j}")
 
-    store_rows("BP", 16, [matrix(T) for T in poses])
-    store_rows("BT", 6, [ys[:6] for ys in y])
+    if floating:
+        store_rows("BP", 16, [matrix(T) for T in poses])
+        store_rows("BT", 6, [ys[:6] for ys in y])
 
     def stage(t: str, xs: list, ys: list) -> list:
         """The torques of a later RK4 stage, per run: held, or the controller's at (t, x, y)."""
@@ -301,17 +302,15 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         for i in range(n):
             emit(f"  %QDDp{w}_{i} = getelementptr double, ptr %QDD_{w}, i64 %Qi{w}_{i}")
             emit(f"  store double {a1[w][off + i]}, ptr %QDDp{w}_{i}")
-    store_rows("BA", 6, [a[:6] for a in a1])
+    if floating:
+        store_rows("BA", 6, [a[:6] for a in a1])
     if forces:  # the sample's contact forces, after the motion in the answer, before the next solve
-        emit(f"  %CFrow = mul i64 %k, {forces}")
-    for w in lanes if forces else ():
-        for j in range(forces):
-            emit(f"  %cfi{w}_{j} = add i64 %out_first, {(m + j) * width + w}")
-            emit(f"  %cfp{w}_{j} = getelementptr double, ptr %ws, i64 %cfi{w}_{j}")
-            emit(f"  %cf{w}_{j} = load double, ptr %cfp{w}_{j}")
-            emit(f"  %CFi{w}_{j} = add i64 %CFrow, {j}")
-            emit(f"  %CFp{w}_{j} = getelementptr double, ptr %CF_{w}, i64 %CFi{w}_{j}")
-            emit(f"  store double %cf{w}_{j}, ptr %CFp{w}_{j}")
+        for w in lanes:
+            for j in range(forces):
+                emit(f"  %cfi{w}_{j} = add i64 %out_first, {(m + j) * width + w}")
+                emit(f"  %cfp{w}_{j} = getelementptr double, ptr %ws, i64 %cfi{w}_{j}")
+                emit(f"  %cf{w}_{j} = load double, ptr %cfp{w}_{j}")
+        store_rows("CF", forces, [[f"%cf{w}_{j}" for j in range(forces)] for w in lanes])
     if method == "euler":
         xn, yn = combine("ex", x, "%dt", y), combine("ey", y, "%dt", a1)
     elif method == "semi_implicit_euler":

@@ -11,9 +11,33 @@ from gtdyn.compiled import compile as compile_solver
 from gtdyn.compiled.cache import robot_fingerprint
 from gtdyn.model.robot import Robot
 
-_SOLVERS: OrderedDict = OrderedDict()  # the forward solvers of recent runs, most recent last
-_SOLVERS_LOCK = threading.Lock()
 REMEMBERED_SOLVERS = 16
+
+
+class Recent:
+    """Compiled objects of recent runs by key, at most ``size`` of them, the least recently used dropped first.
+    ``get(key, make)`` makes a missing one outside the lock (a compile takes long)."""
+
+    def __init__(self, size: int = REMEMBERED_SOLVERS):
+        self.size = size
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, make):
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+                return item
+        item = make()
+        with self._lock:
+            self._items[key] = item
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return item
+
+
+_SOLVERS = Recent()  # the forward solvers of recent runs
 
 
 def forward_solver(robot: Robot, gravity, checks: bool = True, contacts=None, external_wrenches=None,
@@ -27,18 +51,11 @@ def forward_solver(robot: Robot, gravity, checks: bool = True, contacts=None, ex
                    tuple(external_wrenches or ()), wrench_axes if external_wrenches else None)
     key = (robot_fingerprint(robot), tuple(robot.joint_names), tuple(np.asarray(gravity, float)), bool(checks),
            lanes, environment, threading.get_ident())
-    with _SOLVERS_LOCK:
-        solver = _SOLVERS.get(key)
-        if solver is not None:
-            _SOLVERS.move_to_end(key)
-            return solver
-    if contacts or external_wrenches:
-        solver = compile_solver(robot, "forward", ordering="aba", gravity=gravity, contacts=contacts, checks=checks,
-                                wrench_frames=list(external_wrenches or ()), wrench_axes=wrench_axes)
-    else:
-        solver = compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks, lanes=lanes)
-    with _SOLVERS_LOCK:
-        _SOLVERS[key] = solver
-        while len(_SOLVERS) > REMEMBERED_SOLVERS:
-            _SOLVERS.popitem(last=False)
-    return solver
+
+    def make():
+        if contacts or external_wrenches:
+            return compile_solver(robot, "forward", ordering="aba", gravity=gravity, contacts=contacts,
+                                  checks=checks, wrench_frames=list(external_wrenches or ()), wrench_axes=wrench_axes)
+        return compile_solver(robot, "forward", ordering="aba", gravity=gravity, checks=checks, lanes=lanes)
+
+    return _SOLVERS.get(key, make)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -15,13 +13,12 @@ from gtdyn.dynamics.quantities import kinetic_energy_of, potential_energy_of
 from gtdyn.errors import ArgumentError
 from gtdyn.kinematics.forward import forward_kinematics
 from gtdyn.model.robot import Robot
+from gtdyn.simulation.solvers import Recent
 
 # from this many samples the energies come from compiled kinematics (``gtdyn.compile_center_of_mass``), whose
 # compile costs less than the reference's kinematics pass per sample (benchmarks/results/design_measurements.md)
 COMPILED_ENERGIES_FROM = 1000
-REMEMBERED = 8  # robots whose compiled kinematics are kept
-_COMPILED: OrderedDict = OrderedDict()
-_COMPILED_LOCK = threading.Lock()
+_COMPILED = Recent(8)  # the compiled kinematics of recent robots
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,20 +83,10 @@ class Trajectory:
 
 
 def _compiled_kinematics(robot: Robot):
-    """The robot's compiled centre of mass and energies, compiled once for the last ``REMEMBERED`` robots."""
+    """The robot's compiled centre of mass and energies, compiled once for the last few robots."""
     from gtdyn.compiled.center_of_mass import compile_center_of_mass
 
-    key = (robot_fingerprint(robot), tuple(robot.joint_names))
-    with _COMPILED_LOCK:
-        if key in _COMPILED:
-            _COMPILED.move_to_end(key)
-            return _COMPILED[key]
-    compiled = compile_center_of_mass(robot)
-    with _COMPILED_LOCK:
-        _COMPILED[key] = compiled
-        while len(_COMPILED) > REMEMBERED:
-            _COMPILED.popitem(last=False)
-    return compiled
+    return _COMPILED.get((robot_fingerprint(robot), tuple(robot.joint_names)), lambda: compile_center_of_mass(robot))
 
 
 def energies(robot: Robot, q: np.ndarray, v: np.ndarray, gravity, base_pose=None,
