@@ -106,6 +106,23 @@ def test_a_stance_symmetric_left_to_right_is_certified(solo):
     to the reference path, and the unchecked code lost four digits a nanoradian away. Pivots that keep their sign
     over the samples now come first (``gtdyn.compiled.plan``): checked and unchecked, the stance and its
     neighbours match Pinocchio's constraintDynamics, with no fallback."""
+    stance = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)
+    certified_on_four_feet(solo, (stance, stance + 1e-9, stance + np.tile([0.0, 0.1, -0.2], 4)))
+
+
+def test_straight_legs_on_the_ground_are_certified(solo):
+    """Solo-12 on its four feet with every joint at zero (straight legs, the robot's reference configuration and a
+    common first state): a straight leg zeroes its contact Jacobian's knee entries, which the build's random
+    states had made the legs' q̈ pivots, so a run from there took the reference path at every step (gravity
+    keeps straight legs straight). The reference configuration is among the build's states now
+    (``gtdyn.compiled.states.build_states``): it and its neighbours match Pinocchio, with no fallback."""
+    straight = np.zeros(12)
+    certified_on_four_feet(solo, (straight, straight + 1e-9, straight + np.tile([0.0, 0.05, -0.1], 4)))
+
+
+def certified_on_four_feet(solo, stances) -> None:
+    """Compiled constrained forward dynamics (ABA) on Solo-12's four feet, checked and unchecked, at rest at each
+    of ``stances``: within ``TOL`` of Pinocchio's constraintDynamics, and no call falls back."""
     from gtdyn.bench.pinocchio import PinocchioContacts
 
     robot, pin = solo
@@ -113,8 +130,8 @@ def test_a_stance_symmetric_left_to_right_is_certified(solo):
     solvers = [gtdyn.compile(robot, "forward", ordering="aba", contacts=feet, checks=checks)
                for checks in (True, False)]
     reference = PinocchioContacts(pin, FEET, "point")
-    stance, zeros = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2), np.zeros(12)
-    for q in (stance, stance + 1e-9, stance + np.tile([0.0, 0.1, -0.2], 4)):
+    zeros = np.zeros(12)
+    for q in stances:
         base_accel, qdd, _ = reference(q, zeros, zeros)
         want = np.concatenate([base_accel, qdd])
         for solver in solvers:

@@ -24,7 +24,7 @@ from gtdyn.compiled import background, cache, lanes, native, split, trace
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.fallback import self_check
 from gtdyn.compiled.solver import CompiledSolver
-from gtdyn.compiled.states import sample_query, sample_states
+from gtdyn.compiled.states import build_states, sample_query, sample_states
 from gtdyn.dynamics.memory import check_solve_memory
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.equations import GRAVITY
@@ -123,7 +123,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
                            DEFAULT_ORDERINGS[problem] if ordering is None else ordering, compiling=True)
         LOG.info("compiling %s dynamics of '%s' (ordering %s): cold, into machine code", problem, robot.name,
                  " ".join(keys.label(k) for k in order[:6]) + (" …" if len(order) > 6 else ""))
-        samples = sample_states(robot, problem, qdd_joints, wrench_frames=len(frames))
+        samples = build_states(robot, problem, qdd_joints, wrench_frames=len(frames))
         with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
             record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes, derivatives,
                             lanes is True, quick)
@@ -200,7 +200,7 @@ def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joi
     ``background.lane_code_elsewhere``). Returned with the program's workspace size and operations, which the
     solver checks against its own before it runs the code: a process whose settings differ (another gtdyn on its
     path, a changed constant) traces another program, which would write past the workspace."""
-    samples = sample_states(robot, template.kind, qdd_joints, wrench_frames=len(frames))
+    samples = build_states(robot, template.kind, qdd_joints, wrench_frames=len(frames))
     with np.errstate(all="ignore"):
         program = generate(robot, template.problem, order, gravity, samples, frames, wrench_axes, derivatives)
     functions, _ = split.split_large(program.functions, program.layout, program.rare)

@@ -289,11 +289,11 @@ def _pays(functions: dict, layout: Layout, norms: list, gamma: float) -> bool:
 def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) -> str:
     """"estimate", "bound" (u) or "schur" (u, then u_S where u cannot certify), whichever makes the average call
     cheapest: a bound's passes save the estimate's on the share f of calls it certifies. f is the share of the
-    build's sample states where the bound is under half ``BOUND_LIMIT`` (the samples are eight: the margin
-    keeps a bound that only just certifies them from counting: at a tenth of the warning threshold, u certified 7
-    of Talos forward dynamics' 8 and 52 % of its random states within the joint limits; under ``BOUND_LIMIT`` it
-    certifies all 8 and 96 %). Costs are operations, the estimate's after a bound counted ``LATE_ESTIMATE_COST``
-    times in a big plan. Long chains certify with neither bound
+    build's states where the bound is under half ``BOUND_LIMIT`` (the states are few, nine: the margin keeps a
+    bound that only just certifies them from counting: at a tenth of the warning threshold, u certified 7 of Talos
+    forward dynamics' 8 random ones and 52 % of its random states within the joint limits; under ``BOUND_LIMIT``
+    it certified all 8 and 96 %). Costs are operations, the estimate's after a bound counted
+    ``LATE_ESTIMATE_COST`` times in a big plan. Long chains certify with neither bound
     (benchmarks/results/design_measurements.md). ``norms``: D² at the sample states (``_sample_column_norms``)."""
     count, solve_abs = len(norms), functions["solve_abs"]
     magnitudes, u = _sample_bound(functions, layout, norms)

@@ -8,13 +8,13 @@ from gtdyn import keys
 from gtdyn.arguments import choice
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.render import render
-from gtdyn.compiled.states import sample_states
+from gtdyn.compiled.states import build_states
 
 
 def listing(solver) -> str:
     """All of ``solver``'s generated functions (a ``CompiledSolver``), as Python source."""
     template, robot = solver.template.problem, solver.robot
-    samples = sample_states(robot, template.kind, solver.qdd_joints, wrench_frames=len(solver.wrench_frames))
+    samples = build_states(robot, template.kind, solver.qdd_joints, wrench_frames=len(solver.wrench_frames))
     program = generate(robot, template, solver.order, solver.gravity, samples, solver.wrench_frames,
                        solver.wrench_axes, solver.has_derivatives)
     header = (f"{template.kind} dynamics of '{robot.name}', ordering {' '.join(keys.label(k) for k in solver.order)}: "

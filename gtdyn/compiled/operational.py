@@ -30,7 +30,7 @@ from gtdyn.arguments.wrenches import wrench_frame
 from gtdyn.compiled import cache, native, trace
 from gtdyn.compiled.build import DEFAULT_ORDERINGS
 from gtdyn.compiled.dual import Dual
-from gtdyn.compiled.states import sample_query, sample_states
+from gtdyn.compiled.states import build_states, sample_query, sample_states
 from gtdyn.compiled.unit_solves import (
     NOT_SOLVED,
     ConfigurationMatrix,
@@ -78,7 +78,7 @@ def compile_inverse_osim(robot: Robot, frames, *, ordering=None, checks: bool = 
                      quick)
     record = cache.load(name) if use_cache else None
     if record is None:
-        samples = sample_states(robot, "forward", (), wrench_frames=len(wrench_frames))
+        samples = build_states(robot, "forward", (), wrench_frames=len(wrench_frames))
         with np.errstate(all="ignore"):
             record = _build(robot, template.problem, order, samples, wrench_frames, name, quick)
         solver = CompiledInverseOSIM(robot, names, distinct, chosen, record, checks, order, quick)

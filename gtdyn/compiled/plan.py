@@ -9,7 +9,8 @@ variables eliminated later — the new factor of the elimination DAG. Identity b
 F_in) make substitutions with no arithmetic at all: RNEA and ABA fall out of the orderings, not of special code.
 
 Pivots are fixed here, so they must be good at every state, not just one. Each candidate is scored by its
-smallest ratio, over several random states, to the largest candidate in its column (threshold partial
+smallest ratio, over the build's states (random ones and the robot's reference configuration,
+``gtdyn.compiled.states.build_states``), to the largest candidate in its column (threshold partial
 pivoting, made state-independent): a constant ±1, or the articulated inertia Sᵀ Iᴬ S of ABA, scores well
 everywhere; an entry that passes through zero as a joint turns scores badly. Among candidates within
 ``THRESHOLD`` of the best, constants come first, then entries that keep one sign over the samples (one that
@@ -150,9 +151,11 @@ def _choose(plan: Plan, candidates: list[int], x: int, c: int) -> int:
     entries = [plan.work[i][x][c] for i in candidates]
     values = np.array([np.broadcast_to(trace.value(e), _samples(entries)) for e in entries])
     magnitudes = np.abs(values)
+    largest = np.max(magnitudes, axis=0)
+    seen = largest > 0  # a state where every candidate vanishes (the system singular there) tells none apart
     with np.errstate(all="ignore"):
-        ratios = magnitudes / np.max(magnitudes, axis=0)
-    scores = np.nan_to_num(np.min(ratios, axis=1))
+        ratios = magnitudes[:, seen] / largest[seen]
+    scores = np.nan_to_num(np.min(ratios, axis=1, initial=1.0))
     best = scores.max()
     crosses_zero = (values > 0).any(axis=1) & (values < 0).any(axis=1)
     eligible = [k for k in range(len(candidates)) if scores[k] >= THRESHOLD * best]

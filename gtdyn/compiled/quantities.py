@@ -29,7 +29,7 @@ from gtdyn.compiled import cache, native, trace
 from gtdyn.compiled.build import compile
 from gtdyn.compiled.codegen import output_sources
 from gtdyn.compiled.dual import Dual
-from gtdyn.compiled.states import sample_query, sample_states
+from gtdyn.compiled.states import build_states, sample_query, sample_states
 from gtdyn.compiled.unit_solves import (
     NOT_SOLVED,
     ConfigurationMatrix,
@@ -68,7 +68,7 @@ def compile_mass_matrix(robot: Robot, *, ordering="rnea", checks: bool = True, u
     if record is not None:
         return CompiledMassMatrix(robot, ordering, record, checks, order, quick)
     check_solve_memory(template, graph, gtsam_order, ordering, compiling=True)
-    samples = sample_states(free, "inverse", ())
+    samples = build_states(free, "inverse", ())
     with np.errstate(all="ignore"):
         record = _build(free, template.problem, order, samples, name, quick)
     mass = CompiledMassMatrix(robot, ordering, record, checks, order, quick)

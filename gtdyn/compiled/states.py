@@ -1,5 +1,7 @@
 """The states a compiled solver is built and checked at: random joint states (closing every loop), a floating
-base's random rotation, twist and acceleration, and the query each stands for."""
+base's random rotation, twist and acceleration, and the query each stands for; and, on a robot without closed
+loops, its reference configuration (every joint at zero, the base unrotated), where a robot often starts and
+where symmetry zeroes entries that random states never do."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from gtdyn.equations import GRAVITY
 from gtdyn.kinematics.loop_closure import close_loops, independent_joints
 from gtdyn.model.robot import Robot
 
-SAMPLES = 8  # random states the pivot choice looks at
+SAMPLES = 8  # random states the pivot choice looks at (and the reference configuration, ``build_states``)
 
 
 def sample_base(robot: Robot, kind: str, samples, k: int) -> dict:
@@ -53,8 +55,7 @@ def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLE
     qdd, x = np.empty((n, count)), np.empty((n, count))
     R, twist, accel = np.empty((9, count)), np.empty((6, count)), np.empty((6, count))
     passive = np.array([not j.actuated for j in robot.joints], bool)
-    lower = np.array([max(j.lower, -np.pi) for j in robot.joints])
-    upper = np.array([min(j.upper, np.pi) for j in robot.joints])
+    lower, upper = _sampled_range(robot)
     free = independent_joints(robot, robot.actuated_joint_names) if robot.loop_joints else []
     for k in range(count):
         q[:, k] = rng.uniform(lower, upper) if n else []
@@ -82,3 +83,29 @@ def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLE
     if robot.floating_base:  # "given": the base quantity a problem gives (acceleration, or wrench), any numbers
         out.update(R=R, twist=twist, accel=accel, given=accel)
     return out
+
+
+def _sampled_range(robot: Robot) -> tuple[np.ndarray, np.ndarray]:
+    """Each joint's range, limits beyond ±π cut there: where random states are drawn."""
+    return (np.array([max(j.lower, -np.pi) for j in robot.joints]),
+            np.array([min(j.upper, np.pi) for j in robot.joints]))
+
+
+def build_states(robot: Robot, problem: str, qdd_joints=(), wrench_frames: int = 0) -> dict[str, np.ndarray]:
+    """The states a compiled solver is built at (its pivots chosen, its certificate's way) and checked at:
+    ``SAMPLES`` random states, then — without closed loops, whose joints at zero need not close them — the
+    reference configuration: every joint at zero (or its nearest limit), the base unrotated, the rest random.
+
+    Random states never zero an entry that symmetry zeroes there: Solo-12 standing on its four feet with straight
+    legs zeroes the contact Jacobian's knee entries, the pivots the random states liked best, and every step of a
+    run that starts there fell back to the reference path (benchmarks/results/design_measurements.md)."""
+    states = sample_states(robot, problem, qdd_joints, SAMPLES + 1, wrench_frames=wrench_frames)
+    if robot.loop_joints:
+        return {name: value[:, :SAMPLES] for name, value in states.items()}
+    lower, upper = _sampled_range(robot)
+    q = states["q"][:, SAMPLES]  # a view: the state's velocities and given x stay the random draw's
+    q[:] = np.clip(0.0, lower, upper)
+    robot.follow_drives(q)
+    if robot.floating_base:
+        states["R"][:, SAMPLES] = np.eye(3).ravel()
+    return states
