@@ -223,6 +223,7 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
     for name, relative in FLOATING.items():
         rows += floating_rows(name, erd(relative), steps, dt)
     rows += standing_rows(erd(FLOATING["solo12"]), steps, dt)
+    rows += standing_rows(erd(FLOATING["solo12"]), steps, dt, SOLO_STRAIGHT, "straight legs (q = 0)")
     rows.append(floating_variational(steps, dt))
     text = "\n".join(["# Simulation speed", "",
                       f"`python -m benchmarks.simulation {steps} {dt:g}` ({steps:,} steps of {dt * 1e3:g} ms, no "
@@ -280,27 +281,28 @@ def floating_rows(name: str, path: str, steps: int, dt: float) -> list[str]:
 
 SOLO_FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
 SOLO_STANCE = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)  # legs bent alike, abduction at zero
+SOLO_STRAIGHT = np.zeros(12)  # every leg straight: the robot's reference configuration
 
 
 class Standing:
-    """Solo-12 on its four feet (rigid point contacts), under gravity, a PD (kp ``KP``, kd ``KD``) holding a stance
-    of bent legs: gtdyn's robot, contacts and controller, and the same loop written over Pinocchio's
-    ``constraintDynamics`` (exact: no proximal regularisation) and ``pin.integrate``, the PD in numpy."""
+    """Solo-12 on its four feet (rigid point contacts), under gravity, a PD (kp ``KP``, kd ``KD``) holding
+    ``stance`` (bent legs unless told): gtdyn's robot, contacts and controller, and the same loop written over
+    Pinocchio's ``constraintDynamics`` (exact: no proximal regularisation) and ``pin.integrate``, the PD in numpy."""
 
     KP, KD = 5.0, 0.2
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, stance: np.ndarray = SOLO_STANCE):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gtdyn.ModelWarning)
             self.robot = gtdyn.load_robot(path, base="floating", transmissions="independent")
         self.ref = FreeFlyerPinocchio(path, self.robot)
         self.contacts = PinocchioContacts(self.ref, SOLO_FEET, "point")
-        self.hold = gtdyn.PDController(self.robot, self.KP, self.KD, SOLO_STANCE)
+        self.hold = gtdyn.PDController(self.robot, self.KP, self.KD, stance)
         self.feet = [gtdyn.Contact(name) for name in SOLO_FEET]
         self.joints = [i for i, _ in self.ref.idx_q]
         if sorted(self.joints) != list(range(7, 19)) or sorted(self.ref.idx_v) != list(range(6, 18)):
             raise SystemExit("the standing rows expect a free flyer and twelve revolute joints")
-        self.q_ref = SOLO_STANCE[np.argsort(self.joints)]  # in Pinocchio's joint order
+        self.q_ref = stance[np.argsort(self.joints)]  # in Pinocchio's joint order
 
     def pinocchio(self, q0, steps: int, dt: float) -> np.ndarray:
         """Pinocchio's run from joints ``q0`` at rest, the base at the identity: the end as [base pose; joints]."""
@@ -317,26 +319,27 @@ class Standing:
         return {"tau": self.hold, "contacts": self.feet}
 
 
-def standing_rows(path: str, steps: int, dt: float) -> list[str]:
-    """``Standing``: ``gtdyn.simulate`` (semi-implicit Euler) checked and not against Pinocchio's loop, from the
-    stance; and how far apart the ends are."""
-    standing = Standing(path)
+def standing_rows(path: str, steps: int, dt: float, stance: np.ndarray = SOLO_STANCE,
+                  held: str = "a stance") -> list[str]:
+    """``Standing``: ``gtdyn.simulate`` (semi-implicit Euler) checked and not against Pinocchio's loop, from
+    ``stance`` (``held`` says which in the rows); and how far apart the ends are."""
+    standing = Standing(path, stance)
     ends = {}
 
     def ours(checks=True, count=steps):
-        run = gtdyn.simulate(standing.robot, SOLO_STANCE, np.zeros(12), dt=dt, steps=count, checks=checks,
+        run = gtdyn.simulate(standing.robot, stance, np.zeros(12), dt=dt, steps=count, checks=checks,
                              progress=False, **standing.options())
         ends["gtdyn"] = np.concatenate([run.base_pose[-1].ravel(), run.q[-1]])
 
     def theirs():
-        ends["pin"] = standing.pinocchio(SOLO_STANCE, steps, dt)
+        ends["pin"] = standing.pinocchio(stance, steps, dt)
 
-    print("solo12 on four feet: compiling and warming up …", file=sys.stderr, flush=True)
+    print(f"solo12 on four feet, {held}: compiling and warming up …", file=sys.stderr, flush=True)
     rows = []
     for checks in (True, False):
         ours(checks, 10)
         rows.append(compared_row(f"solo12 on four feet ({standing.robot.num_dofs} joints)",
-                                 f"semi_implicit_euler, a PD holding a stance{'' if checks else ', checks=False'} "
+                                 f"semi_implicit_euler, a PD holding {held}{'' if checks else ', checks=False'} "
                                  "(ends {apart} apart)", lambda: ours(checks), theirs, ends, steps))
     return rows
 
