@@ -94,6 +94,10 @@ def cases() -> list[tuple[str, object, dict]]:
         out.append((f"solo12 on four feet, {method}, pd", solo,
                     dict(q0=SOLO_STANCE, v0=np.zeros(12), method=method, contacts=[gtdyn.Contact(f) for f in SOLO_FEET],
                          tau=gtdyn.PDController(solo, 5.0, 0.2, SOLO_STANCE))))
+    for checks in (True, False):  # at the reference configuration: the solver's twin answers (gtdyn.compiled.rescue)
+        out.append((f"solo12 on four straight legs, semi_implicit_euler, pd{'' if checks else ', checks=False'}", solo,
+                    dict(q0=np.zeros(12), v0=np.zeros(12), contacts=[gtdyn.Contact(f) for f in SOLO_FEET],
+                         tau=gtdyn.PDController(solo, 5.0, 0.2, np.zeros(12)), checks=checks)))
     quadruped = load("quadruped", "floating")
     out.append(("quadruped on four feet, semi_implicit_euler, pd", quadruped,
                 dict(q0=QUADRUPED_STANCE, v0=np.zeros(12), contacts=[gtdyn.Contact(f) for f in QUADRUPED_FEET],

@@ -120,6 +120,27 @@ def test_straight_legs_on_the_ground_are_certified(solo):
     certified_on_four_feet(solo, (straight, straight + 1e-9, straight + np.tile([0.0, 0.05, -0.1], 4)))
 
 
+def test_a_plan_whose_pivots_vanish_at_q0_asks_its_twin_there(solo):
+    """The default plan keeps the pivots the random states like best (a straight leg zeroes them); its twin, built
+    with ``reference_pivots=True``, answers at straight legs, the same bits as that solver called directly, and a
+    pickled solver keeps its twin. Near straight legs the plan's guard hands the call to the twin too."""
+    import pickle
+
+    robot, _ = solo
+    feet = [gtdyn.Contact(name) for name in FEET]
+    plain = gtdyn.compile(robot, "forward", ordering="aba", contacts=feet)
+    direct = gtdyn.compile(robot, "forward", ordering="aba", contacts=feet, reference_pivots=True)
+    zeros = np.zeros(12)
+    for solver in (plain, pickle.loads(pickle.dumps(plain))):
+        for q in (zeros, zeros + 1e-9):
+            assert np.array_equal(np.concatenate(solver(q, zeros, zeros)), np.concatenate(direct(q, zeros, zeros)))
+        assert solver.rescues == 2 and solver.fallbacks == 0
+    assert direct.rescues == direct.fallbacks == 0
+    bent = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)
+    plain(bent, zeros, zeros)
+    assert plain.rescues == 2  # away from it, its own
+
+
 def certified_on_four_feet(solo, stances) -> None:
     """Compiled constrained forward dynamics (ABA) on Solo-12's four feet, checked and unchecked, at rest at each
     of ``stances``: within ``TOL`` of Pinocchio's constraintDynamics, and no call falls back."""

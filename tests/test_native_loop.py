@@ -290,6 +290,25 @@ def test_rigid_contacts_loop_natively_bit_for_bit(solo):
         assert np.isfinite(native.contact_forces).all() and native.contact_forces.any()
 
 
+@pytest.mark.parametrize("checks", [True, False])
+def test_straight_legs_loop_on_the_solvers_twin_bit_for_bit(solo, checks):
+    """Solo-12 standing on straight legs (q = 0, a PD holding it: gravity keeps them straight): the contact
+    solver's pivots vanish there, and its twin (``gtdyn.compiled.rescue``) answers — in the native loop as in the
+    Python loop, the same bits — so no step goes to the reference path."""
+    from gtdyn.equations import GRAVITY
+    from gtdyn.simulation.solvers import forward_solver
+
+    feet = [gtdyn.Contact(name) for name in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")]
+    solver = forward_solver(solo, GRAVITY, checks, contacts=feet)  # the runs' own, remembered
+    native, python, ran = both(solo, q0=np.zeros(12), v0=np.zeros(12), tau=gtdyn.PDController(solo, 5.0, 0.2,
+                               np.zeros(12)), dt=1e-3, steps=60, contacts=feet, checks=checks)
+    assert ran
+    for field in ("q", "v", "qdd", "tau", "base_pose", "base_twist", "base_accel", "contact_forces"):
+        assert np.array_equal(getattr(native, field), getattr(python, field)), field
+    assert solver.rescues >= 60 and solver.fallbacks == 0
+    assert np.abs(native.q).max() < 1e-4 and np.isfinite(native.contact_forces).all()
+
+
 @pytest.mark.parametrize("method", ["semi_implicit_euler", "rk4"])
 def test_external_wrenches_loop_natively_bit_for_bit(puma, method):
     """A wrench held on the PUMA's third link over the run (local and world-aligned axes), under a PD: its values

@@ -23,6 +23,7 @@ from gtdyn.arguments.wrenches import compiled_wrench_frames
 from gtdyn.compiled import background, cache, lanes, native, split, trace
 from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.fallback import self_check
+from gtdyn.compiled.rescue import Rescue
 from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.compiled.states import build_states, sample_query, sample_states
 from gtdyn.dynamics.memory import check_solve_memory
@@ -43,7 +44,8 @@ DEFAULT_ORDERINGS = {"inverse": "rnea", "forward": "aba", "hybrid": "aba"}
 def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[str] | None = None, gravity=GRAVITY,
             contacts=None, wrench_frames: Iterable[str] | None = None, wrench_axes: str = "local",
             derivatives: bool = False, independent_joints: Iterable[str] | None = None, checks: bool = True,
-            use_cache: bool = True, lanes: bool | None = None, quick: bool = False) -> CompiledSolver:
+            use_cache: bool = True, lanes: bool | None = None, quick: bool = False,
+            reference_pivots: bool = False) -> CompiledSolver:
     """A compiled solver for ``problem`` ("inverse", "forward" or "hybrid"; hybrid: ``qdd_joints`` names the
     joints whose q̈ is given, τ is given at the others) in ``ordering`` (a strategy name, a list of labels or
     keys, or a callable, as everywhere; default ``DEFAULT_ORDERINGS``: RNEA for inverse dynamics, ABA for forward
@@ -78,6 +80,12 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     pipeline; the same bits): for trying models, and for robots whose optimized compile is long
     (benchmarks/results/quick_compile.md).
 
+    ``reference_pivots=True`` chooses pivots that do not vanish at the robot's reference configuration (every
+    joint at zero: a straight leg zeroes its foot's contact rows, which random states alone make its pivots), at
+    the cost of smaller pivots elsewhere. A solver compiled without it whose pivots vanish there guards them, and
+    near there asks that twin, compiled at the first such call, before the reference path (``solver.rescues``
+    counts its answers; ``gtdyn.compiled.rescue``).
+
     The first compile of a robot, problem and ordering writes the machine code to an on-disk cache
     (``gtdyn.compiled.cache``); later compiles, in any process, load it.
     """
@@ -90,6 +98,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     derivatives = flag("derivatives", derivatives)
     lanes = None if lanes is None else flag("lanes", lanes)
     quick = flag("quick", quick)
+    reference_pivots = flag("reference_pivots", reference_pivots)
     if derivatives and problem == "inverse":
         covered(robot, "gtdyn.compile(\"inverse\", derivatives=True)", loops=False,
                 advice="the dependent joints' given q̈ would have to follow q along the loops' acceleration "
@@ -115,7 +124,7 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
     name = cache.key(cache.code_fingerprint(), cache.FORMAT, native.target_id(), cache.robot_fingerprint(robot),
                      cache.problem_signature(template.problem), order, tuple(gravity),
                      [(f.name, f.body, f.fTcom.matrix().tobytes()) for f in frames], wrench_axes, derivatives,
-                     quick)  # with lanes or not, one entry: lane code, compiled now or later, joins it
+                     quick, reference_pivots)  # with lanes or not, one entry: lane code, now or later, joins it
     record = cache.load(name) if use_cache else None
     cached = record is not None
     if record is None:
@@ -126,18 +135,18 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
         samples = build_states(robot, problem, qdd_joints, wrench_frames=len(frames))
         with np.errstate(all="ignore"):  # a singular robot's samples divide by zero pivots; its calls fall back
             record = _build(robot, template.problem, order, gravity, samples, name, frames, wrench_axes, derivatives,
-                            lanes is True, quick)
+                            lanes is True, quick, reference_pivots)
     if lanes is False:
         record = {k: v for k, v in record.items() if k != "lanes_object"}
     later = (None, None)
     if lanes is not False:  # lane code compiled later: traced again, checked, kept in the cache entry
         trace_again = functools.partial(background.lane_code_elsewhere if lanes is None else _lane_code, robot,
                                         template, order, gravity, qdd_joints, frames, wrench_axes, derivatives, quick,
-                                        record["prefix"])
+                                        record["prefix"], reference_pivots)
         later = (functools.partial(_cached_lanes, name, trace_again) if use_cache else trace_again,
                  functools.partial(cache.store, name) if use_cache else None)
     solver = CompiledSolver(template, qdd_joints, order, record, name, checks, frames, wrench_axes, independent,
-                            later)
+                            later, rescue_of(record, template, qdd_joints, order, frames, wrench_axes, use_cache))
     if not cached:
         self_check(solver, samples)
         if use_cache:  # only code that passed its self-check is kept
@@ -153,8 +162,10 @@ def compile(robot: Robot, problem: str, *, ordering=None, qdd_joints: Iterable[s
 
 
 def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, name: str, wrench_frames,
-           wrench_axes: str, derivatives: bool, in_lanes: bool = False, quick: bool = False) -> dict:
-    program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes, derivatives)
+           wrench_axes: str, derivatives: bool, in_lanes: bool = False, quick: bool = False,
+           reference_pivots: bool = False) -> dict:
+    program = generate(robot, template, order, gravity, samples, wrench_frames, wrench_axes, derivatives,
+                       reference_pivots=reference_pivots)
     prefix = f"g{name[:12]}_"
     functions, rare = split.split_large(program.functions, program.layout, program.rare)
     obj = native.compile_module(functions, prefix, quick=quick, rare=rare)
@@ -165,7 +176,8 @@ def _build(robot: Robot, template: Problem, order: list[int], gravity, samples, 
               "entries": native.entries_of(program.functions), "derivative_columns": layout.derivative_columns,
               "parents": {k: sorted(p) for k, p in program.plan.parents.items()},
               "operations": _operations(program),
-              "quick": quick, **({"lanes_object": lane_object[0]} if lane_object else {})}
+              "quick": quick, "reference_pivots": reference_pivots, "vanishing": program.plan.vanishing,
+              **({"lanes_object": lane_object[0]} if lane_object else {})}
     trace.release(*program.functions.values(), *functions.values())  # not left to a full collection
     return record
 
@@ -194,7 +206,7 @@ def _cached_lanes(name: str, trace_again) -> dict:
 
 
 def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joints, frames, wrench_axes: str,
-               derivatives: bool, quick: bool, prefix: str) -> dict:
+               derivatives: bool, quick: bool, prefix: str, reference_pivots: bool = False) -> dict:
     """The lane code of a solver compiled before without it: its program traced again from the same samples (so
     the same plan and workspace) and compiled (``lanes.compile_module``; in the background, in a worker process:
     ``background.lane_code_elsewhere``). Returned with the program's workspace size and operations, which the
@@ -202,7 +214,8 @@ def _lane_code(robot: Robot, template: Query, order: list[int], gravity, qdd_joi
     path, a changed constant) traces another program, which would write past the workspace."""
     samples = build_states(robot, template.kind, qdd_joints, wrench_frames=len(frames))
     with np.errstate(all="ignore"):
-        program = generate(robot, template.problem, order, gravity, samples, frames, wrench_axes, derivatives)
+        program = generate(robot, template.problem, order, gravity, samples, frames, wrench_axes, derivatives,
+                           reference_pivots=reference_pivots)
     functions, _ = split.split_large(program.functions, program.layout, program.rare)
     code = dict(zip(_LANE_CODE, (lanes.compile_module(functions, prefix, quick, _batch_copies(program.layout)),
                                   program.layout.size, _operations(program))))
@@ -215,12 +228,28 @@ def unpickled(template: Query, qdd_joints, order, record: dict, name: str, check
     """A pickled solver, here: its machine code if it was made for this CPU, else the same plan compiled anew."""
     if target == native.target_id():
         solver = CompiledSolver(template, qdd_joints, order, record, name, checks, wrench_frames, wrench_axes,
-                                independent_joints)
+                                independent_joints, rescue=rescue_of(record, template, qdd_joints, order,
+                                                                     wrench_frames, wrench_axes))
         solver.compile_seconds, solver.from_cache = compile_seconds, True
         return solver
     return compile(template.robot, template.kind, ordering=list(order), qdd_joints=qdd_joints or None,
                    gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
                    wrench_frames=list(wrench_frames) or None, wrench_axes=wrench_axes,
                    derivatives=bool(record.get("derivative_columns")), independent_joints=independent_joints,
-                   checks=checks, lanes=True if "lanes_object" in record else None, quick=bool(record.get("quick")))
+                   checks=checks, lanes=True if "lanes_object" in record else None, quick=bool(record.get("quick")),
+                   reference_pivots=bool(record.get("reference_pivots")))
 
+
+
+def rescue_of(record: dict, template: Query, qdd_joints, order, frames, wrench_axes: str,
+              use_cache: bool = True) -> Rescue | None:
+    """For a plan with a pivot that vanishes at the reference configuration (its record's "vanishing"), the twin
+    to ask before the reference path, compiled when first asked (``gtdyn.compiled.rescue``); else None. The twin:
+    the same problem and ordering, pivots scored at the reference configuration too, always checked, no lanes."""
+    if not record.get("vanishing") or record.get("reference_pivots"):
+        return None
+    return Rescue(functools.partial(
+        compile, template.robot, template.kind, ordering=list(order), qdd_joints=qdd_joints or None,
+        gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
+        wrench_frames=list(frames) or None, wrench_axes=wrench_axes, use_cache=use_cache, lanes=False,
+        quick=bool(record.get("quick")), reference_pivots=True))

@@ -10,7 +10,8 @@ import numpy as np
 
 from gtdyn.compiled import trace
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
-from gtdyn.compiled.plan import Plan
+from gtdyn.compiled.plan import Plan, guard
+from gtdyn.compiled.states import SAMPLES
 from gtdyn.compiled.validity import finite_sum, squared_norm, valid_inputs
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
@@ -236,6 +237,8 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         measured.comment("where u cannot certify, Schur's test; where that cannot, the reference path's estimate")
     else:
         measured.comment("where the bound cannot certify, the reference path's estimate decides")
+    if plan.guarded:  # a guarded pivot too small: the estimate could not certify; the twin or the reference answers
+        ok = ok + (1.0 - slots.use(measured, guard(plan)))
     measured.call_unless(ok, fallback)
     if a_priori is not None:
         fn.call_unless(a_priori, measured)
@@ -282,14 +285,21 @@ def _pays(functions: dict, layout: Layout, norms: list, gamma: float) -> bool:
     2) at half the build's sample states or more: elsewhere its checks and the branch to ``measured`` cost more
     than the residual they save (a 12-link chain's RNEA, u about 1e7, ran slower with them:
     benchmarks/results/design_measurements.md)."""
+    return _share(_sample_bound(functions, layout, norms)[1] * gamma, ERROR_BOUND / 2) >= 0.5
+
+
+def _share(values, limit: float) -> float:
+    """The share of the build's random states where ``values`` (one per build state) is at most ``limit``: the
+    share of calls a bound certifies. The reference configuration, one state users start from, is left out: it
+    would count as a ninth of all calls."""
     with np.errstate(invalid="ignore"):
-        return float(np.mean(_sample_bound(functions, layout, norms)[1] * gamma <= ERROR_BOUND / 2)) >= 0.5
+        return float(np.mean(np.atleast_1d(values)[:SAMPLES] <= limit))
 
 
 def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) -> str:
     """"estimate", "bound" (u) or "schur" (u, then u_S where u cannot certify), whichever makes the average call
     cheapest: a bound's passes save the estimate's on the share f of calls it certifies. f is the share of the
-    build's states where the bound is under half ``BOUND_LIMIT`` (the states are few, nine: the margin keeps a
+    build's random states where the bound is under half ``BOUND_LIMIT`` (``_share``; they are eight: the margin keeps a
     bound that only just certifies them from counting: at a tenth of the warning threshold, u certified 7 of Talos
     forward dynamics' 8 random ones and 52 % of its random states within the joint limits; under ``BOUND_LIMIT``
     it certified all 8 and 96 %). Costs are operations, the estimate's after a bound counted
@@ -300,7 +310,7 @@ def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) 
     with np.errstate(all="ignore"):
         z = [np.broadcast_to(n * m, np.shape(u)) for n, m in zip(norms, magnitudes)]
     def share(bound) -> float:  # of the samples a bound certifies, with the margin
-        return float(np.mean(bound <= BOUND_LIMIT / 2))
+        return _share(bound, BOUND_LIMIT / 2)
 
     f_u = share(u)
     if f_u == 1.0:  # u alone costs least: u_S would only add its pass

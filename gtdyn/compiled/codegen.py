@@ -41,7 +41,7 @@ from gtdyn.compiled.certificate import checked_call
 from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_count, entry
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
-from gtdyn.compiled.plan import Plan, eliminate, traced_rows
+from gtdyn.compiled.plan import Plan, eliminate, guard, traced_rows
 from gtdyn.compiled.validity import coupling_ok, finite, valid_inputs
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.model import base_frame
@@ -76,14 +76,15 @@ def _identifier(text: str, fallback: str) -> str:
 @trace.tracing
 def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples: dict[str, np.ndarray],
              wrench_frames=(), wrench_axes: str = "local", derivatives: bool = False, more=None,
-             at_rest: bool = False) -> Program:
+             at_rest: bool = False, reference_pivots: bool = False) -> Program:
     """The functions for ``problem`` (its known values being placeholders: which joints are known is what
     matters) eliminated in ``order``. ``samples``: "q", "v", "x" arrays of shape (n, K) at K states (and the
     base's, and "wrench" when external wrenches on ``wrench_frames`` are inputs). ``derivatives``: also
     ``tangents`` and the entries ``dmain``/``dfast`` (``gtdyn.compiled.derivatives``). ``more(plan, column,
     layout, slots, functions)``: more functions on the same factors (``gtdyn.compiled.operational``). ``at_rest``:
     q̇, the given x and a floating base's twist and given quantity are zero constants, not inputs (the code of a
-    matrix of q alone, ``gtdyn.compiled.unit_solves``): the right-hand side folds away from ``factor``."""
+    matrix of q alone, ``gtdyn.compiled.unit_solves``): the right-hand side folds away from ``factor``.
+    ``reference_pivots``: pivots scored at the reference configuration too (``gtdyn.compiled.plan``)."""
     n = robot.num_dofs
     factor = trace.Function("factor", samples["q"].shape[1])
     q = [factor.load(j, samples["q"][j], _identifier(keys.pretty(keys.joint_angle_key(j + 1)), f"q{j + 1}"))
@@ -126,7 +127,8 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     external = traced_wrenches(wrench_frames, wrench_axes, wrenches, kin)
     factor.comment("the rows of eq. 5–7 at this state")
     rows = traced_rows(robot, kin, traced_problem, gravity, external)
-    plan = eliminate_with_comments(factor, rows, order)
+    plan = eliminate_with_comments(factor, rows, order, reference_pivots)
+    coupled = coupled * guard(plan)  # near the reference configuration, a pivot zero there: not this plan's state
     unknowns = plan.unknowns
     column = {}
     for key in unknowns:
@@ -159,14 +161,14 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     return Program(functions, layout, plan, outputs)
 
 
-def eliminate_with_comments(factor: trace.Function, rows, order) -> Plan:
+def eliminate_with_comments(factor: trace.Function, rows, order, reference: bool = False) -> Plan:
     factor.comment(f"Gaussian elimination in the ordering {' '.join(keys.label(k) for k in order)}")
 
     def step(x: int, labels: list[str]) -> None:
         equations = list(dict.fromkeys(label.split(", row ")[0] for label in labels))
         factor.comment(f"eliminate {keys.pretty(x)} from {len(labels)} rows: {'; '.join(equations)}")
 
-    return eliminate(rows, order, step)
+    return eliminate(rows, order, step, reference)
 
 
 def output_sources(robot: Robot, problem: Problem, column: dict) -> list[tuple]:

@@ -9,14 +9,22 @@ variables eliminated later — the new factor of the elimination DAG. Identity b
 F_in) make substitutions with no arithmetic at all: RNEA and ABA fall out of the orderings, not of special code.
 
 Pivots are fixed here, so they must be good at every state, not just one. Each candidate is scored by its
-smallest ratio, over the build's states (random ones and the robot's reference configuration,
-``gtdyn.compiled.states.build_states``), to the largest candidate in its column (threshold partial
+smallest ratio, over several random states, to the largest candidate in its column (threshold partial
 pivoting, made state-independent): a constant ±1, or the articulated inertia Sᵀ Iᴬ S of ABA, scores well
 everywhere; an entry that passes through zero as a joint turns scores badly. Among candidates within
 ``THRESHOLD`` of the best, constants come first, then entries that keep one sign over the samples (one that
 takes both signs vanishes somewhere between them, the states being connected and the entry continuous: a
 floating base's coupling that a symmetric stance zeroes, say), then rows with fewer entries (less fill). What a
 fixed choice cannot promise, the run-time checks of ``gtdyn.compiled.codegen`` verify.
+
+The robot's reference configuration (every joint at zero: ``gtdyn.compiled.states.build_states``) is where
+symmetry zeroes entries that random states never do: a straight leg zeroes its foot's contact rows, the pivots
+random states like best for its q̈. A plan notes when one of its pivots vanishes there (``vanishing``); a plan
+built with ``reference`` scores its candidates there too, so none of its pivots vanishes there, though the ones
+it takes instead may be smaller elsewhere (``gtdyn.compiled.rescue`` keeps such a plan for the states the first
+cannot take). Near that state the first plan's pivot is small and its answer loses digits, which the unchecked
+call would not see: the generated code guards each such pivot (``guarded``), and below ``GUARD`` of its smallest
+magnitude at the random states the call is not the plan's to answer.
 """
 
 from __future__ import annotations
@@ -27,12 +35,15 @@ import numpy as np
 
 from gtdyn import keys
 from gtdyn.compiled import trace
+from gtdyn.compiled.states import SAMPLES
 from gtdyn.dynamics.graph import constrained_contacts, coupled_transmissions, dynamics_equations
 from gtdyn.linear.system import Key
 from gtdyn.model.robot import Robot
 from gtdyn.problem import Problem
 
 THRESHOLD = 0.1  # a pivot at least a tenth of the best candidate's state-independent score
+VANISHES = 1e-8  # at the reference configuration, a candidate this small beside the largest there is zero
+GUARD = 1e-2  # a pivot zero there is trusted down to this share of its smallest magnitude at the random states
 
 
 @dataclass
@@ -50,7 +61,7 @@ class Plan:
 
     ``rows``: the original rows (for residuals and column norms), then their current state in ``work``;
     ``tape``: the row operations (i, p, l) in order; ``pivots``: (key, component, row) in elimination order;
-    ``parents[key]``: the variables x's conditional really uses.
+    ``parents[key]``: the variables x's conditional really uses; ``reference``, ``guarded``: see the module.
     """
 
     order: list[int]
@@ -59,6 +70,13 @@ class Plan:
     tape: list[tuple[int, int, object]] = field(default_factory=list)
     pivots: list[tuple[int, int, int]] = field(default_factory=list)
     parents: dict[int, set] = field(default_factory=dict)
+    reference: bool = False  # pivots scored at the reference configuration too
+    guarded: list = field(default_factory=list)  # (pivot, its smallest magnitude at the samples): zero there
+
+    @property
+    def vanishing(self) -> bool:
+        """Whether some pivot is zero at the reference configuration."""
+        return bool(self.guarded)
 
     @property
     def unknowns(self) -> list[int]:
@@ -106,10 +124,11 @@ def _zero(entries) -> bool:
     return all(not trace.is_sym(e) and e == 0 for e in entries)
 
 
-def eliminate(rows: list[Row], order: list[int], on_step=None) -> Plan:
-    """Gaussian elimination of ``rows`` in ``order`` with pivots chosen as the module docstring says;
-    ``on_step(x, rows)`` is told each variable and the labels of the rows that hold it, before its arithmetic."""
-    plan = Plan(list(order), rows, [{k: b.copy() for k, b in r.coef.items()} for r in rows])
+def eliminate(rows: list[Row], order: list[int], on_step=None, reference: bool = False) -> Plan:
+    """Gaussian elimination of ``rows`` in ``order`` with pivots chosen as the module docstring says (``reference``:
+    scored at the reference configuration too); ``on_step(x, rows)`` is told each variable and the labels of the
+    rows that hold it, before its arithmetic."""
+    plan = Plan(list(order), rows, [{k: b.copy() for k, b in r.coef.items()} for r in rows], reference=reference)
     active = set(range(len(rows)))
     for x in order:
         if on_step is not None:
@@ -147,21 +166,42 @@ def eliminate(rows: list[Row], order: list[int], on_step=None) -> Plan:
     return plan
 
 
+def guard(plan: Plan):
+    """1.0 unless a pivot that vanishes at the reference configuration is under ``GUARD`` of its smallest magnitude at
+    the random states (the plan's answer would lose digits there); traced in the function that computed the pivots."""
+    ok = 1.0
+    for pivot, smallest in plan.guarded:
+        ok = ok * trace.le(GUARD * smallest, trace.fabs(pivot))
+    return ok
+
+
 def _choose(plan: Plan, candidates: list[int], x: int, c: int) -> int:
     entries = [plan.work[i][x][c] for i in candidates]
     values = np.array([np.broadcast_to(trace.value(e), _samples(entries)) for e in entries])
-    magnitudes = np.abs(values)
-    largest = np.max(magnitudes, axis=0)
-    seen = largest > 0  # a state where every candidate vanishes (the system singular there) tells none apart
-    with np.errstate(all="ignore"):
-        ratios = magnitudes[:, seen] / largest[seen]
-    scores = np.nan_to_num(np.min(ratios, axis=1, initial=1.0))
+    k = _best(plan, candidates, entries, values if plan.reference else values[:, :SAMPLES])
+    if values.shape[1] > SAMPLES and _scores(values[:, SAMPLES:])[k] <= VANISHES:  # zero at the reference
+        plan.guarded.append((entries[k], float(np.min(np.abs(values[k, :SAMPLES])))))  # configuration
+    return candidates[k]
+
+
+def _best(plan: Plan, candidates: list[int], entries: list, values: np.ndarray) -> int:
+    scores = _scores(values)
     best = scores.max()
     crosses_zero = (values > 0).any(axis=1) & (values < 0).any(axis=1)
     eligible = [k for k in range(len(candidates)) if scores[k] >= THRESHOLD * best]
-    k = min(eligible, key=lambda k: (trace.is_sym(entries[k]), bool(crosses_zero[k]),
-                                     sum(len(b) for b in plan.work[candidates[k]].values()), -scores[k]))
-    return candidates[k]
+    return min(eligible, key=lambda k: (trace.is_sym(entries[k]), bool(crosses_zero[k]),
+                                        sum(len(b) for b in plan.work[candidates[k]].values()), -scores[k]))
+
+
+def _scores(values: np.ndarray) -> np.ndarray:
+    """Each candidate's (row's) smallest ratio, over the states (columns), to the largest candidate there; a state
+    where every candidate vanishes (the system singular there) tells none apart and is left out."""
+    magnitudes = np.abs(values)
+    largest = np.max(magnitudes, axis=0)
+    seen = largest > 0
+    with np.errstate(all="ignore"):
+        ratios = magnitudes[:, seen] / largest[seen]
+    return np.nan_to_num(np.min(ratios, axis=1, initial=1.0))
 
 
 def _samples(entries) -> tuple[int, ...]:

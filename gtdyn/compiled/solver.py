@@ -24,7 +24,7 @@ from gtdyn.compiled import base_inputs, entry, lanes, listing, native, parallel
 from gtdyn.compiled.base_inputs import base_states, write_base
 from gtdyn.compiled.certificate import A_PRIORI
 from gtdyn.compiled.derivatives import Derivatives, along_loops
-from gtdyn.compiled.fallback import as_vector, reference_answer, reference_result
+from gtdyn.compiled.fallback import as_vector, fallback_answer, reference_result
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
@@ -34,26 +34,25 @@ _DERIVATIVES = tuple.__new__  # a named tuple made without its Python-level __ne
 
 
 class CompiledSolver:
-    """``solver(q, v, x)``: x is q̈ (inverse), τ (forward) or, for hybrid, a full-length vector with q̈ at
-    ``qdd_joints`` and τ elsewhere. Returns τ, q̈, or ``(qdd, tau)``, in ``robot.joint_names`` order.
+    """``solver(q, v, x)``: x is q̈ (inverse), τ (forward) or, for hybrid, a full-length vector with q̈ at ``qdd_joints``
+    and τ elsewhere. Returns τ, q̈, or ``(qdd, tau)``, in ``robot.joint_names`` order.
 
-    A floating base: ``solver(q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None)`` as
-    the reference path takes them — ``base_accel`` in inverse dynamics; ``base_wrench`` ([m; f], root link
-    frame: what the environment applies to the free base, as ``external_wrenches`` on it) in forward and hybrid
-    dynamics — and the answer starts with the base's part —
-    ``(base_wrench, tau)``, ``(base_accel, qdd)`` or ``(base_accel, qdd, tau)``. With contacts the answer
-    ends with their forces, concatenated in contact order (3 per point contact, 6 per surface contact, in the
-    contact frames). One output alone is returned bare, as on a fixed base.
+    A floating base: ``solver(q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None)`` as the
+    reference path takes them — ``base_accel`` in inverse dynamics; ``base_wrench`` ([m; f], root link frame: what the
+    environment applies to the free base, as ``external_wrenches`` on it) in forward and hybrid dynamics — and the
+    answer starts with the base's part — ``(base_wrench, tau)``, ``(base_accel, qdd)`` or ``(base_accel, qdd, tau)``.
+    With contacts the answer ends with their forces, concatenated in contact order (3 per point contact, 6 per surface
+    contact, in the contact frames). One output alone is returned bare, as on a fixed base.
 
-    External wrenches on the links or frames compiled in (``gtdyn.compile(..., wrench_frames=[...],
-    wrench_axes=...)``): ``solver(q, v, x, external_wrenches={"hand": [mx, my, mz, fx, fy, fz]})``, in the
-    compiled axes (the frame's own or world-aligned); a compiled frame not named gets zero.
+    External wrenches on the links or frames compiled in (``gtdyn.compile(..., wrench_frames=[...], wrench_axes=...)``):
+    ``solver(q, v, x, external_wrenches={"hand": [mx, my, mz, fx, fy, fz]})``, in the compiled axes (the frame's own or
+    world-aligned); a compiled frame not named gets zero.
 
     ``solver.batch(Q, V, X, threads=1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
-    external_wrenches=None)``: N states at once (arrays of shape (N, n); base poses (N, 4, 4), the others (N, 6);
-    per wrench frame (N, 6) or one (6,) for all); returns arrays with the same leading axis. Calls from several
-    threads are safe: calls from a thread other than the one that compiled the solver use a fresh workspace each;
-    ``batch`` runs its threads on separate workspaces.
+    external_wrenches=None)``: N states at once (arrays of shape (N, n); base poses (N, 4, 4), the others (N, 6); per
+    wrench frame (N, 6) or one (6,) for all); returns arrays with the same leading axis. Calls from several threads are
+    safe: calls from a thread other than the one that compiled the solver use a fresh workspace each; ``batch`` runs its
+    threads on separate workspaces.
 
     Compiled with derivatives: ``solver.derivatives(...)`` and ``solver.batch_derivatives(...)``
     (``gtdyn.compiled.derivatives.Derivatives``); on closed loops their q and q̇ columns are
@@ -61,7 +60,8 @@ class CompiledSolver:
     """
 
     def __init__(self, template: Query, qdd_joints, order, record: dict, name: str, checks: bool = True,
-                 wrench_frames=(), wrench_axes: str = "local", independent_joints=None, lanes_later=(None, None)):
+                 wrench_frames=(), wrench_axes: str = "local", independent_joints=None, lanes_later=(None, None),
+                 rescue=None):
         robot, problem = template.robot, template.kind
         # the joints dq's and dv's columns are over: every joint on a tree, the independent ones on loops
         self.independent_joints = tuple(robot.joint_names if independent_joints is None else independent_joints)
@@ -80,7 +80,8 @@ class CompiledSolver:
         self.order = list(order)
         self.operations: dict[str, int] = record["operations"]
         self.cache_key = name
-        self.fallbacks = 0
+        self.fallbacks = 0  # calls the reference path answered; ``rescues``: calls the twin answered
+        self._rescue = rescue  # the twin for what the reference configuration zeroes (``gtdyn.compiled.rescue``)
         self.compile_seconds = float("nan")
         self.from_cache = False
         self._record = record
@@ -99,10 +100,8 @@ class CompiledSolver:
         self._main = self._native.entry[self._entry]
         self._columns = record.get("derivative_columns", 0)
         self._derivative_entry = ("dmain" if self.checks else "dfast") if self._columns else None
-        self._passive = np.array([j.index - 1 for j in robot.joints
-                                  if not j.actuated
-                                  and (problem == "forward" or (problem == "hybrid" and j.name not in qdd_joints))],
-                                 int)
+        torqued = [j for j in robot.joints if problem == "forward" or problem == "hybrid" and j.name not in qdd_joints]
+        self._passive = np.array([j.index - 1 for j in torqued if not j.actuated], int)  # given τ, and passive
         self._owner = get_ident()
         self._last = self._ws
         self._views = self._workspace_views(self._ws)
@@ -161,9 +160,7 @@ class CompiledSolver:
         self._last = ws
         if ws[self._status] != 1.0:
             return self._fallback(ws, q, v, x)
-        if len(parts) == 1:
-            return parts[0].copy()
-        return tuple([part.copy() for part in parts])
+        return parts[0].copy() if len(parts) == 1 else tuple([part.copy() for part in parts])
 
     def derivatives(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                     external_wrenches=None) -> Derivatives:
@@ -171,8 +168,7 @@ class CompiledSolver:
         ``dv``, ``dx``) at one state, the arguments as ``solver(...)`` takes them. Forward dynamics: ``dx`` is
         M⁻¹; inverse: M. A state the checked call would send to the reference path gets the reference path's
         value, warning or error; the derivatives are then the plan's (as accurate as its condition allows)."""
-        if self._derivative_entry is None:
-            self._without_derivatives()
+        self._need_derivatives()
         quick = self._quick_derivatives
         if quick is not None and external_wrenches is None and self._along is None:  # the entry checks the thread
             outputs, nv, empty = self._outputs, self.robot.nv, self._empty
@@ -194,8 +190,7 @@ class CompiledSolver:
                           base_wrench=None, external_wrenches=None) -> Derivatives:
         """``derivatives`` at N states (arguments as ``batch`` takes them): each array of the result gets a leading
         axis of N."""
-        if self._derivative_entry is None:
-            self._without_derivatives()
+        self._need_derivatives()
         Q, V, X, base, wrenches, inputs = self._batch_inputs(Q, V, X, threads, base_pose, base_twist, base_accel,
                                                              base_wrench, external_wrenches)
         results = parallel.run_states(self._native.batch[self._derivative_entry], self._size, inputs,
@@ -208,6 +203,11 @@ class CompiledSolver:
             return Derivatives(*(np.array(part) for part in zip(*states)))
         return Derivatives(values, *(blocks[:, k] for k in range(3)))
 
+    def _need_derivatives(self):
+        if self._derivative_entry is None:
+            raise ArgumentError("derivatives: this solver was compiled without them; compile with "
+                                "gtdyn.compile(..., derivatives=True)")
+
     def error_estimate(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                        external_wrenches=None) -> float:
         """``DynamicsResult.error_estimate()`` at this state (arguments as ``solver(...)`` takes them): the relative
@@ -217,13 +217,9 @@ class CompiledSolver:
         ws, _, _ = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
         return reference_result(self, *self._reference_inputs(ws, q, v, x)).error_estimate()
 
-    def _without_derivatives(self):
-        raise ArgumentError("derivatives: this solver was compiled without them; compile with "
-                            "gtdyn.compile(..., derivatives=True)")
-
     def _fallback(self, ws: np.ndarray, q, v, x):
-        """The reference path's answer to the inputs in ``ws`` (the certificate did not pass)."""
-        return reference_answer(self, *self._reference_inputs(ws, q, v, x))
+        """The twin's or the reference path's answer to the inputs in ``ws`` (the certificate did not pass)."""
+        return fallback_answer(self, *self._reference_inputs(ws, q, v, x))
 
     def _reference_inputs(self, ws: np.ndarray, q, v, x) -> tuple:
         """q, q̇, x and the packed base and wrench inputs in ``ws``, as ``gtdyn.compiled.fallback`` takes them."""
@@ -305,7 +301,7 @@ class CompiledSolver:
         that follows them says the code did not certify its own."""
         out = results[:, :self._outputs].copy()
         for k in np.flatnonzero(results[:, self._outputs] != 1.0):
-            out[k] = as_vector(reference_answer(self, Q[k], V[k], X[k], base[k], wrenches[k]))
+            out[k] = as_vector(fallback_answer(self, Q[k], V[k], X[k], base[k], wrenches[k]))
         return out
 
     # -- travelling -----------------------------------------------------------------------------------------
@@ -330,6 +326,10 @@ class CompiledSolver:
         ready); ``lanes`` then, 0 where it cannot come (``lanes=False``, or unpickled without it)."""
         self._batches.compile_lanes(wait)
         return self.lanes
+
+    @property
+    def rescues(self) -> int:
+        return 0 if self._rescue is None else self._rescue.calls
 
     @property
     def has_derivatives(self) -> bool:

@@ -17,15 +17,16 @@ from gtdyn.compiled.pose_step import MOVED_AT, RATE_AT, SCRATCH, TWIST_AT, VELOC
 from gtdyn.simulation.controllers import ROW_OFFSET
 
 METHODS = ("euler", "semi_implicit_euler", "rk4")
-# the plan the loop reads (int64 words): workspace, solver entry, status index, answer index, first and end step,
-# Δt's bits, the Q, V, QDD, TAU rows, the torque rows and their count, the state (x then y, read and written back);
-# for a PD controller the samples' times, its gains, its reference rows (q, q̇, τ_ff) with their strides (0 when
-# held, n when sampled), its Δt's bits and its last row; for a Python controller the callback and its q, q̇ and τ;
-# on a floating base the pose (row-major 4×4, read and written back), ``pose_step``'s functions and scratch,
-# and the samples' base pose, twist and acceleration rows; with rigid contacts the samples' contact force rows
+# the plan the loop reads (int64 words): workspace, solver entry, status index, answer index, first and end step, Δt's
+# bits, the Q, V, QDD, TAU rows, the torque rows and their count, the state (x then y, read and written back); for a PD
+# controller the samples' times, its gains, its reference rows (q, q̇, τ_ff) with their strides (0 when held, n when
+# sampled), its Δt's bits and its last row; for a Python controller the callback and its q, q̇ and τ; on a floating base
+# the pose (row-major 4×4, read and written back), ``pose_step``'s functions and scratch, and the samples' base pose,
+# twist and acceleration rows; with rigid contacts the samples' contact force rows; the solver's twin's workspace and
+# entry (``gtdyn.compiled.rescue``; 0: none yet)
 FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state",
           "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast",
-          "callback", "cq", "cv", "ctau", "pose", "moved", "rate", "mws", "BP", "BT", "BA", "CF")
+          "callback", "cq", "cv", "ctau", "pose", "moved", "rate", "mws", "BP", "BT", "BA", "CF", "tws", "trun")
 PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
 PER_FLOATING_RUN = ("pose", "BP", "BT", "BA")  # and on a floating base for these
 PYTHON = "python"  # the torque source of a run whose controller is a Python callable
@@ -62,7 +63,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         emit(f"  %{name}_at = getelementptr i64, ptr %plan, i64 {field[name]}")
         emit(f"  %{name}_word = load i64, ptr %{name}_at")
     for name in ("ws", "run", "torques", "times", "kp", "kd", "qr", "vr", "ff", "callback", "cq", "cv", "ctau",
-                 "moved", "rate", "mws", *PER_FLOATING_RUN, "CF", *PER_RUN):
+                 "moved", "rate", "mws", *PER_FLOATING_RUN, "CF", *PER_RUN, "tws", "trun"):
         emit(f"  %{name} = inttoptr i64 %{name}_word to ptr")
     for name in per_run:  # each run's own array: the word itself, or the w-th of the addresses it points to
         for w in lanes:
@@ -78,6 +79,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     emit(f"  %out_first = mul i64 %out_word, {width}")  # the answer's and the status's places in ws
     emit(f"  %status_first = mul i64 %status_word, {width}")
     active = [i for i in range(n) if passive is not None and not passive[i]]
+    answered = ["%ws"]  # the workspace whose answer the last evaluation read: the solver's, or its twin's
     for i in active:
         for gain in ("kp", "kd"):
             emit(f"  %{gain}p{i} = getelementptr double, ptr %{gain}, i64 {i}")
@@ -265,6 +267,8 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
             for offset, value in inputs:
                 emit(f"  %w{c}_{w}_{offset} = getelementptr double, ptr %ws, i64 {offset * width + w}")
                 emit(f"  store double {value}, ptr %w{c}_{w}_{offset}")
+        emit(f"  br label %solve{c}")
+        emit(f"solve{c}:")
         emit("  call void %run(ptr %ws)")
         passed = "true"
         for w in lanes:
@@ -274,17 +278,37 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
             emit(f"  %ok{c}_{w} = fcmp oeq double %s{c}_{w}, 1.0")
             emit(f"  %all{c}_{w} = and i1 {passed}, %ok{c}_{w}")
             passed = f"%all{c}_{w}"
-        emit(f"  br i1 {passed}, label %passed{c}, label %exit")
-        emit(f"passed{c}:")
+        answered[0] = twin(c, passed, inputs) if width == 1 else "%ws"
+        if width > 1:  # lanes ask no twin
+            emit(f"  br i1 {passed}, label %passed{c}, label %exit\npassed{c}:")
         out = []
         for w in lanes:
             out.append([])
             for i in range(m):
                 emit(f"  %ai{c}_{w}_{i} = add i64 %out_first, {i * width + w}")
-                emit(f"  %ap{c}_{w}_{i} = getelementptr double, ptr %ws, i64 %ai{c}_{w}_{i}")
+                emit(f"  %ap{c}_{w}_{i} = getelementptr double, ptr {answered[0]}, i64 %ai{c}_{w}_{i}")
                 emit(f"  %a{c}_{w}_{i} = load double, ptr %ap{c}_{w}_{i}")
                 out[w].append(f"%a{c}_{w}_{i}")
         return out
+
+    def twin(c: int, passed: str, inputs: list) -> str:
+        """Where the status is not 1, the solver's twin (if the plan has one), as a call asks it: the ws answering."""
+        emit(f"  br i1 {passed}, label %passed{c}, label %twin{c}")
+        emit(f"twin{c}:")
+        emit(f"  %has{c} = icmp ne i64 %trun_word, 0")
+        emit(f"  br i1 %has{c}, label %tcall{c}, label %exit")
+        emit(f"tcall{c}:")
+        for offset, value in inputs:
+            emit(f"  %tw{c}_{offset} = getelementptr double, ptr %tws, i64 {offset}")
+            emit(f"  store double {value}, ptr %tw{c}_{offset}")
+        emit("  call void %trun(ptr %tws)")
+        emit(f"  %tsp{c} = getelementptr double, ptr %tws, i64 %status_first")
+        emit(f"  %ts{c} = load double, ptr %tsp{c}")
+        emit(f"  %tok{c} = fcmp oeq double %ts{c}, 1.0")
+        emit(f"  br i1 %tok{c}, label %passed{c}, label %exit")
+        emit(f"passed{c}:")
+        emit(f"  %answered{c} = phi ptr [%ws, %solve{c}], [%tws, %tcall{c}]")
+        return f"%answered{c}"
 
     def combine(name: str, base: list, scale: str, terms: list) -> list:
         """base + scale · terms, elementwise per run, as ``base + scale * terms`` in numpy."""
@@ -308,7 +332,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         for w in lanes:
             for j in range(forces):
                 emit(f"  %cfi{w}_{j} = add i64 %out_first, {(m + j) * width + w}")
-                emit(f"  %cfp{w}_{j} = getelementptr double, ptr %ws, i64 %cfi{w}_{j}")
+                emit(f"  %cfp{w}_{j} = getelementptr double, ptr {answered[0]}, i64 %cfi{w}_{j}")
                 emit(f"  %cf{w}_{j} = load double, ptr %cfp{w}_{j}")
         store_rows("CF", forces, [[f"%cf{w}_{j}" for j in range(forces)] for w in lanes])
     if method == "euler":

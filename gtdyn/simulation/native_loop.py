@@ -96,7 +96,7 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
     return np.array([solver._ws.ctypes.data, solver._native.address[solver._entry], solver._status, solver._out,
                      0, 0, _bits(dt), samples.q.ctypes.data, samples.v.ctypes.data, samples.qdd.ctypes.data,
                      samples.tau.ctypes.data, rows.ctypes.data, len(rows), state.ctypes.data, samples.t.ctypes.data,
-                     *controller, *(python.words() if python else [0] * 4), *base, *forces], dtype=np.int64), \
+                     *controller, *(python.words() if python else [0] * 4), *base, *forces, 0, 0], dtype=np.int64), \
         python or rows
 
 
@@ -157,8 +157,9 @@ def run_loop(stepper, samples, report, forward, method: str, dt: float, torque, 
     solver = compiled_solver(forward)
     plan, held = plan_of(solver, dt, torque, samples, state, stepper)
     write_wrenches(forward, solver._ws)
+    follow(plan, solver)
     _loop(plan, [(stepper, samples, state)], method, source_of(torque), report, start,
-          held if isinstance(held, PythonController) else None)
+          held if isinstance(held, PythonController) else None, solver)
     del held  # alive until here: the plan points to it
 
 
@@ -202,11 +203,24 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     del rows, ws, addresses  # alive until here: the plan points to them
 
 
+def follow(plan: np.ndarray, solver) -> None:
+    """The solver's twin (``gtdyn.compiled.rescue``), once compiled, into the plan of a run's loop, which then asks
+    it where the solver's code does not pass, as a call does (so a run at a state the solver's pivots cannot take,
+    Solo-12 standing on straight legs, loops on rather than stopping at every step); its inputs besides the state,
+    the external wrenches, as the solver holds them."""
+    twin = None if solver._rescue is None else solver._rescue.compiled
+    if twin is not None and plan[FIELDS.index("trun")] == 0:
+        twin._ws[solver._wrench_inputs] = solver._ws[solver._wrench_inputs]
+        plan[FIELDS.index("tws")] = twin._ws.ctypes.data
+        plan[FIELDS.index("trun")] = twin._native.address[solver._entry]
+
+
 def _loop(plan: np.ndarray, runs: list, method: str, source, report, start: int = 0,
-          python: PythonController | None = None) -> None:
+          python: PythonController | None = None, solver=None) -> None:
     """Chunks of the native loop over ``runs`` ((stepper, samples, state) each, the state x then y, which the plan
     points to) from step ``start``, each step the loop stops at taken by the runs' Python steppers (``python``:
-    the run's Python controller, whose interruption, not an error, is raised at once)."""
+    the run's Python controller, whose interruption, not an error, is raised at once). ``solver``: one run's, whose
+    twin the loop asks once it is compiled (``follow``)."""
     stepper, samples, state = runs[0]
     steps, n, floating = len(samples.t) - 1, len(stepper.x), samples.base_pose is not None
     forces = 0 if samples.contact_forces is None else samples.contact_forces.shape[1]
@@ -229,6 +243,8 @@ def _loop(plan: np.ndarray, runs: list, method: str, source, report, start: int 
                         raise
                     raise GroupStopped(j, k, error) from error
                 state[:n], state[n:] = stepper.x, stepper.y  # in place: the plan points to it
+            if solver is not None:
+                follow(plan, solver)
             k += 1
         if report is not None:
             report.at(k)
