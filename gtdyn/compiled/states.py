@@ -15,7 +15,7 @@ from gtdyn.equations import GRAVITY
 from gtdyn.kinematics.loop_closure import close_loops, independent_joints
 from gtdyn.model.robot import Robot
 
-SAMPLES = 8  # random states the pivot choice looks at (and the reference configuration, ``build_states``)
+SAMPLES = 8  # random states the pivot choice scores (the reference configuration follows: ``build_states``)
 
 
 def sample_base(robot: Robot, kind: str, samples, k: int) -> dict:
@@ -97,8 +97,8 @@ def build_states(robot: Robot, problem: str, qdd_joints=(), wrench_frames: int =
     reference configuration: every joint at zero (or its nearest limit), the base unrotated, the rest random.
 
     Random states never zero an entry that symmetry zeroes there: Solo-12 standing on its four feet with straight
-    legs zeroes the contact Jacobian's knee entries, the pivots the random states liked best, and every step of a
-    run that starts there fell back to the reference path (benchmarks/results/design_measurements.md)."""
+    legs zeroes its contact rows' leg entries, the pivots the random states like best. The pivot choice notes and
+    guards such pivots (``gtdyn.compiled.plan``), and a twin answers there (``gtdyn.compiled.rescue``)."""
     states = sample_states(robot, problem, qdd_joints, SAMPLES + 1, wrench_frames=wrench_frames)
     if robot.loop_joints:
         return {name: value[:, :SAMPLES] for name, value in states.items()}
