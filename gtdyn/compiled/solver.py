@@ -151,7 +151,8 @@ class CompiledSolver:
         quick = self._quick
         if quick is not None and external_wrenches is None:  # the entry checks the thread
             out = self._empty(self._outputs)
-            if quick.call(q, v, x, *self._entry_base(base_pose, base_twist, base_accel, base_wrench), out):
+            base = (base_pose, base_twist, base_accel, base_wrench)  # as given on a fixed base: the entry checks None
+            if quick.call(q, v, x, *(self._entry_base(*base) if self._base_inputs else base), out):
                 self._last = self._ws
                 return out if self._single else tuple([out[a:b] for a, b in self._parts])
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
@@ -205,8 +206,7 @@ class CompiledSolver:
 
     def _need_derivatives(self):
         if self._derivative_entry is None:
-            raise ArgumentError("derivatives: this solver was compiled without them; compile with "
-                                "gtdyn.compile(..., derivatives=True)")
+            raise ArgumentError("derivatives: compiled without them; compile with gtdyn.compile(..., derivatives=True)")
 
     def error_estimate(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                        external_wrenches=None) -> float:
