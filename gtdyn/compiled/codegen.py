@@ -147,7 +147,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions.update(checked_call(functions, plan, column, layout, slots, closure, outputs, coupled,
                                   lambda z: solve_transposed(plan, column, layout, slots, "solve_t_abs",
                                                              magnitudes_of=z)))
-    functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled)
+    functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled, at_rest)
     if derivatives:
         def transposed(name: str, seeds: set[int]) -> trace.Function:
             return solve_transposed(plan, column, layout, slots, name, seeds)
@@ -312,16 +312,21 @@ def _residual(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.F
     return fn
 
 
-def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, outputs, coupled=1.0) -> trace.Function:
+def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, outputs, coupled=1.0,
+          at_rest: bool = False) -> trace.Function:
     """``checks=False``: factor and solve only — Pinocchio's contract, an answer without a verdict. A non-finite
-    answer, or inputs that break a transmission, still get status 0 (and so the reference path's error)."""
+    answer, or inputs that break a transmission, still get status 0 (and so the reference path's error). At rest
+    (``generate``'s ``at_rest``: a matrix of q alone, whose code solves its own columns) the answer is zero: the
+    factors alone, and the inputs' verdict."""
     fn = trace.Function("fast")
     start = layout.start
     fn.call(functions["factor"])
-    for i, row in enumerate(plan.rows):
-        fn.store(start["rhs"] + i, slots.use(fn, row.rhs))
-    fn.call(functions["solve"])
-    x = [fn.load(start["sol"] + k) for k in range(len(column))]
-    store_outputs(fn, layout, outputs, x)
+    x = []
+    if not at_rest:
+        for i, row in enumerate(plan.rows):
+            fn.store(start["rhs"] + i, slots.use(fn, row.rhs))
+        fn.call(functions["solve"])
+        x = [fn.load(start["sol"] + k) for k in range(len(column))]
+        store_outputs(fn, layout, outputs, x)
     fn.store(layout.status, finite(x) * valid_inputs(fn, layout) * slots.use(fn, coupled))
     return fn
