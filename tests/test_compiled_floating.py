@@ -139,6 +139,16 @@ def test_a_plan_whose_pivots_vanish_at_q0_asks_its_twin_there(solo):
     bent = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)
     plain(bent, zeros, zeros)
     assert plain.rescues == 2  # away from it, its own
+    namespace: dict = {}  # the plan's own code a nanoradian from straight legs (Python's floats do not divide by
+    exec(plain.source, namespace)  # zero), rendered and run: status 0 and NaN, as the machine code's
+    plain._ws[:12] = 1e-9  # q; the rest of the inputs the last call's (at rest, the base at the identity)
+    plain._main(plain._pointer)
+    ws = plain._ws.copy()
+    ws[plain._out:plain._status + 3] = 7.0
+    namespace["main"](ws)
+    region = slice(plain._out, plain._status + 3)
+    assert np.array_equal(ws[region], plain._ws[region], equal_nan=True) and ws[plain._status] == 0.0
+    assert np.isnan(ws[plain._out:plain._status]).all()
 
 
 def certified_on_four_feet(solo, stances) -> None:

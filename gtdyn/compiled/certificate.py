@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from gtdyn.compiled import trace
+from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
-from gtdyn.compiled.plan import Plan, guard
+from gtdyn.compiled.plan import Plan
 from gtdyn.compiled.states import SAMPLES
 from gtdyn.compiled.validity import finite_sum, squared_norm, valid_inputs
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
@@ -180,8 +181,9 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     A plan of substitutions alone (``substitution_backward_error``) has a backward error known a priori: ``main``
     certifies with it and no residual, and calls ``measured`` (the residual, and the verdict with it as above)
     only where that cannot certify."""
-    fn = trace.Function("main")
-    fn.call(functions["factor"])
+    main = trace.Function("main")
+    main.call(functions["factor"])
+    fn = unless_guarded(main, plan, layout, slots, "certify")
     entries = _column_entries(plan, column)
     sample_norms = _sample_column_norms(entries)
     way = _cheapest_way(functions, layout, sample_norms, transposed_abs)
@@ -192,7 +194,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         fn.comment("at the build's sample states no bound would pay: the estimate decides every call")
         _estimate(fn, functions, plan, layout, slots, closure, outputs, coupled,
                   lambda k: _column_norm(fn, entries[k], slots), len(column))
-        return {"main": fn}
+        return {**({"certify": fn} if fn is not main else {}), "main": main}
     # Values that live across a call are spilled to the stack, and many values at once too: so each vector below
     # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
     gamma = substitution_backward_error(plan)
@@ -237,8 +239,6 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         measured.comment("where u cannot certify, Schur's test; where that cannot, the reference path's estimate")
     else:
         measured.comment("where the bound cannot certify, the reference path's estimate decides")
-    if plan.guarded:  # a guarded pivot too small: the estimate could not certify; the twin or the reference answers
-        ok = ok + (1.0 - slots.use(measured, guard(plan)))
     measured.call_unless(ok, fallback)
     if a_priori is not None:
         fn.call_unless(a_priori, measured)
@@ -247,7 +247,8 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     _estimate(exact, functions, plan, layout, slots, closure, outputs, coupled,
               lambda k: exact.load(layout.start["norms"] + k), len(column), solved=True)
     return {"exact": exact, **({"schur": fallback} if way == "schur" else {}),  # callees first
-            **({"measured": measured} if a_priori is not None else {}), "main": fn}
+            **({"measured": measured} if a_priori is not None else {}),
+            **({"certify": fn} if fn is not main else {}), "main": main}
 
 
 def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: dict, coupled, main_values: list,

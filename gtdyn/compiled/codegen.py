@@ -39,9 +39,10 @@ from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.certificate import checked_call
 from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_count, entry
+from gtdyn.compiled.guards import guard, unless_guarded
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
-from gtdyn.compiled.plan import Plan, eliminate, guard, traced_rows
+from gtdyn.compiled.plan import Plan, eliminate, traced_rows
 from gtdyn.compiled.validity import coupling_ok, finite, valid_inputs
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.model import base_frame
@@ -147,7 +148,7 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     functions.update(checked_call(functions, plan, column, layout, slots, closure, outputs, coupled,
                                   lambda z: solve_transposed(plan, column, layout, slots, "solve_t_abs",
                                                              magnitudes_of=z)))
-    functions["fast"] = _fast(functions, plan, column, layout, slots, outputs, coupled, at_rest)
+    functions.update(_fast(functions, plan, column, layout, slots, outputs, coupled, at_rest))
     if derivatives:
         def transposed(name: str, seeds: set[int]) -> trace.Function:
             return solve_transposed(plan, column, layout, slots, name, seeds)
@@ -313,14 +314,15 @@ def _residual(plan: Plan, column: dict, layout: Layout, slots: Slots) -> trace.F
 
 
 def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, outputs, coupled=1.0,
-          at_rest: bool = False) -> trace.Function:
+          at_rest: bool = False) -> dict[str, trace.Function]:
     """``checks=False``: factor and solve only — Pinocchio's contract, an answer without a verdict. A non-finite
     answer, or inputs that break a transmission, still get status 0 (and so the reference path's error). At rest
     (``generate``'s ``at_rest``: a matrix of q alone, whose code solves its own columns) the answer is zero: the
     factors alone, and the inputs' verdict."""
-    fn = trace.Function("fast")
+    main = trace.Function("fast")
     start = layout.start
-    fn.call(functions["factor"])
+    main.call(functions["factor"])
+    fn = unless_guarded(main, plan, layout, slots, "fast_solve")
     x = []
     if not at_rest:
         for i, row in enumerate(plan.rows):
@@ -329,4 +331,4 @@ def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, out
         x = [fn.load(start["sol"] + k) for k in range(len(column))]
         store_outputs(fn, layout, outputs, x)
     fn.store(layout.status, finite(x) * valid_inputs(fn, layout) * slots.use(fn, coupled))
-    return fn
+    return {**({fn.name: fn} if fn is not main else {}), "fast": main}

@@ -23,8 +23,7 @@ random states like best for its q̈. A plan notes when one of its pivots vanishe
 built with ``reference`` scores its candidates there too, so none of its pivots vanishes there, though the ones
 it takes instead may be smaller elsewhere (``gtdyn.compiled.rescue`` keeps such a plan for the states the first
 cannot take). Near that state the first plan's pivot is small and its answer loses digits, which the unchecked
-call would not see: the generated code guards each such pivot (``guarded``), and below ``GUARD`` of its smallest
-magnitude at the random states the call is not the plan's to answer.
+call would not see: the generated code guards each such pivot (``guarded``; ``gtdyn.compiled.guards``).
 """
 
 from __future__ import annotations
@@ -43,7 +42,6 @@ from gtdyn.problem import Problem
 
 THRESHOLD = 0.1  # a pivot at least a tenth of the best candidate's state-independent score
 VANISHES = 1e-8  # at the reference configuration, a candidate this small beside the largest there is zero
-GUARD = 1e-2  # a pivot zero there is trusted down to this share of its smallest magnitude at the random states
 
 
 @dataclass
@@ -164,15 +162,6 @@ def eliminate(rows: list[Row], order: list[int], on_step=None, reference: bool =
             if i not in mine and x in plan.work[i]:
                 del plan.work[i][x]
     return plan
-
-
-def guard(plan: Plan):
-    """1.0 unless a pivot that vanishes at the reference configuration is under ``GUARD`` of its smallest magnitude at
-    the random states (the plan's answer would lose digits there); traced in the function that computed the pivots."""
-    ok = 1.0
-    for pivot, smallest in plan.guarded:
-        ok = ok * trace.le(GUARD * smallest, trace.fabs(pivot))
-    return ok
 
 
 def _choose(plan: Plan, candidates: list[int], x: int, c: int) -> int:

@@ -4,6 +4,8 @@ the text runs too: ``exec`` it and call ``main(ws)`` on a numpy array laid out l
 
 from __future__ import annotations
 
+import math
+
 from gtdyn.compiled import trace
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -47,7 +49,9 @@ def render_function(fn: trace.Function) -> list[str]:
             used.add(fn.names[sym_id])
 
     def operand(a) -> str:
-        return name(a.id) if trace.is_sym(a) else repr(float(a))
+        if trace.is_sym(a):
+            return name(a.id)
+        return repr(float(a)) if math.isfinite(a) else f"float('{float(a)!r}')"  # nan and inf: no Python literal
 
     out = [f"def {fn.name}(ws):"]
     for i, (op, keep) in enumerate(zip(fn.ops, fn.live())):
