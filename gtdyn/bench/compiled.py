@@ -53,6 +53,7 @@ from gtdyn.analysis.metrics import metrics
 from gtdyn.arguments.query import ask
 from gtdyn.bench.orderings import Row, State
 from gtdyn.bench.timing import Timing, measure_interleaved, paired_ratio
+from gtdyn.compiled.guards import BEYOND
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.equations import GRAVITY
 from gtdyn.model.robot import Robot
@@ -102,7 +103,8 @@ def compile_timed(robot: Robot, kind: str, ordering, qdd_joints=None, lanes: boo
 
 def call_counts(solver, entry: str = "main") -> Counter:
     """How often the entry function (``main``: the checked call; ``fast``: ``checks=False``) calls each
-    generated function, read from the solver's generated source."""
+    generated function on its usual path, read from the solver's generated source: its plain calls, and behind a
+    guarded plan's guard (``gtdyn.compiled.guards.BEYOND``) the rest of its passes and their calls."""
     lines = solver.source.splitlines()
     calls: Counter = Counter()
     if f"def {entry}(ws):" not in lines:
@@ -113,6 +115,9 @@ def call_counts(solver, entry: str = "main") -> Counter:
         match = re.fullmatch(r"\s+(\w+)\(ws\)", line)
         if match and match.group(1) in solver.operations:
             calls[match.group(1)] += 1
+        elif line.endswith(f": {BEYOND.get(entry)}(ws)"):
+            calls[BEYOND[entry]] += 1
+            calls.update(call_counts(solver, BEYOND[entry]))
     return calls
 
 

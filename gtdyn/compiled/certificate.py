@@ -183,7 +183,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     only where that cannot certify."""
     main = trace.Function("main")
     main.call(functions["factor"])
-    fn = unless_guarded(main, plan, layout, slots, "certify")
+    fn = unless_guarded(main, plan, layout, slots)
     entries = _column_entries(plan, column)
     sample_norms = _sample_column_norms(entries)
     way = _cheapest_way(functions, layout, sample_norms, transposed_abs)

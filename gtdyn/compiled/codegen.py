@@ -322,7 +322,7 @@ def _fast(functions, plan: Plan, column: dict, layout: Layout, slots: Slots, out
     main = trace.Function("fast")
     start = layout.start
     main.call(functions["factor"])
-    fn = unless_guarded(main, plan, layout, slots, "fast_solve")
+    fn = unless_guarded(main, plan, layout, slots)
     x = []
     if not at_rest:
         for i, row in enumerate(plan.rows):

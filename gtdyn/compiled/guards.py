@@ -11,6 +11,7 @@ from gtdyn.compiled.layout import Layout, Slots
 from gtdyn.compiled.plan import Plan
 
 GUARD = 1e-2  # a pivot zero there is trusted down to this share of its smallest magnitude at the random states
+BEYOND = {"main": "certify", "fast": "fast_solve"}  # each entry's passes after the factors, behind the guard
 
 
 def guard(plan: Plan):
@@ -22,9 +23,9 @@ def guard(plan: Plan):
     return ok
 
 
-def unless_guarded(fn: trace.Function, plan: Plan, layout: Layout, slots: Slots, name: str) -> trace.Function:
-    """Where ``fn`` (which has run ``factor``) goes on: itself, or, for a plan with guarded pivots
-    (``guard``), a function ``name`` it calls unless one of them is too small. There the state
+def unless_guarded(fn: trace.Function, plan: Plan, layout: Layout, slots: Slots) -> trace.Function:
+    """Where ``fn`` (an entry that has run ``factor``) goes on: itself, or, for a plan with guarded pivots
+    (``guard``), a function (named as ``BEYOND`` says) it calls unless one of them is too small. There the state
     is not the plan's (its twin, ``gtdyn.compiled.rescue``, answers): status 0 and an answer of NaN, without the
     passes."""
     if not plan.guarded:
@@ -33,6 +34,6 @@ def unless_guarded(fn: trace.Function, plan: Plan, layout: Layout, slots: Slots,
     for index in range(layout.start["out"], layout.status + 3):  # an answer and verdicts of NaN, status 0: the
         fn.store(index, 0.0 if index == layout.status else float("nan"))  # same bits in every lane (``lanes``)
     fn.store(layout.start["bounded"], 0.0)
-    rest = trace.Function(name)
+    rest = trace.Function(BEYOND[fn.name])
     fn.call_unless(1.0 - slots.use(fn, guard(plan)), rest)
     return rest
