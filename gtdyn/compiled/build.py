@@ -240,7 +240,6 @@ def unpickled(template: Query, qdd_joints, order, record: dict, name: str, check
                    reference_pivots=bool(record.get("reference_pivots")))
 
 
-
 def rescue_of(record: dict, template: Query, qdd_joints, order, frames, wrench_axes: str,
               use_cache: bool = True) -> Rescue | None:
     """For a plan with a pivot that vanishes at the reference configuration (its record's "vanishing"), the twin
