@@ -39,7 +39,7 @@ from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
 from gtdyn.compiled.certificate import checked_call
 from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_count, entry
-from gtdyn.compiled.guards import guard, unless_guarded
+from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan, eliminate, traced_rows
@@ -129,7 +129,6 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     factor.comment("the rows of eq. 5–7 at this state")
     rows = traced_rows(robot, kin, traced_problem, gravity, external)
     plan = eliminate_with_comments(factor, rows, order, reference_pivots)
-    coupled = coupled * guard(plan)  # near the reference configuration, a pivot zero there: not this plan's state
     unknowns = plan.unknowns
     column = {}
     for key in unknowns:
