@@ -109,7 +109,8 @@ class CompiledSolver:
         self._entry_base = partial(base_inputs.entry_arguments, bool(self._base_inputs), self._inverse)
         self._single = len(self._parts) == 1
         self._empty = np.empty
-        self._quick = self._quick_entry(self._entry, [(self._out, (self._outputs,))])
+        self._quick = self._quick_entry(self._entry, [(self._out, (self._outputs,))])  # keeps the entry's plan alive
+        self._quick_call = None if self._quick is None else self._quick.call
         blocks = [(start, (self._outputs, robot.nv)) for start in self._block_starts()]
         self._quick_derivatives = None if self._derivative_entry is None else self._quick_entry(
             self._derivative_entry, [(self._out, (self._outputs,))] + blocks)
@@ -148,11 +149,14 @@ class CompiledSolver:
 
     def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                  external_wrenches=None):
-        quick = self._quick
-        if quick is not None and external_wrenches is None:  # the entry checks the thread
+        call = self._quick_call
+        if call is not None and external_wrenches is None:  # the entry checks the thread
             out = self._empty(self._outputs)
-            base = (base_pose, base_twist, base_accel, base_wrench)  # as given on a fixed base: the entry checks None
-            if quick.call(q, v, x, *(self._entry_base(*base) if self._base_inputs else base), out):
+            if self._base_inputs:
+                done = call(q, v, x, *self._entry_base(base_pose, base_twist, base_accel, base_wrench), out)
+            else:  # a fixed base's as given (the entry checks they are None): no tuple to build and unpack
+                done = call(q, v, x, base_pose, base_twist, base_accel, base_wrench, out)
+            if done:
                 self._last = self._ws
                 return out if self._single else tuple([out[a:b] for a, b in self._parts])
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
@@ -242,9 +246,7 @@ class CompiledSolver:
             if len(q) != n or len(v) != n or len(x) != n:
                 raise ValueError
             if type(q) is type(v) is type(x) is _ARRAY and q.dtype is v.dtype is x.dtype is _FLOAT:
-                in_q[...] = q
-                in_v[...] = v
-                in_x[...] = x
+                in_q[...], in_v[...], in_x[...] = q, v, x
             else:  # numpy would cast complex numbers into the workspace with only a warning: look at them first
                 in_q[...], in_v[...], in_x[...] = real_array("q", q), real_array("v", v), real_array("x", x)
         except ArgumentError:
@@ -283,9 +285,7 @@ class CompiledSolver:
     def _split(self, out: np.ndarray):
         """The output vector (or rows of them, an array of the caller's own) as the answer's parts, views of it;
         one part alone, bare."""
-        if len(self._parts) == 1:
-            return out
-        return tuple([out[..., a:b] for a, b in self._parts])
+        return out if self._single else tuple([out[..., a:b] for a, b in self._parts])
 
     def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
               external_wrenches=None):
