@@ -134,6 +134,9 @@ def test_a_plan_whose_pivots_vanish_at_q0_asks_its_twin_there(solo):
     for solver in (plain, pickle.loads(pickle.dumps(plain))):
         for q in (zeros, zeros + 1e-9):
             assert np.array_equal(np.concatenate(solver(q, zeros, zeros)), np.concatenate(direct(q, zeros, zeros)))
+            # the call's verdicts are the twin's (the plan's own code stopped at its guard with NaN)
+            assert (solver.condition, solver.backward_error) == (direct.condition, direct.backward_error)
+            assert np.isfinite(solver.condition) and solver.backward_error < 1e-12
         assert solver.rescues == 2 and solver.fallbacks == 0
     assert direct.rescues == direct.fallbacks == 0
     bent = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)

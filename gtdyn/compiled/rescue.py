@@ -56,6 +56,7 @@ class Rescue:
         ws = twin._ws if threading.get_ident() == twin._owner else np.zeros(twin._size)  # a thread's own
         ws[:len(inputs)] = inputs
         twin._native.entry[solver._entry](ws.ctypes.data)  # checked, or not, as the solver
+        twin._last = ws  # its verdicts are the call's where it answers (``gtdyn.compiled.verdicts``)
         if ws[twin._status] != 1.0:
             return None
         self.calls += 1

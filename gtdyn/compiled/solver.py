@@ -20,9 +20,8 @@ from gtdyn.arguments import joint_vector, real_array, state_batch, whole_number
 from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
-from gtdyn.compiled import base_inputs, entry, lanes, listing, native, parallel
+from gtdyn.compiled import base_inputs, entry, lanes, listing, native, parallel, verdicts
 from gtdyn.compiled.base_inputs import base_states, write_base
-from gtdyn.compiled.certificate import A_PRIORI
 from gtdyn.compiled.derivatives import Derivatives, along_loops
 from gtdyn.compiled.fallback import as_vector, fallback_answer, reference_result
 from gtdyn.dynamics.reference import template_graph
@@ -338,26 +337,14 @@ class CompiledSolver:
 
     @property
     def condition(self) -> float:
-        """The condition estimate κ of the last single call's equations, as ``DynamicsResult.condition``. A call
-        that the certificate's bound settled did not estimate κ (``gtdyn.compiled.certificate.main``): reading
-        it runs the reference path's estimate on that call's factors, kept in its workspace (a copy)."""
-        way = self._last[self._bounded]
-        ws = self._last if way == 0.0 else self._again(*(["measured"] if way == A_PRIORI else []), "exact")
-        return float(ws[self._status + 1])
+        """The condition estimate κ of the last single call's equations, as ``DynamicsResult.condition``
+        (``gtdyn.compiled.verdicts``: a call a bound settled estimates it when read; its twin's, where it answered)."""
+        return verdicts.condition(self)
 
     @property
     def backward_error(self) -> float:
-        """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) of the last single call's answer (measured when read where the call took
-        the a-priori bound, ``certificate.substitution_backward_error``)."""
-        ws = self._again("measured") if self._last[self._bounded] == A_PRIORI else self._last
-        return float(ws[self._status + 2])
-
-    def _again(self, *functions: str) -> np.ndarray:
-        """A copy of the last call's workspace with generated ``functions`` run on it: what the call left out."""
-        ws = self._last.copy()
-        for name in functions:
-            self._native.function(name)(ws.ctypes.data)
-        return ws
+        """‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) of the last single call's answer (``gtdyn.compiled.verdicts``)."""
+        return verdicts.backward_error(self)
 
     # -- what it is ------------------------------------------------------------------------------------------
 
