@@ -2,9 +2,9 @@
 over Pinocchio's ``pin.aba``, in one process, on the PUMA 560 and Talos: semi-implicit Euler without gravity, a PD
 tracking a sampled reference (``gtdyn.PDController``, the rows of ``benchmarks.simulation``), from N random starts;
 on Solo-12's free base without torque (Pinocchio's loop moves its free flyer by ``pin.integrate``); and on Solo-12's
-four feet under gravity, a PD holding its stance (against ``constraintDynamics``); state by state (``lanes=False``)
-and four runs at a time in SIMD lanes (``lanes=True``; the default, ``lanes=None``, takes them once its solver has
-lane code: cached, or compiled for a big batch).
+four feet under gravity, a PD holding its stance or its straight legs (against ``constraintDynamics``); state by
+state (``lanes=False``) and four runs at a time in SIMD lanes (``lanes=True``; the default, ``lanes=None``, takes
+them once its solver has lane code: cached, or compiled for a big batch).
 
     python -m benchmarks.simulate_batch [STATES [STEPS [DT]]]     # 16 states of 2,000 steps of 1 ms by default
 
@@ -42,11 +42,14 @@ def versions() -> list[str]:
 def case(path: str, base: str, states: int, steps: int, dt: float) -> tuple:
     """(robot, Q0, V0, ``simulate_batch``'s other arguments, Pinocchio's runs as a function) for one row: a fixed
     base under the PD tracking a reference, without gravity; Solo-12's free base without torque or gravity; Solo-12 on
-    its four feet under gravity, a PD holding its stance (``benchmarks.simulation.Standing``), from nudged stances."""
+    its four feet under gravity, a PD holding its stance (``benchmarks.simulation.Standing``), from nudged stances, or
+    holding straight legs (q = 0, where the solver's twin answers: ``gtdyn.compiled.rescue``) from a few nanoradians
+    off."""
     rng = np.random.default_rng(0)
-    if base == "feet":
-        standing = Standing(path)
-        Q0, V0 = SOLO_STANCE + rng.uniform(-0.02, 0.02, (states, 12)), np.zeros((states, 12))
+    if base in ("feet", "straight"):  # straight legs: q = 0, nudged so little that the solver's twin answers
+        stance, nudge = (SOLO_STANCE, 0.02) if base == "feet" else (np.zeros(12), 1e-8)
+        standing = Standing(path, stance)
+        Q0, V0 = stance + rng.uniform(-nudge, nudge, (states, 12)), np.zeros((states, 12))
         return standing.robot, Q0, V0, standing.options(), lambda: [standing.pinocchio(q0, steps, dt) for q0 in Q0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gtdyn.ModelWarning)
@@ -72,7 +75,8 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
             "| simulate_batch (2 threads) / Pinocchio: state by state, lanes |", "|---|---|---|---|---|---|---|---|"]
     robots = {"puma560": (gtdyn.bundled_path("puma560"), "fixed"),
               "talos": (erd("talos_data/robots/talos_reduced.urdf"), "fixed"),
-              "solo12": (erd(FLOATING["solo12"]), "floating"), "solo12 on four feet": (erd(FLOATING["solo12"]), "feet")}
+              "solo12": (erd(FLOATING["solo12"]), "floating"), "solo12 on four feet": (erd(FLOATING["solo12"]), "feet"),
+              "solo12 on four straight legs": (erd(FLOATING["solo12"]), "straight")}
     for name, (path, base) in robots.items():
         robot, Q0, V0, options, theirs = case(path, base, states, steps, dt)
 
@@ -92,7 +96,8 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
                     run()
                     best[key] = min(best[key], time.perf_counter() - started)
         rate = {key: states / seconds for key, seconds in best.items()}
-        label = {"fixed": "", "floating": ", floating, no torque", "feet": ", a PD holding a stance"}[base]
+        label = {"fixed": "", "floating": ", floating, no torque", "feet": ", a PD holding a stance",
+                 "straight": ", a PD holding them (q = 0)"}[base]
         rows.append(f"| {name} ({robot.num_dofs} joints{label}) | "
                     + " | ".join(f"{rate[k]:,.1f} ({rate[k] * steps:,.0f})" for k in (1, 2))
                     + f" | {rate[2] / rate[1]:.2f} | "

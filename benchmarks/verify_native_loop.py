@@ -141,7 +141,12 @@ def batch_cases() -> list[tuple[str, object, np.ndarray, dict]]:
             ("solo12 floating, 8 runs in lanes, semi_implicit_euler, none", solo, stances,
              dict(base_twist=[0.3, -0.2, 0.4, 0.2, 0.0, -0.1])),
             ("solo12 on four feet, 8 runs in lanes, semi_implicit_euler, pd", solo, stances,
-             dict(contacts=[gtdyn.Contact(f) for f in SOLO_FEET], tau=gtdyn.PDController(solo, 5.0, 0.2, SOLO_STANCE)))]
+             dict(contacts=[gtdyn.Contact(f) for f in SOLO_FEET], tau=gtdyn.PDController(solo, 5.0, 0.2, SOLO_STANCE))),
+            # at and a few nanoradians from straight legs: every lane asks the solver's twin (gtdyn.compiled.rescue)
+            ("solo12 on four straight legs, 8 runs in lanes, semi_implicit_euler, pd", solo,
+             np.outer(rng.uniform(-1e-8, 1e-8, 8), np.ones(12)) * (np.arange(8) > 0)[:, None],
+             dict(contacts=[gtdyn.Contact(f) for f in SOLO_FEET],
+                  tau=gtdyn.PDController(solo, 5.0, 0.2, np.zeros(12))))]
 
 
 def main() -> int:

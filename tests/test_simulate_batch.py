@@ -284,3 +284,29 @@ def test_runs_on_rigid_contacts_in_lanes_are_simulate_bit_for_bit():
         native_loop.run_group = original
     assert groups == [4]
     assert_stacked(batch, alone(solo, Q0, V0, **kw), ("q", "v", "qdd", "tau", "base_pose", "contact_forces"))
+
+
+def test_lanes_on_straight_legs_ask_the_solvers_twin_in_the_loop(monkeypatch):
+    """Four runs of Solo-12 on its four feet at and a nanoradian from straight legs (q = 0, a PD holding them:
+    gravity keeps them straight), ``lanes=True``: the plan's pivots vanish there, and each lane asks the solver's
+    twin (``gtdyn.compiled.rescue``) in the loop, as a call does — so the group stops at most once, for a Python
+    step that compiles the twin (it stopped at every step while lanes asked no twin), and every run is
+    ``simulate``'s, bit for bit."""
+    from references import erd_path
+
+    from gtdyn.simulation import native_loop
+
+    solo = gtdyn.load_robot(erd_path("solo_description/robots/solo12.urdf"), base="floating")
+    feet = [gtdyn.Contact(name) for name in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")]
+    Q0, V0 = np.outer([0.0, 1e-9, -1e-9, 2e-9], np.ones(12)), np.zeros((4, 12))
+    kw = dict(tau=gtdyn.PDController(solo, 5.0, 0.2, np.zeros(12)), dt=1e-3, steps=20, contacts=feet)
+    chunks, run = [], native_loop.run
+
+    def chunk(plan, n, method, source, first, end, width=1, *args):
+        chunks.append(width)
+        return run(plan, n, method, source, first, end, width, *args)
+
+    monkeypatch.setattr(native_loop, "run", chunk)
+    batch = gtdyn.simulate_batch(solo, Q0, V0, lanes=True, **kw)
+    assert 1 <= chunks.count(4) <= 2 and np.abs(batch.q).max() < 1e-4
+    assert_stacked(batch, alone(solo, Q0, V0, **kw), ("q", "v", "qdd", "tau", "base_pose", "contact_forces"))

@@ -81,8 +81,9 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     ``gtdyn.compiled.lanes.LANES_AFTER`` steps or more (runs × steps), compiled in the background while the first
     groups run one by one (as a solver's batches tier up); on several threads a smaller batch without lane code
     shares its rows out one by one. ``lanes=True`` compiles it first if need be; ``lanes=False`` never uses it. A
-    step that does not pass in one of the four is taken by all four's Python steppers; a run that fails there
-    leaves the group, and the runs below it go on alone from where they were."""
+    step that does not pass in one of the four (nor in the solver's twin, which a lane asks as a call does) is
+    taken by all four's Python steppers; a run that fails there leaves the group, and the runs below it go on
+    alone from where they were."""
     robot_argument(robot)
     q0, v0 = batch_starts(robot, q0, v0)
     choice("method", method, METHODS)

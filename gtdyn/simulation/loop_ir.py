@@ -41,12 +41,13 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     ``callback(t, k) -> 1`` with (q, q̇) in its buffers, its torque read from another (else the loop stops
     there). ``width`` > 1: that many runs side by side through a lane solver's entry (``gtdyn.compiled.lanes``:
     value i of lane w at ws[i · width + w]); the plan's per-run fields (``PER_RUN``) then point to ``width``
-    addresses, and a step that does not pass in any lane stops every lane before it. ``floating``: a floating base
-    (its fields of ``PER_FLOATING_RUN`` per run too), the state x = [ξ; q], y = [V; q̇] as ``FloatingStepper``'s:
-    each sample moves the pose to T · exp ξ
-    and sets ξ to zero; a later RK4 stage's pose is T · exp ξ and its ξ̇ is dlog(−ξ) V (both
-    ``gtdyn.compiled.pose_step``, called by address; T and V themselves where ξ is zero, as the stepper does); the
-    solver takes the pose and twist, and the samples get the base's pose, twist and acceleration too. ``forces``:
+    addresses; a lane whose status is not 1 asks the solver's twin for its run (scalar code, as a call asks
+    it), and a step that does not pass either way in any lane stops every lane before it. ``floating``: a
+    floating base (its fields of ``PER_FLOATING_RUN`` per run too), the state x = [ξ; q], y = [V; q̇] as
+    ``FloatingStepper``'s: each sample moves the pose to T · exp ξ and sets ξ to zero; a later RK4 stage's pose
+    is T · exp ξ and its ξ̇ is dlog(−ξ) V (both ``gtdyn.compiled.pose_step``, called by address; T and V
+    themselves where ξ is zero, as the stepper does); the solver takes the pose and twist, and the samples get
+    the base's pose, twist and acceleration too. ``forces``:
     the solver's contact force components after the motion (rigid contacts), each sample's written to its row of
     the samples' contact forces (``CF``, per run)."""
     off = 6 if floating else 0  # where the joints start in x and y
@@ -79,7 +80,6 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     emit(f"  %out_first = mul i64 %out_word, {width}")  # the answer's and the status's places in ws
     emit(f"  %status_first = mul i64 %status_word, {width}")
     active = [i for i in range(n) if passive is not None and not passive[i]]
-    answered = ["%ws"]  # the workspace whose answer the last evaluation read: the solver's, or its twin's
     for i in active:
         for gain in ("kp", "kd"):
             emit(f"  %{gain}p{i} = getelementptr double, ptr %{gain}, i64 {i}")
@@ -256,59 +256,62 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
 
     def accel(xs: list, ys: list, taus: list, Ts: list) -> list:
         """Store each run's (x, y, τ) into the workspace (and a floating base's pose, ``Ts``: each run's), run the
-        solver, leave for %exit unless every run's status is 1; each run's q̈ (after a floating base's
-        acceleration)."""
+        solver; each run's answer (``answer``): q̈ (after a floating base's acceleration), then contact forces."""
         count[0] += 1
         c = count[0]
+        inputs = []
         for w in lanes:
             base = matrix(Ts[w]) + ys[w][:6] + [native.constant(0.0)] * 6 if floating else []  # no wrench
-            inputs = [(i, xs[w][off + i]) for i in range(n)] + [(n + i, ys[w][off + i]) for i in range(n)] + [
-                (2 * n + i, taus[w][i]) for i in range(n)] + [(3 * n + j, value) for j, value in enumerate(base)]
-            for offset, value in inputs:
+            inputs.append([(i, xs[w][off + i]) for i in range(n)] + [(n + i, ys[w][off + i]) for i in range(n)] + [
+                (2 * n + i, taus[w][i]) for i in range(n)] + [(3 * n + j, value) for j, value in enumerate(base)])
+            for offset, value in inputs[w]:
                 emit(f"  %w{c}_{w}_{offset} = getelementptr double, ptr %ws, i64 {offset * width + w}")
                 emit(f"  store double {value}, ptr %w{c}_{w}_{offset}")
         emit(f"  br label %solve{c}")
         emit(f"solve{c}:")
         emit("  call void %run(ptr %ws)")
-        passed = "true"
-        for w in lanes:
-            emit(f"  %si{c}_{w} = add i64 %status_first, {w}")
-            emit(f"  %sp{c}_{w} = getelementptr double, ptr %ws, i64 %si{c}_{w}")
-            emit(f"  %s{c}_{w} = load double, ptr %sp{c}_{w}")
-            emit(f"  %ok{c}_{w} = fcmp oeq double %s{c}_{w}, 1.0")
-            emit(f"  %all{c}_{w} = and i1 {passed}, %ok{c}_{w}")
-            passed = f"%all{c}_{w}"
-        answered[0] = twin(c, passed, inputs) if width == 1 else "%ws"
-        if width > 1:  # lanes ask no twin
-            emit(f"  br i1 {passed}, label %passed{c}, label %exit\npassed{c}:")
-        out = []
-        for w in lanes:
-            out.append([])
-            for i in range(m):
-                emit(f"  %ai{c}_{w}_{i} = add i64 %out_first, {i * width + w}")
-                emit(f"  %ap{c}_{w}_{i} = getelementptr double, ptr {answered[0]}, i64 %ai{c}_{w}_{i}")
-                emit(f"  %a{c}_{w}_{i} = load double, ptr %ap{c}_{w}_{i}")
-                out[w].append(f"%a{c}_{w}_{i}")
-        return out
+        return [answer(f"{c}_{w}", w, inputs[w]) for w in lanes]
 
-    def twin(c: int, passed: str, inputs: list) -> str:
-        """Where the status is not 1, the solver's twin (if the plan has one), as a call asks it: the ws answering."""
-        emit(f"  br i1 {passed}, label %passed{c}, label %twin{c}")
-        emit(f"twin{c}:")
-        emit(f"  %has{c} = icmp ne i64 %trun_word, 0")
-        emit(f"  br i1 %has{c}, label %tcall{c}, label %exit")
-        emit(f"tcall{c}:")
+    def answer(tag: str, w: int, inputs: list) -> list[str]:
+        """Run w's answer: its lane's where the status is 1, else the solver's twin's (if the plan has one) for
+        its ``inputs``, as a call asks it (the twin is scalar code: its answer and status at their own places);
+        leave for %exit where neither passes."""
+        def passed(name: str, ws: str, index: str) -> str:
+            emit(f"  %{name}sp{tag} = getelementptr double, ptr {ws}, i64 {index}")
+            emit(f"  %{name}s{tag} = load double, ptr %{name}sp{tag}")
+            emit(f"  %{name}ok{tag} = fcmp oeq double %{name}s{tag}, 1.0")
+            return f"%{name}ok{tag}"
+
+        def values(name: str, ws: str, first: str, stride: int, lane: int) -> list[str]:
+            for i in range(m + forces):
+                emit(f"  %{name}i{tag}_{i} = add i64 {first}, {i * stride + lane}")
+                emit(f"  %{name}p{tag}_{i} = getelementptr double, ptr {ws}, i64 %{name}i{tag}_{i}")
+                emit(f"  %{name}{tag}_{i} = load double, ptr %{name}p{tag}_{i}")
+            return [f"%{name}{tag}_{i}" for i in range(m + forces)]
+
+        emit(f"  %si{tag} = add i64 %status_first, {w}")
+        own = passed("o", "%ws", f"%si{tag}")
+        emit(f"  br i1 {own}, label %own{tag}, label %twin{tag}")
+        emit(f"twin{tag}:")
+        emit(f"  %has{tag} = icmp ne i64 %trun_word, 0")
+        emit(f"  br i1 %has{tag}, label %tcall{tag}, label %exit")
+        emit(f"tcall{tag}:")
         for offset, value in inputs:
-            emit(f"  %tw{c}_{offset} = getelementptr double, ptr %tws, i64 {offset}")
-            emit(f"  store double {value}, ptr %tw{c}_{offset}")
+            emit(f"  %tw{tag}_{offset} = getelementptr double, ptr %tws, i64 {offset}")
+            emit(f"  store double {value}, ptr %tw{tag}_{offset}")
         emit("  call void %trun(ptr %tws)")
-        emit(f"  %tsp{c} = getelementptr double, ptr %tws, i64 %status_first")
-        emit(f"  %ts{c} = load double, ptr %tsp{c}")
-        emit(f"  %tok{c} = fcmp oeq double %ts{c}, 1.0")
-        emit(f"  br i1 %tok{c}, label %passed{c}, label %exit")
-        emit(f"passed{c}:")
-        emit(f"  %answered{c} = phi ptr [%ws, %solve{c}], [%tws, %tcall{c}]")
-        return f"%answered{c}"
+        theirs = passed("t", "%tws", "%status_word")
+        emit(f"  br i1 {theirs}, label %tread{tag}, label %exit")
+        emit(f"tread{tag}:")
+        twin_values = values("t", "%tws", "%out_word", 1, 0)
+        emit(f"  br label %join{tag}")
+        emit(f"own{tag}:")
+        own_values = values("o", "%ws", "%out_first", width, w)
+        emit(f"  br label %join{tag}")
+        emit(f"join{tag}:")
+        for i, (a, b) in enumerate(zip(own_values, twin_values)):
+            emit(f"  %a{tag}_{i} = phi double [{a}, %own{tag}], [{b}, %tread{tag}]")
+        return [f"%a{tag}_{i}" for i in range(m + forces)]
 
     def combine(name: str, base: list, scale: str, terms: list) -> list:
         """base + scale · terms, elementwise per run, as ``base + scale * terms`` in numpy."""
@@ -329,12 +332,7 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     if floating:
         store_rows("BA", 6, [a[:6] for a in a1])
     if forces:  # the sample's contact forces, after the motion in the answer, before the next solve
-        for w in lanes:
-            for j in range(forces):
-                emit(f"  %cfi{w}_{j} = add i64 %out_first, {(m + j) * width + w}")
-                emit(f"  %cfp{w}_{j} = getelementptr double, ptr {answered[0]}, i64 %cfi{w}_{j}")
-                emit(f"  %cf{w}_{j} = load double, ptr %cfp{w}_{j}")
-        store_rows("CF", forces, [[f"%cf{w}_{j}" for j in range(forces)] for w in lanes])
+        store_rows("CF", forces, [a[m:] for a in a1])
     if method == "euler":
         xn, yn = combine("ex", x, "%dt", y), combine("ey", y, "%dt", a1)
     elif method == "semi_implicit_euler":

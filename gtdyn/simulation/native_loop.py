@@ -178,7 +178,8 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     each looping natively, through the lane code of ``lane_solver`` (any thread's solver of the same cache entry:
     the code keeps its state in the workspace the group brings). A step that does not pass in one run goes
     through every run's Python stepper (the others' certified steps give the same bits there), and the loop
-    resumes after it; a run that raises there stops the group (``GroupStopped``)."""
+    resumes after it; a run that raises there stops the group (``GroupStopped``). A run whose lane does not pass
+    asks the solver's twin first, as a call does (``follow``)."""
     first = runs[0]
     solver, width = compiled_solver(first.forward), len(runs)
     states = [np.concatenate([r.stepper.x, r.stepper.y]).astype(float) for r in runs]
@@ -198,8 +199,10 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     addresses = {name: np.array([a.ctypes.data for a in array], dtype=np.int64) for name, array in arrays.items()}
     for name, words in addresses.items():
         plan[FIELDS.index(name)] = words.ctypes.data
+    write_wrenches(first.forward, solver._ws)  # the runs share them: the twin's copy comes from here (``follow``)
+    follow(plan, solver)
     _loop(plan, [(r.stepper, r.samples, state) for r, state in zip(runs, states)], first.method,
-          source_of(first.torque), report)
+          source_of(first.torque), report, solver=solver)
     del rows, ws, addresses  # alive until here: the plan points to them
 
 
