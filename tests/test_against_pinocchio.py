@@ -136,3 +136,14 @@ def test_random_trees_written_to_urdf_match_pinocchio(tmp_path, seed):
         qdd, tau = ref.hybrid(q, v, given_qdd, given_tau, ext)
         assert rel_err(h.qdd, qdd) < TOL and rel_err(h.tau, tau) < TOL
     assert {"revolute", "prismatic", "fixed"} <= {j.type for j in description.joints}  # all three kinds, merged
+
+
+def test_position_limits_are_pinocchios(setup):
+    """``robot.lower_limits`` and ``upper_limits``, in ``joint_names`` order, are Pinocchio's lowerPositionLimit
+    and upperPositionLimit at each joint's configuration entry; read-only, since a Robot is immutable."""
+    robot, pin, _ = setup
+    at = [i for i, _ in pin.idx_q]  # each joint's first configuration entry in Pinocchio's q
+    assert np.array_equal(robot.lower_limits, pin.model.lowerPositionLimit[at])
+    assert np.array_equal(robot.upper_limits, pin.model.upperPositionLimit[at])
+    with pytest.raises(ValueError):
+        robot.lower_limits[0] = 0.0

@@ -112,6 +112,8 @@ class _Topology:
     child_joints: dict[str, tuple[Joint, ...]]
     joints_into: dict[str, tuple[Joint, ...]]
     joints_out_of: dict[str, tuple[Joint, ...]]
+    lower: np.ndarray  # each joint's position limits, read-only (±inf where it has none)
+    upper: np.ndarray
 
     @staticmethod
     def of(robot: Robot) -> _Topology:
@@ -130,7 +132,14 @@ class _Topology:
         return _Topology(tuple(j.name for j in robot.joints), {j.name: j for j in robot.joints}, link_by_name,
                          tuple(parents), tree, tuple(j for j in robot.joints if j.closes_loop),
                          {j.child: j for j in tree}, group("parent", tree), group("child", robot.joints),
-                         group("parent", robot.joints))
+                         group("parent", robot.joints), *(_read_only([getattr(j, bound) for j in robot.joints])
+                                                          for bound in ("lower", "upper")))
+
+
+def _read_only(values) -> np.ndarray:
+    array = np.array(values, float)
+    array.flags.writeable = False
+    return array
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,6 +188,17 @@ class Robot:
     def nv(self) -> int:
         """The tangent dimension (Pinocchio's nv): a floating base's six, then one per joint."""
         return self.num_dofs + (6 if self.floating_base else 0)
+
+    @property
+    def lower_limits(self) -> np.ndarray:
+        """Each joint's lower position limit, in ``joint_names`` order (−inf where it has none; Pinocchio's
+        ``lowerPositionLimit``); read-only."""
+        return self._topology.lower
+
+    @property
+    def upper_limits(self) -> np.ndarray:
+        """Each joint's upper position limit, as ``lower_limits``."""
+        return self._topology.upper
 
     @property
     def parents(self) -> tuple[int, ...]:

@@ -163,11 +163,11 @@ LIMIT_TOLERANCE = 1e-9
 def _warn_past_limits(robot: Robot, t: np.ndarray, Q: np.ndarray) -> None:
     """One JointLimitWarning naming the first joint, the time and the position where the trajectory first leaves
     a joint's limits; limits are not enforced (the joints have no stops in the model)."""
-    lower = np.array([j.lower for j in robot.joints])
-    upper = np.array([j.upper for j in robot.joints])
-    with np.errstate(invalid="ignore"):  # infinite limits
-        below = Q < lower - LIMIT_TOLERANCE * (1 + np.abs(lower))
-        outside = below | (Q > upper + LIMIT_TOLERANCE * (1 + np.abs(upper)))
+    lower = robot.lower_limits - LIMIT_TOLERANCE * (1 + np.abs(robot.lower_limits))  # ±inf stay ±inf
+    upper = robot.upper_limits + LIMIT_TOLERANCE * (1 + np.abs(robot.upper_limits))
+    if (Q >= lower).all() and (Q <= upper).all():  # the common case, in two passes
+        return
+    outside = (Q < lower) | (Q > upper)  # NaN is neither
     if not np.any(outside):
         return
     k = int(np.argmax(np.any(outside, axis=1)))
