@@ -9,8 +9,9 @@ within 2 s).
 
     python -m benchmarks.simulation [STEPS [DT]]     # 2,000 steps of 1 ms by default
 
-A ``simulate`` call costs a few milliseconds besides its steps (checking the start, loading the compiled solver
-from the cache, allocating the run): long runs (20,000 steps of 0.1 ms) show the steps' own rate.
+A ``simulate`` call costs tens of microseconds besides its steps (checking the start, finding the compiled solver
+it remembers, allocating the run): long runs (20,000 steps of 0.1 ms) show the steps' own rate, and a second table
+shows short runs whole.
 
 Each figure is the best of ``RUNS`` runs, gtdyn's and Pinocchio's taken in turns so that a change in the machine's
 load falls on both (the loops are long enough that the median of a few is the minimum up to noise). Pinocchio's
@@ -168,6 +169,25 @@ def compared_row(robot: str, method: str, ours, theirs, ends: dict, steps: int) 
     return row
 
 
+SHORT, SHORT_REPEAT = (1, 10, 100), 100  # the short runs' steps, and runs per timing
+
+
+def short_runs(robot, ref: PinocchioModel, q0, v0, dt: float) -> list[str]:
+    """Rows of a short run's whole cost against as many steps of Pinocchio's loop, for each of ``SHORT``."""
+    rows = ["| steps | gtdyn.simulate µs per run | Python loop over pin.aba µs per run | gtdyn / Pinocchio |",
+            "|---|---|---|---|"]
+    for steps in SHORT:
+        ours, theirs = side_by_side(
+            lambda steps=steps: [gtdyn.simulate(robot, q0, v0, dt=dt, steps=steps, gravity=np.zeros(3), progress=False)
+                                 for _ in range(SHORT_REPEAT)],
+            lambda steps=steps: [pinocchio_loop(ref, q0, v0, steps, dt, "semi_implicit_euler")
+                                 for _ in range(SHORT_REPEAT)])
+        rows.append(f"| {steps} | {ours / SHORT_REPEAT * 1e6:,.1f} | {theirs / SHORT_REPEAT * 1e6:,.1f} | "
+                    f"{theirs / ours:.2f} |")
+        print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
 def best_of(fn, runs: int = RUNS) -> float:
     return min(_seconds(fn) for _ in range(runs))
 
@@ -208,6 +228,7 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
                 print(rows[-1], file=sys.stderr, flush=True)
         rows += pd_rows(name, robot, ref, q0, v0, steps, dt)
         if name == "puma560":
+            short = short_runs(robot, ref, q0, v0, dt)
             trajectory = None
 
             def variational():
@@ -231,7 +252,10 @@ def main(steps: int = 2000, dt: float = 1e-3) -> None:
                       "reference sampled at the knots), from joints and velocities drawn in ±0.5) "
                       f"on {machine_description(1, 1, 0).split('; medians')[0]}; each figure the best of {RUNS} "
                       "runs, gtdyn's and Pinocchio's taken in turns.",
-                      "", *rows, ""])
+                      "", *rows, "", "Short runs on the PUMA (semi-implicit Euler, checked, the same start; each "
+                      f"figure the best of {RUNS} batches of {SHORT_REPEAT} runs, taken in turns): a run's whole cost, "
+                      "with ``simulate``'s own besides its steps (checking the start, finding the remembered solver, "
+                      "allocating the samples, the trajectory).", "", *short, ""])
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     with open(RESULTS, "w") as f:
