@@ -55,7 +55,7 @@ def limit_bytes() -> float:
 
 def robot_fingerprint(robot: Robot) -> bytes:
     """Every number and name of the robot that the dynamics use (not the file's formatting); worked out once per
-    robot, which is immutable (its arrays read-only): a short ``simulate`` spent a sixth of its time here."""
+    robot, which is immutable (its arrays read-only): every ``simulate`` asks for it, to find its solver."""
     known = _FINGERPRINTS.get(robot)
     if known is None:
         known = _FINGERPRINTS[robot] = _fingerprint(robot)
