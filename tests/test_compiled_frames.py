@@ -85,6 +85,11 @@ def case(request):
     return robot, compile_frames(robot, list(robot.frames), reference=rf), random_states(robot, 3)
 
 
+def listed(state: dict) -> dict:
+    """The state as lists: inputs the native entry does not take, so the call goes through Python."""
+    return {k: np.asarray(x).tolist() for k, x in state.items()}
+
+
 # -- against the reference functions -----------------------------------------------------------------------------
 
 def test_every_frame_matches_the_reference(case):
@@ -119,6 +124,21 @@ def test_batches_equal_single_calls(case):
     if robot.floating_base:  # base poses as a list of Pose3
         listed = compiled.batch_placement(Q, base_pose=[gtsam.Pose3(s["base_pose"]) for s in states])
         assert error(listed, T) < TOL
+
+
+def test_plain_arrays_take_one_native_entry_with_the_python_paths_bits(case, monkeypatch):
+    """Float64 arrays go through one native entry (``gtdyn.compiled.entry``) that writes the answer straight into
+    the output; anything else (lists here) through the Python path, which checks and converts first: the same
+    code, the same bits. A floating base's pose and twist left out are the identity and zero either way."""
+    robot, compiled, states = case
+    through_python = [compiled_answers(compiled, listed(state)) for state in states]
+    unset = compiled.velocity(*(states[0][k].tolist() for k in "qv"))  # the base left out: at the identity, at rest
+    monkeypatch.setattr(compiled, "_called", lambda *args: pytest.fail("a plain call took the Python path"))
+    for state, python in zip(states, through_python):
+        native = compiled_answers(compiled, state)
+        for name, x in python.items():
+            assert np.array_equal(native[name], x) and native[name].shape == x.shape, name
+    assert np.array_equal(compiled.velocity(states[0]["q"], states[0]["v"]), unset)
 
 
 def test_one_frame_gives_the_reference_shapes():

@@ -78,7 +78,7 @@ class CompiledCenterOfMass(CompiledKinematics):
 
     def potential_energy(self, q, gravity=GRAVITY, base_pose=None) -> float:
         """−m g · c(q): the reference's −Σ mᵢ g · pᵢ."""
-        return float(self(q, base_pose) @ self._minus_weight(gravity))
+        return float(self(q, base_pose).dot(self._minus_weight(gravity)))  # ndarray.dot: half the time of @ here
 
     def batch_kinetic_energy(self, Q, V, base_pose=None, base_twist=None, threads: int = 1) -> np.ndarray:
         return self._batch("kinetic_energy", Q, V, base_pose, base_twist, threads)

@@ -16,11 +16,12 @@ import numpy as np
 
 from gtdyn.arguments import finite_vector, joint_vector, pose_argument, state_batch, whole_number
 from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
-from gtdyn.compiled import native, parallel
+from gtdyn.compiled import entry, native, parallel
 from gtdyn.model.robot import Robot
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
 IDENTITY = np.eye(4)
+_ZERO_TWIST = np.zeros(6)
 POSE, TWIST = 16, 6  # a floating base's inputs after q (and q̇): its pose (row-major 4×4), then its twist
 
 
@@ -40,6 +41,16 @@ class Module:
         self.loaded = native.Loaded(self.object, self.prefix)
 
 
+@dataclass
+class Quick:
+    """A quantity's native entry (``gtdyn.compiled.entry.Entry``), each part's shape, and the shape of the view
+    of it the entry writes (None: the part itself)."""
+
+    entry: object
+    shapes: list
+    written: list
+
+
 def plain_array(x, shape: tuple) -> bool:
     """Whether ``x`` is a float64 array of ``shape``: written to the workspace as it is."""
     return type(x) is _ARRAY and x.dtype is _FLOAT and x.shape == shape
@@ -57,6 +68,7 @@ class CompiledKinematics:
         self.robot, self.nv = robot, robot.nv
         self._modules: dict[str, Module] = dict(modules or {})
         self._workspaces: dict[str, tuple] = {}
+        self._quick: dict[str, Quick] = {}  # per quantity, on the owner's workspace
         self._lock = threading.Lock()
         self._owner = threading.get_ident()
 
@@ -78,7 +90,54 @@ class CompiledKinematics:
         return tuple(answer) if part is None else answer[part]
 
     def _call(self, quantity: str, q, v, base_pose, base_twist):
-        name, entry, part = self.QUANTITIES[quantity]
+        quick = self._quick.get(quantity) or self._bind(quantity)
+        if quick is not None:
+            if self.robot.floating_base:  # as the Python path below takes them (the entry wants arrays)
+                base_pose = IDENTITY if base_pose is None else base_pose
+                base_twist = _ZERO_TWIST if base_twist is None and v is not None else base_twist
+            first, view = np.empty(quick.shapes[0]), quick.written[0]
+            written = first if view is None else first.reshape(view)
+            if len(quick.shapes) == 1:
+                if quick.entry.call(q, v, base_pose, base_twist, written):
+                    return first
+            else:  # both parts
+                second, view = np.empty(quick.shapes[1]), quick.written[1]
+                if quick.entry.call(q, v, base_pose, base_twist, written,
+                                    second if view is None else second.reshape(view)):
+                    return first, second
+        return self._called(quantity, q, v, base_pose, base_twist)
+
+    def _bind(self, quantity: str):
+        """The quantity's one native entry on this object's workspace (``gtdyn.compiled.entry``): plain float64
+        arrays in, each part of the answer written straight into an array of its own; None in other threads, whose
+        calls take the Python path on a workspace of their own."""
+        if threading.get_ident() != self._owner:
+            return None
+        name, function, part = self.QUANTITIES[quantity]
+        module, ws = self._workspace(name)[:2]
+        n, floating, motion = self.robot.num_dofs, self.robot.floating_base, name == "motion"
+        first = (2 if motion else 1) * n
+        parts = range(len(module.parts[:2])) if part is None else [part]
+        shapes = [self._shapes(name)[k] for k in parts]
+        # the entry writes arrays of one or two axes: a part of more (several frames) through a view of two
+        written = [None if 1 <= len(shape) <= 2 else (int(np.prod(shape[:1])), int(np.prod(shape[1:])))
+                   if shape else (1,) for shape in shapes]
+        arguments = [entry.Argument(entry.IN, 0, (n,)),
+                     entry.Argument(entry.IN, n, (n,)) if motion else entry.Argument(entry.NONE),
+                     entry.Argument(entry.IN, first, (4, 4)) if floating else entry.Argument(entry.NONE),
+                     entry.Argument(entry.IN, first + POSE, (TWIST,)) if floating and motion else
+                     entry.Argument(entry.NONE)]
+        for k, shape, view in zip(parts, shapes, written):
+            arguments.append(entry.Argument(entry.OUT, module.out + 1 + sum(module.parts[:k]), view or shape))
+        quick = self._quick[quantity] = Quick(
+            entry.bind(ws, module.loaded.address[function], module.out, arguments, owner=self._owner), shapes,
+            written)
+        return quick
+
+    def _called(self, quantity: str, q, v, base_pose, base_twist):
+        """A call through Python: any input the native entry does not take as it is (lists, a ``gtsam.Pose3``,
+        another thread's call), checked here, and the boundary's error where the generated code refuses it."""
+        name, function, part = self.QUANTITIES[quantity]
         motion, n = name == "motion", self.robot.num_dofs
         module, ws, pointer, in_q, in_v, in_pose, in_twist, answer = self._workspace(name)
         given = (q, v, base_pose, base_twist)
@@ -94,7 +153,7 @@ class CompiledKinematics:
             in_pose[...] = IDENTITY if base_pose is None else base_pose
         if in_twist is not None:
             in_twist[...] = 0.0 if base_twist is None else base_twist
-        module.loaded.entry[entry](pointer)
+        module.loaded.entry[function](pointer)
         if ws[module.out] != 1.0:  # a non-finite input, an angle out of range, a pose that is no rigid transform
             self._checked(*given, motion)  # raises the reference's error
             raise AssertionError(f"gtdyn: {type(self).__name__}'s code refused inputs the boundary accepts")
@@ -107,7 +166,7 @@ class CompiledKinematics:
         return q, v, base_state(self.robot, base_pose, base_twist)
 
     def _batch(self, quantity: str, Q, V, base_pose, base_twist, threads):
-        name, entry, part = self.QUANTITIES[quantity]
+        name, function, part = self.QUANTITIES[quantity]
         module, motion, n = self._module(name), name == "motion", self.robot.num_dofs
         threads = whole_number("threads", threads, 1)
         arrays = state_batch(n, Q=Q, V=V) if motion else state_batch(n, Q=Q)
@@ -119,8 +178,8 @@ class CompiledKinematics:
         else:
             refuse_on_fixed_base(self.robot, base_pose=base_pose, base_twist=base_twist)
         inputs = np.ascontiguousarray(np.hstack(arrays))
-        n_out = 1 + sum(module.parts[:1 if entry == "fast" else 2])  # the status, the parts
-        results = parallel.run_states(module.loaded.batch[entry], module.size, inputs, n_out, module.out, threads)
+        n_out = 1 + sum(module.parts[:1 if function == "fast" else 2])  # the status, the parts
+        results = parallel.run_states(module.loaded.batch[function], module.size, inputs, n_out, module.out, threads)
         for k in np.flatnonzero(results[:, 0] != 1.0):
             self._row_error(k, inputs[k], motion)
         return self._answer(name, part, results[:, 1:])
