@@ -150,8 +150,8 @@ class CompiledMassMatrix(ConfigurationMatrix):
         super().__init__(robot, record, checks, (robot.nv, robot.nv))
 
     def __call__(self, q, base_pose=None) -> np.ndarray:
-        if base_pose is not None or not self.robot.floating_base:
-            base_state(self.robot, base_pose)  # checked: a fixed base refuses one
+        if base_pose is not None:
+            base_state(self.robot, base_pose)  # checked (a fixed base refuses one), and not used
         return super().__call__(q)
 
     def batch(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
