@@ -4,7 +4,9 @@ configuration, interleaved in one process, on the arms, Talos (fixed and floatin
 (floating); the compiled bias forces h(q, q̇) (``gtdyn.compile_bias_forces``) against
 ``pin.nonLinearEffects``; and the compiled centre of mass, its Jacobian, the centroidal momentum and the kinetic and
 potential energies (``gtdyn.compile_center_of_mass``) against ``pin.centerOfMass``, ``pin.jacobianCenterOfMass``,
-``pin.computeCentroidalMomentum``, ``pin.computeKineticEnergy`` and ``pin.computePotentialEnergy``.
+``pin.computeCentroidalMomentum``, ``pin.computeKineticEnergy`` and ``pin.computePotentialEnergy``; and one frame's
+placement and Jacobian (``gtdyn.compile_frames``, local axes) against ``pin.computeFrameJacobian`` (the forward
+kinematics and the frame's Jacobian).
 
     python -m benchmarks.quantities
 
@@ -14,8 +16,8 @@ the whole symmetric matrix). Batches of 1000 states: ``mass.batch(Q)`` per state
 ``pin.crba`` (Pinocchio has no parallel CRBA). Medians of paired samples. The cold compile (no cache) and the
 code's size: the ``mass`` function's operations (the columns), and the whole program's. Accuracy: the largest
 relative difference from Pinocchio's M over the batch. h: one checked call against ``pin.nonLinearEffects``
-at a random q̇. c, J_c, h_G, T and U: one call each against Pinocchio's (whose Jacobian call computes c too). Writes
-benchmarks/results/quantities.md.
+at a random q̇. c, J_c, h_G, T and U: one call each against Pinocchio's (whose Jacobian call computes c too); one
+frame's T and J (``FRAME``) by one call each side. Writes benchmarks/results/quantities.md.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from gtdyn.progress import Progress
 REPEAT, INNER, WARMUP, BATCH = 40, 50, 50, 1000
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "quantities.md")
 CASES = [("puma560", False), ("ur5", False), ("panda", False), ("talos", False), ("talos", True), ("solo12", True)]
+FRAME = {"puma560": "flange", "ur5": "tool0", "panda": "panda_hand", "talos": "gripper_left_base_link",
+         "solo12": "FL_FOOT"}  # the frame whose placement and Jacobian are timed
 
 
 def robot_and_reference(name: str, floating: bool):
@@ -95,6 +99,11 @@ def measure(name: str, floating: bool) -> dict:
                              "potential": lambda: com.potential_energy(q, **pose),
                              "pin potential": lambda: pin.computePotentialEnergy(model, data, configuration)},
                             REPEAT, INNER, WARMUP)
+    frame, frame_id = gtdyn.compile_frames(robot, FRAME[name]), model.getFrameId(FRAME[name])
+    f = measure_interleaved({"ours": lambda: frame.placement_jacobian(q, **pose),
+                             "pin": lambda: pin.computeFrameJacobian(model, data, configuration, frame_id,
+                                                                     pin.ReferenceFrame.LOCAL)},
+                            REPEAT, INNER, WARMUP)
     batch = measure_interleaved({"ours": lambda: mass.batch(Q), "unchecked": lambda: unchecked.batch(Q),
                                  "pin": pinocchio_loop}, REPEAT // 4, 1, 2)
     ours = mass.batch(Q)
@@ -112,7 +121,8 @@ def measure(name: str, floating: bool) -> dict:
                 com_jacobian=paired_ratio(c["jacobian"], c["pin jacobian"]), com_jacobian_us=c["jacobian"].median_us,
                 momentum=paired_ratio(c["momentum"], c["pin momentum"]), momentum_us=c["momentum"].median_us,
                 kinetic=paired_ratio(c["kinetic"], c["pin kinetic"]), kinetic_us=c["kinetic"].median_us,
-                potential=paired_ratio(c["potential"], c["pin potential"]), potential_us=c["potential"].median_us)
+                potential=paired_ratio(c["potential"], c["pin potential"]), potential_us=c["potential"].median_us,
+                frame=paired_ratio(f["ours"], f["pin"]), frame_us=f["ours"].median_us)
 
 
 def main() -> None:
@@ -127,8 +137,8 @@ def main() -> None:
              "| robot | nv | compile s | `mass` operations / program | Pinocchio µs | call µs | call checked / "
              "unchecked × `pin.crba` | batch µs per state | batch checked / unchecked × `pin.crba` loop | "
              "largest relative difference | fallbacks | h µs / Pinocchio µs (×) | c µs (×) | J_c µs (×) | h_G µs (×) | "
-             "T µs (×) | U µs (×) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "T µs (×) | U µs (×) | frame T, J µs (×) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['robot']} | {r['nv']} | {r['compile']:.2f} | {r['mass_ops']:,} / {r['ops']:,} | "
                      f"{r['pin_us']:.2f} | {r['call_us']:.2f} | {r['call']:.2f}× / {r['unchecked']:.2f}× | "
@@ -136,7 +146,7 @@ def main() -> None:
                      f"{r['fallbacks']} | {r['bias_us']:.2f} / {r['pin_bias_us']:.2f} ({r['bias']:.2f}×) | "
                      f"{r['com_us']:.2f} ({r['com']:.2f}×) | {r['com_jacobian_us']:.2f} ({r['com_jacobian']:.2f}×) | "
                      f"{r['momentum_us']:.2f} ({r['momentum']:.2f}×) | {r['kinetic_us']:.2f} ({r['kinetic']:.2f}×) | "
-                     f"{r['potential_us']:.2f} ({r['potential']:.2f}×) |")
+                     f"{r['potential_us']:.2f} ({r['potential']:.2f}×) | {r['frame_us']:.2f} ({r['frame']:.2f}×) |")
     text = "\n".join(lines) + "\n"
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
