@@ -156,6 +156,12 @@ def test_compiled_bias_and_gravity_forces_match_pinocchio(name):
         T, twist = base.get("base_pose"), base.get("base_twist")
         assert rel_err(bias(q, v, **base), pin.bias_forces(q, v, T, twist)) < TOL
         assert rel_err(bias.gravity(q, T), pin.gravity_torques(q, T)) < TOL
+        # one native entry writes the parts side by side: the solver's parts, concatenated, bit for bit; lists
+        # (the Python path) give the same
+        at_rest = {"base_accel": np.zeros(6)} if robot.floating_base else {}
+        parts = bias.solver(q, v, np.zeros(robot.num_dofs), **base, **at_rest)
+        assert np.array_equal(bias(q, v, **base), np.concatenate(parts) if robot.floating_base else parts)
+        assert np.array_equal(bias(q.tolist(), v.tolist(), **base), bias(q, v, **base))
     Q, V = (np.array([state[k] for state in states]) for k in (0, 1))
     inputs = {key: np.array([base[key] for _, _, base in states]) for key in states[0][2]}
     batch = pickle.loads(pickle.dumps(bias)).batch(Q, V, threads=2, **inputs)

@@ -194,10 +194,10 @@ class CompiledBiasForces:
         self.nv = free.nv
         self._zeros = np.zeros(free.num_dofs)
         self._at_rest = {"base_accel": np.zeros(6)} if free.floating_base else {}
+        self._base_accel = self._at_rest.get("base_accel")
 
     def __call__(self, q, v, base_pose=None, base_twist=None) -> np.ndarray:
-        return _generalized(self.solver(q, v, self._zeros, base_pose=base_pose, base_twist=base_twist,
-                                        **self._at_rest))
+        return self.solver._vector(q, v, self._zeros, base_pose, base_twist, self._base_accel)
 
     def gravity(self, q, base_pose=None) -> np.ndarray:
         return self(q, self._zeros, base_pose)

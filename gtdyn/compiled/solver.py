@@ -166,6 +166,17 @@ class CompiledSolver:
             return self._fallback(ws, q, v, x)
         return parts[0].copy() if len(parts) == 1 else tuple([part.copy() for part in parts])
 
+    def _vector(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None) -> np.ndarray:
+        """The call's answer as one vector, its parts side by side (a floating base's first): what
+        ``compile_bias_forces`` returns, written straight into one array by the native entry where it can."""
+        call = self._quick_call
+        if call is not None:
+            out = self._empty(self._outputs)
+            if call(q, v, x, *self._entry_base(base_pose, base_twist, base_accel, base_wrench), out):
+                self._last = self._ws
+                return out
+        return as_vector(self(q, v, x, base_pose, base_twist, base_accel, base_wrench))
+
     def derivatives(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                     external_wrenches=None) -> Derivatives:
         """The answer and its exact derivatives (``gtdyn.compiled.derivatives.Derivatives``: ``value``, ``dq``,
