@@ -107,6 +107,8 @@ def wrench_rows(frames: tuple[WrenchFrame, ...], wrenches, count: int) -> np.nda
     """A batch's ``external_wrenches`` (per frame a wrench for every state, (count, 6), or one for all, (6,)) as
     (count, 6k) inputs."""
     out = np.zeros((count, 6 * len(frames)))
+    if wrenches is None:  # none given: zero on every compiled frame
+        return out
     for m, F in _by_frame(frames, wrenches):
         name = f"external_wrenches['{frames[m].name}']"
         F = real_array(name, F)

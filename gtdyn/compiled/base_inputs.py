@@ -99,8 +99,9 @@ def base_states(robot: Robot, problem: str, count: int, base_pose, base_twist, b
     given accelerations or wrenches (count, 6), identity and zeros where not given. Only shapes are checked here;
     the generated code checks each pose and the finiteness of every number, as for single calls."""
     if not robot.floating_base or (base_wrench if problem == "inverse" else base_accel) is not None:
-        checked_base(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # raises the error, if any
-        return np.zeros((count, 0))
+        if robot.floating_base or any(x is not None for x in (base_pose, base_twist, base_accel, base_wrench)):
+            checked_base(robot, problem, base_pose, base_twist, base_accel, base_wrench)  # raises the error, if any
+        return np.zeros((count, 0))  # a fixed base given nothing: nothing to check
 
     given = base_accel if problem == "inverse" else base_wrench
     return np.hstack([base_rows("base_pose", base_pose, count, (4, 4), _IDENTITY),

@@ -22,7 +22,7 @@ def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_s
     results = np.empty((count, n_out))
     groups = count // lanes
     threads = max(1, min(int(threads), groups))
-    bounds = np.linspace(0, groups, threads + 1).astype(int) * lanes
+    bounds = [groups * k // threads * lanes for k in range(threads + 1)]  # whole groups per thread
 
     def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
         ws = np.zeros(workspace_size * lanes)
