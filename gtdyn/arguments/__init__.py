@@ -92,7 +92,8 @@ def finite_vector(name: str, x, n: int) -> np.ndarray:
 
 def state_batch(n: int, **arrays) -> list[np.ndarray]:
     """Arrays of N states (shape (N, n) each, all the same N), by their argument names, as float arrays."""
-    out = [real_array(name, a, f"an array of shape (N, {n})") for name, a in arrays.items()]
+    out = [a.copy() if type(a) is np.ndarray and a.dtype == np.float64 else  # the common case, as real_array gives it
+           real_array(name, a, f"an array of shape (N, {n})") for name, a in arrays.items()]
     if out[0].ndim != 2 or out[0].shape[1] != n or any(a.shape != out[0].shape for a in out):
         raise ArgumentError(f"{', '.join(arrays)}: expected {len(out)} arrays of shape (N, {n}), got "
                             f"{', '.join(str(a.shape) for a in out)}")
