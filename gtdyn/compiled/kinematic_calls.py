@@ -51,6 +51,14 @@ class Quick:
     written: list
 
 
+def _written_shape(shape: tuple) -> tuple | None:
+    """The shape of the view of a part that the native entry writes, which takes one or two axes: None for the part
+    itself, (1,) for a number, two axes for a part of more (several frames)."""
+    if 1 <= len(shape) <= 2:
+        return None
+    return (shape[0], int(np.prod(shape[1:]))) if shape else (1,)
+
+
 def plain_array(x, shape: tuple) -> bool:
     """Whether ``x`` is a float64 array of ``shape``: written to the workspace as it is."""
     return type(x) is _ARRAY and x.dtype is _FLOAT and x.shape == shape
@@ -119,9 +127,7 @@ class CompiledKinematics:
         first = (2 if motion else 1) * n
         parts = range(len(module.parts[:2])) if part is None else [part]
         shapes = [self._shapes(name)[k] for k in parts]
-        # the entry writes arrays of one or two axes: a part of more (several frames) through a view of two
-        written = [None if 1 <= len(shape) <= 2 else (int(np.prod(shape[:1])), int(np.prod(shape[1:])))
-                   if shape else (1,) for shape in shapes]
+        written = [_written_shape(shape) for shape in shapes]
         arguments = [entry.Argument(entry.IN, 0, (n,)),
                      entry.Argument(entry.IN, n, (n,)) if motion else entry.Argument(entry.NONE),
                      entry.Argument(entry.IN, first, (4, 4)) if floating else entry.Argument(entry.NONE),
