@@ -138,12 +138,16 @@ def test_random_trees_written_to_urdf_match_pinocchio(tmp_path, seed):
     assert {"revolute", "prismatic", "fixed"} <= {j.type for j in description.joints}  # all three kinds, merged
 
 
-def test_position_limits_are_pinocchios(setup):
+def test_joint_limits_are_pinocchios(setup):
     """``robot.lower_limits`` and ``upper_limits``, in ``joint_names`` order, are Pinocchio's lowerPositionLimit
-    and upperPositionLimit at each joint's configuration entry; read-only, since a Robot is immutable."""
+    and upperPositionLimit at each joint's configuration entry, ``velocity_limits`` and ``effort_limits`` its
+    velocityLimit and effortLimit at its tangent entry; read-only, since a Robot is immutable."""
     robot, pin, _ = setup
     at = [i for i, _ in pin.idx_q]  # each joint's first configuration entry in Pinocchio's q
     assert np.array_equal(robot.lower_limits, pin.model.lowerPositionLimit[at])
     assert np.array_equal(robot.upper_limits, pin.model.upperPositionLimit[at])
-    with pytest.raises(ValueError):
-        robot.lower_limits[0] = 0.0
+    assert np.array_equal(robot.velocity_limits, pin.model.velocityLimit[pin.idx_v])
+    assert np.array_equal(robot.effort_limits, pin.model.effortLimit[pin.idx_v])
+    for limits in (robot.lower_limits, robot.upper_limits, robot.velocity_limits, robot.effort_limits):
+        with pytest.raises(ValueError):
+            limits[0] = 0.0

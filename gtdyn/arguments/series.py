@@ -253,8 +253,7 @@ def preparable(robot: Robot, planned: bool) -> None:
 def within_limits(robot: Robot, positions: dict, velocities: dict) -> None:
     """Joint positions and velocities (by argument name; None skipped) inside the model's limits: what a trajectory
     that keeps the limits must start or end at. The error names the argument, the joint and the bound."""
-    lower, upper = robot.lower_limits, robot.upper_limits
-    speed = np.array([j.velocity for j in robot.joints])
+    lower, upper, speed = robot.lower_limits, robot.upper_limits, robot.velocity_limits
     for states, low, high, what in ((positions, lower, upper, "limits"), (velocities, -speed, speed,
                                                                           "velocity limits")):
         for name, x in states.items():

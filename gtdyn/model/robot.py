@@ -112,8 +112,10 @@ class _Topology:
     child_joints: dict[str, tuple[Joint, ...]]
     joints_into: dict[str, tuple[Joint, ...]]
     joints_out_of: dict[str, tuple[Joint, ...]]
-    lower: np.ndarray  # each joint's position limits, read-only (±inf where it has none)
+    lower: np.ndarray  # each joint's limits, read-only: position (±inf where it has none), speed and effort (inf)
     upper: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
 
     @staticmethod
     def of(robot: Robot) -> _Topology:
@@ -133,7 +135,7 @@ class _Topology:
                          tuple(parents), tree, tuple(j for j in robot.joints if j.closes_loop),
                          {j.child: j for j in tree}, group("parent", tree), group("child", robot.joints),
                          group("parent", robot.joints), *(_read_only([getattr(j, bound) for j in robot.joints])
-                                                          for bound in ("lower", "upper")))
+                                                          for bound in ("lower", "upper", "velocity", "effort")))
 
 
 def _read_only(values) -> np.ndarray:
@@ -199,6 +201,17 @@ class Robot:
     def upper_limits(self) -> np.ndarray:
         """Each joint's upper position limit, as ``lower_limits``."""
         return self._topology.upper
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """Each joint's speed limit (inf where it has none; Pinocchio's ``velocityLimit``), as ``lower_limits``."""
+        return self._topology.velocity
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """Each joint's torque or force limit (inf where it has none; Pinocchio's ``effortLimit``), as
+        ``lower_limits``."""
+        return self._topology.effort
 
     @property
     def parents(self) -> tuple[int, ...]:

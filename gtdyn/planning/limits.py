@@ -69,9 +69,7 @@ class Limits(AugmentedLagrangian):
     @classmethod
     def of(cls, robot: Robot, knots: int) -> Limits:
         """The model's limits (infinite where it has none; passive joints' τ are zero anyway)."""
-        joints = robot.joints
-        return cls(robot, knots, robot.lower_limits, robot.upper_limits,
-                   np.array([j.velocity for j in joints]), np.array([j.effort for j in joints]))
+        return cls(robot, knots, robot.lower_limits, robot.upper_limits, robot.velocity_limits, robot.effort_limits)
 
     @classmethod
     def none(cls, robot: Robot, knots: int) -> Limits:

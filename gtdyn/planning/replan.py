@@ -100,9 +100,8 @@ def held_acceleration(plan: PlannedTrajectory) -> np.ndarray:
     whose torque there is inside their limit — NaN at the others: a passive joint's acceleration, and a floating
     base's, follow from the state and the torques (held, a state off the plan would ask a passive joint for
     torque), and a joint whose torque rides its limit could not keep it."""
-    joints = plan.robot.joints
-    effort = np.array([j.effort for j in joints])
-    free = np.array([not j.actuated for j in joints]) | (np.abs(plan.tau[1]) > RIDING_LIMIT * effort)
+    free = np.array([not j.actuated for j in plan.robot.joints]) | (
+        np.abs(plan.tau[1]) > RIDING_LIMIT * plan.robot.effort_limits)
     return np.where(free, np.nan, plan.qdd[1])
 
 
