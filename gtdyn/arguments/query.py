@@ -95,8 +95,9 @@ def ask(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, ba
     gravity = gravity_vector(gravity)
     wrenches, aligned = external_wrenches_in_com(robot, external_wrenches, wrench_axes)
     base = base_state(robot, base_pose, base_twist)
-    problem = with_base(robot, dataclasses.replace(problem, contacts=place_contacts(robot, contacts)), base_accel,
-                        base_wrench)
+    if contacts is not None:  # (a problem has none until placed)
+        problem = dataclasses.replace(problem, contacts=place_contacts(robot, contacts))
+    problem = with_base(robot, problem, base_accel, base_wrench)
     check_transmissions(robot, q, v, problem.known_qdd, q_names)
     if base is not None:
         check_given_contacts(robot, problem, base.twist)

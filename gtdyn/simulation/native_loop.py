@@ -84,20 +84,32 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
     controller, python = [0] * 10, PythonController(torque, n) if source == PYTHON else None
     if isinstance(source, tuple):
         stride = [0 if len(r) == 1 else n for r in (law.q_rows, law.v_rows, law.ff_rows)]
-        controller = [law.kp.ctypes.data, law.kd.ctypes.data, law.q_rows.ctypes.data, stride[0], law.v_rows.ctypes.data,
-                      stride[1], law.ff_rows.ctypes.data, stride[2], _bits(1.0 if law.dt is None else law.dt),
+        controller = [_address(law.kp), _address(law.kd), _address(law.q_rows), stride[0], _address(law.v_rows),
+                      stride[1], _address(law.ff_rows), stride[2], _bits(1.0 if law.dt is None else law.dt),
                       law.last_row]
     base = [0] * 7
-    forces = [0 if samples.contact_forces is None else samples.contact_forces.ctypes.data]
+    forces = [0 if samples.contact_forces is None else _address(samples.contact_forces)]
     if samples.base_pose is not None:
-        base = [stepper.start.ctypes.data, pose_step.address("moved"), pose_step.address("rate"),
-                stepper.steps.scratch.ctypes.data,
-                *(array.ctypes.data for array in (samples.base_pose, samples.base_twist, samples.base_accel))]
-    return np.array([solver._ws.ctypes.data, solver._native.address[solver._entry], solver._status, solver._out,
-                     0, 0, _bits(dt), samples.q.ctypes.data, samples.v.ctypes.data, samples.qdd.ctypes.data,
-                     samples.tau.ctypes.data, rows.ctypes.data, len(rows), state.ctypes.data, samples.t.ctypes.data,
+        base = [_address(stepper.start), pose_step.address("moved"), pose_step.address("rate"),
+                _address(stepper.steps.scratch),
+                *(_address(array) for array in (samples.base_pose, samples.base_twist, samples.base_accel))]
+    return np.array([solver._pointer, solver._native.address[solver._entry], solver._status, solver._out,
+                     0, 0, _bits(dt), _address(samples.q), _address(samples.v), _address(samples.qdd),
+                     _address(samples.tau), _address(rows), len(rows), _address(state), _address(samples.t),
                      *controller, *(python.words() if python else [0] * 4), *base, *forces, 0, 0], dtype=np.int64), \
         python or rows
+
+
+def _address(array: np.ndarray) -> int:
+    """The address of an array's data, for the plan: through ctypes' view of a writable buffer (a third of
+    ``ndarray.ctypes.data``'s time, which a short run paid a dozen times), else through numpy."""
+    try:
+        return ctypes.addressof(_BYTE.from_buffer(array))
+    except (TypeError, ValueError):  # read-only, or not one contiguous block
+        return array.ctypes.data
+
+
+_BYTE = ctypes.c_byte
 
 
 def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, width: int = 1,
@@ -105,7 +117,7 @@ def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, wid
     """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back; and a floating
     base's pose); returns ``end``, or the step whose evaluation did not pass (the state is its start)."""
     plan[FIELDS.index("first")], plan[FIELDS.index("end")] = first, end
-    return int(_rollout(n, method, source, width, floating, forces)(plan.ctypes.data))
+    return int(_rollout(n, method, source, width, floating, forces)(_address(plan)))
 
 
 CHUNK = 4096  # steps between progress reports
