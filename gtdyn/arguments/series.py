@@ -4,6 +4,7 @@ simulation and estimation."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -195,6 +196,18 @@ def step_torques(robot: Robot, tau) -> Callable[[int], np.ndarray]:
     return row
 
 
+SURELY_ALLOCATED = 2**26  # bytes (64 MiB): a trajectory this small needs no look at the machine's memory
+
+
+@functools.cache
+def _physical_memory() -> int | None:
+    """The machine's memory in bytes, read once; None where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def check_trajectory_memory(robot: Robot, steps: int, runs: int = 1) -> None:
     """ArgumentError naming ``steps`` when the trajectory's arrays (of ``runs`` runs) cannot be held: more bytes
     than the machine's memory, or than numpy can allocate (it would fail with its own MemoryError, or the run would
@@ -203,10 +216,9 @@ def check_trajectory_memory(robot: Robot, steps: int, runs: int = 1) -> None:
     # per sample: q, v, q̈, τ; t and the three energies; a floating base's pose, twist and acceleration; closure
     per_sample = 4 * n + 4 + (16 + 6 + 6 if robot.floating_base else 0) + (1 if robot.loop_joints else 0)
     need = runs * (steps + 1) * per_sample * 8
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):  # not every system says
-        memory = None
+    if need <= SURELY_ALLOCATED:
+        return
+    memory = _physical_memory()
     try:
         if memory is not None and need > memory:
             raise MemoryError
