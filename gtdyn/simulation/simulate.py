@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,13 +159,15 @@ def _run(stepper: Stepper, out: Samples, report: Progress | None) -> None:
 
 # a position this far past a limit (relative to 1 + |limit|) counts as leaving it: round-off stays far below
 LIMIT_TOLERANCE = 1e-9
+_PADDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # each robot's limits with the tolerance, once
 
 
 def _warn_past_limits(robot: Robot, t: np.ndarray, Q: np.ndarray) -> None:
     """One JointLimitWarning naming the first joint, the time and the position where the trajectory first leaves
     a joint's limits; limits are not enforced (the joints have no stops in the model)."""
-    lower = robot.lower_limits - LIMIT_TOLERANCE * (1 + np.abs(robot.lower_limits))  # ±inf stay ±inf
-    upper = robot.upper_limits + LIMIT_TOLERANCE * (1 + np.abs(robot.upper_limits))
+    lower, upper = _PADDED.get(robot) or _PADDED.setdefault(robot, (
+        robot.lower_limits - LIMIT_TOLERANCE * (1 + np.abs(robot.lower_limits)),  # ±inf stay ±inf
+        robot.upper_limits + LIMIT_TOLERANCE * (1 + np.abs(robot.upper_limits))))
     if (Q >= lower).all() and (Q <= upper).all():  # the common case, in two passes
         return
     outside = (Q < lower) | (Q > upper)  # NaN is neither
