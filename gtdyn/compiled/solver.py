@@ -9,6 +9,7 @@ does. ``solver.fallbacks`` counts those calls.
 
 from __future__ import annotations
 
+import operator
 from functools import cached_property, partial
 from threading import get_ident
 
@@ -107,6 +108,7 @@ class CompiledSolver:
         self._inverse = problem == "inverse"
         self._entry_base = partial(base_inputs.entry_arguments, bool(self._base_inputs), self._inverse)
         self._single = len(self._parts) == 1
+        self._parts_of = operator.itemgetter(*[slice(a, b) for a, b in self._parts])  # views, in one C call
         self._empty = np.empty
         self._quick = self._quick_entry(self._entry, [(self._out, (self._outputs,))])  # keeps the entry's plan alive
         self._quick_call = None if self._quick is None else self._quick.call
@@ -157,7 +159,7 @@ class CompiledSolver:
                 done = call(q, v, x, base_pose, base_twist, base_accel, base_wrench, out)
             if done:
                 self._last = self._ws
-                return out if self._single else tuple([out[a:b] for a, b in self._parts])
+                return out if self._single else self._parts_of(out)
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
         self._main(pointer)
         parts = views[4]
