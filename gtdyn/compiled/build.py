@@ -232,12 +232,9 @@ def unpickled(template: Query, qdd_joints, order, record: dict, name: str, check
                                                                      wrench_frames, wrench_axes))
         solver.compile_seconds, solver.from_cache = compile_seconds, True
         return solver
-    return compile(template.robot, template.kind, ordering=list(order), qdd_joints=qdd_joints or None,
-                   gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
-                   wrench_frames=list(wrench_frames) or None, wrench_axes=wrench_axes,
-                   derivatives=bool(record.get("derivative_columns")), independent_joints=independent_joints,
-                   checks=checks, lanes=True if "lanes_object" in record else None, quick=bool(record.get("quick")),
-                   reference_pivots=bool(record.get("reference_pivots")))
+    return _same_plan(record, template, qdd_joints, order, wrench_frames, wrench_axes)(
+        derivatives=bool(record.get("derivative_columns")), independent_joints=independent_joints, checks=checks,
+        lanes=True if "lanes_object" in record else None, reference_pivots=bool(record.get("reference_pivots")))
 
 
 def rescue_of(record: dict, template: Query, qdd_joints, order, frames, wrench_axes: str,
@@ -247,8 +244,14 @@ def rescue_of(record: dict, template: Query, qdd_joints, order, frames, wrench_a
     the same problem and ordering, pivots scored at the reference configuration too, always checked, no lanes."""
     if not record.get("vanishing") or record.get("reference_pivots"):
         return None
-    return Rescue(functools.partial(
+    return Rescue(functools.partial(_same_plan(record, template, qdd_joints, order, frames, wrench_axes),
+                                    use_cache=use_cache, lanes=False, reference_pivots=True))
+
+
+def _same_plan(record: dict, template: Query, qdd_joints, order, frames, wrench_axes: str) -> functools.partial:
+    """``compile`` of the problem, ordering and frames a solver's ``record`` was built for (what a pickled solver
+    compiles on another CPU, and what its twin varies), the rest of its keywords left to the caller."""
+    return functools.partial(
         compile, template.robot, template.kind, ordering=list(order), qdd_joints=qdd_joints or None,
         gravity=template.gravity, contacts=[c.contact for c in template.problem.contacts] or None,
-        wrench_frames=list(frames) or None, wrench_axes=wrench_axes, use_cache=use_cache, lanes=False,
-        quick=bool(record.get("quick")), reference_pivots=True))
+        wrench_frames=list(frames) or None, wrench_axes=wrench_axes, quick=bool(record.get("quick")))

@@ -51,7 +51,7 @@ def fallback_answer(solver, q, v, x, base=(), wrenches=()):
     if solver._rescue is not None:
         answer = solver._rescue.answer(solver, np.concatenate([q, v, x, base, wrenches]))
         if answer is not None:
-            return answer if len(solver.layout) == 1 else tuple(answer[a:b] for a, b in solver._parts)
+            return solver._split(answer)
     return reference_answer(solver, q, v, x, base, wrenches)
 
 

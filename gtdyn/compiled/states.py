@@ -87,8 +87,7 @@ def sample_states(robot: Robot, problem: str, qdd_joints=(), count: int = SAMPLE
 
 def _sampled_range(robot: Robot) -> tuple[np.ndarray, np.ndarray]:
     """Each joint's range, limits beyond ±π cut there: where random states are drawn."""
-    return (np.array([max(j.lower, -np.pi) for j in robot.joints]),
-            np.array([min(j.upper, np.pi) for j in robot.joints]))
+    return np.maximum(robot.lower_limits, -np.pi), np.minimum(robot.upper_limits, np.pi)
 
 
 def build_states(robot: Robot, problem: str, qdd_joints=(), wrench_frames: int = 0) -> dict[str, np.ndarray]:

@@ -226,7 +226,7 @@ def follow(plan: np.ndarray, solver) -> None:
     twin = None if solver._rescue is None else solver._rescue.compiled
     if twin is not None and plan[FIELDS.index("trun")] == 0:
         twin._ws[solver._wrench_inputs] = solver._ws[solver._wrench_inputs]
-        plan[FIELDS.index("tws")] = twin._ws.ctypes.data
+        plan[FIELDS.index("tws")] = twin._pointer
         plan[FIELDS.index("trun")] = twin._native.address[solver._entry]
 
 
