@@ -29,10 +29,11 @@ CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
 # and its code is as fast (the traced code is already folded and free of common subexpressions;
 # benchmarks/results/design_measurements.md, ``python -m benchmarks.codegen_options``)
 PIPELINE_SPEED_LEVEL = 1
-# A program of more operations than this skips that pipeline (the code generator still optimizes): on a 96-joint
-# chain it bought no speed and cost 15-20 % of the compile; on a 48-joint chain it bought 1-7 %, on Talos about
-# 10 % (benchmarks/results/design_measurements.md)
-PIPELINE_BELOW = 200_000
+# A program of more operations than this skips that pipeline (the code generator still optimizes): on Talos's
+# forward dynamics and the 48-joint chain it took 40-45 % of LLVM's time and bought 0-2 % of the code's speed;
+# on Talos's inverse dynamics (35,000 operations, a compile under 2 s) it buys about 2 %
+# (benchmarks/results/design_measurements.md)
+PIPELINE_BELOW = 60_000
 # A program of more operations than this (Talos-sized and up) goes through LLVM's fast instruction selector and
 # skips its pre-register-allocation machine scheduler: on Talos and a 96-joint chain its compile took a quarter
 # less time and its calls ran as fast; the PUMA's ran 5-12 % slower, so smaller programs keep both
@@ -88,18 +89,23 @@ def compile_object(ir: str, quick: bool = False, operations: int = 0) -> bytes:
     does not keep every module's types and constants."""
     binding = llvm()
     context = binding.create_context()
-    module = binding.parse_assembly(ir, context=context)
-    module.verify()
     if quick:
-        return _emit(target_machine(codegen_level=0), module, fast=True)
+        return _emit(target_machine(codegen_level=0), _parsed(binding, ir, context), fast=True)
     machine = target_machine()
     if operations < PIPELINE_BELOW:
+        module = _parsed(binding, ir, context)
         tuning = binding.create_pipeline_tuning_options(speed_level=PIPELINE_SPEED_LEVEL)
         builder = binding.create_pass_builder(machine, tuning)
         builder.getModulePassManager().run(module, builder)
-    module = binding.parse_assembly(split_blocks(str(module), BLOCK), context=context)
+        ir = str(module)  # cut after the pipeline, which would otherwise optimize across the cuts (slower)
+    return _emit(machine, _parsed(binding, split_blocks(ir, BLOCK), context), fast=operations > FAST_CODEGEN_ABOVE)
+
+
+def _parsed(binding, ir: str, context):
+    """``ir`` parsed and verified: a module of LLVM's own, or an error naming what is malformed."""
+    module = binding.parse_assembly(ir, context=context)
     module.verify()
-    return _emit(machine, module, fast=operations > FAST_CODEGEN_ABOVE)
+    return module
 
 
 _codegen_lock = threading.Lock()
