@@ -138,12 +138,32 @@ def test_the_entry_hands_back_what_it_cannot_check(puma, quadruped):
     pose, twist, given = random_base(np.random.default_rng(1))
     out = np.empty(floating._outputs)
     for what, arguments in {
-        "no base pose": (q, v, x, None, twist, given, None, out),
         "a flat pose": (q, v, x, pose.ravel(), twist, given, None, out),
         "a wrench in inverse dynamics": (q, v, x, pose, twist, given, given, out),
         "a pose that is not rigid (status 0)": (q, v, x, 2 * pose, twist, given, None, out),
     }.items():
         assert not floating._quick.call(*arguments), what
+
+
+def test_the_entry_fills_in_a_floating_bases_defaults(quadruped):
+    """A floating base's pose, twist and given quantity not given are the identity and zeros, filled in by the
+    native entry (no Python in between): the same bits as passing them, and as the Python path's defaults."""
+    floating = gtdyn.compile(quadruped, "inverse")
+    q, v, x = state(12)
+    pose, twist, given = random_base(np.random.default_rng(1))
+    out, explicit = np.empty(floating._outputs), np.empty(floating._outputs)
+    for defaults in ((None, twist, given), (pose, None, given), (pose, twist, None), (None, None, None)):
+        spelled = [np.eye(4) if defaults[0] is None else pose] + [np.zeros(6) if d is None else d for d in defaults[1:]]
+        assert floating._quick.call(q, v, x, *defaults, None, out)
+        assert floating._quick.call(q, v, x, *spelled, None, explicit)
+        assert np.array_equal(out, explicit)
+        through_python = floating(q.tolist(), v, x, *defaults)  # a list: the Python path writes the defaults
+        assert np.array_equal(np.concatenate(through_python), out)
+    expected = [np.concatenate(floating(q, v, x, np.eye(4))), np.concatenate(floating(q, v, x, pose))]
+    floating._main = lambda pointer: pytest.fail("the Python path ran")  # natively, defaults and a Pose3 converted
+    assert np.array_equal(np.concatenate(floating(q, v, x)), expected[0])
+    assert np.array_equal(np.concatenate(floating(q, v, x, gtsam.Pose3(pose))), expected[1])
+    assert np.array_equal(np.concatenate(floating(q, v, x, np.asfortranarray(pose))), expected[1])
 
 
 def test_a_passive_joint_given_a_torque_goes_to_the_boundarys_error():

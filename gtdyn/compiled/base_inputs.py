@@ -42,24 +42,22 @@ def checked_base(robot: Robot, problem: str, base_pose=None, base_twist=None, ba
 _ZERO_6 = np.zeros(6)
 for _default in (_IDENTITY_4, _ZERO_6):
     _default.setflags(write=False)  # handed to the native entry, which only reads them
+# what a floating base's input not given means, where the native entry fills it in (``gtdyn.compiled.entry``)
+DEFAULTS = {"base_pose": _IDENTITY_4, "base_twist": _ZERO_6, "base_accel": _ZERO_6, "base_wrench": _ZERO_6}
 
 
-def entry_arguments(floating: bool, inverse: bool, base_pose, base_twist, base_accel, base_wrench) -> tuple:
-    """The base arguments for the native entry (``gtdyn.compiled.entry``), which takes C-ordered float64 arrays
-    only: on a floating base, those not given as ``write_base`` takes them (identity pose, zero twist, zero given
-    acceleration or wrench), a ``gtsam.Pose3`` as its matrix, and a column-major pose (what ``Pose3.matrix()``
-    returns) in C order; the arguments as given otherwise (an error stays the Python path's to name)."""
-    if not floating:
-        return base_pose, base_twist, base_accel, base_wrench
-    if base_pose is None:
-        base_pose = _IDENTITY_4
-    elif type(base_pose) is gtsam.Pose3:
+def pose_converted(call, q, v, x, base_pose, *rest) -> bool:
+    """``call`` (a native entry, ``gtdyn.compiled.entry``, which takes C-ordered float64 arrays only and refused
+    these arguments) again with the pose converted: a ``gtsam.Pose3`` as its matrix, a column-major pose (what
+    ``Pose3.matrix()`` returns) in C order. False, not called, for anything else: the Python path then checks,
+    converts or names the error."""
+    if type(base_pose) is gtsam.Pose3:
         base_pose = np.ascontiguousarray(base_pose.matrix())
     elif type(base_pose) is np.ndarray and not base_pose.flags.c_contiguous:
         base_pose = np.ascontiguousarray(base_pose)
-    return (base_pose, _ZERO_6 if base_twist is None else base_twist,
-            _ZERO_6 if base_accel is None and inverse else base_accel,
-            _ZERO_6 if base_wrench is None and not inverse else base_wrench)
+    else:
+        return False
+    return bool(call(q, v, x, base_pose, *rest))
 
 
 def write_base(robot: Robot, problem: str, views, base_pose, base_twist, base_accel, base_wrench) -> None:

@@ -8,13 +8,15 @@ itself on small robots (benchmarks/results/design_measurements.md). The entry he
 
     [ws address, entry address, status index (−1: none), argument count, address of None, passive count,
      owner thread (0: any),
-     then per argument: kind (NONE, IN, OUT), workspace offset, ndim, dim0, dim1,
+     then per argument: kind (NONE, IN, OUT, DEFAULT), workspace offset, ndim, dim0, dim1, default's address,
      then the workspace indices of the passive joints' x]
 
 It reads each array through the buffer protocol (the stable C API; no numpy internals) and takes the quick
 path only for what it can check completely: a call from the thread that owns the workspace (checked here, not in
 Python, where ``threading.get_ident`` cost a tenth of an unchecked call), C-contiguous float64 arrays of exactly
-the planned shapes, None where the plan says None, zero x at passive joints, and a status of 1 after the run.
+the planned shapes, None where the plan says None, zero x at passive joints, and a status of 1 after the run. A
+DEFAULT argument is an input that may be None: its default values (a floating base's identity pose, zero twist)
+are then copied in from the array the plan points to, so Python need not fill in defaults at every call.
 For anything else it returns False having changed nothing the caller keeps, and the caller takes the checked
 Python path, which converts, raises the boundary's errors or asks the reference path. The entry holds the GIL
 while it runs.
@@ -29,10 +31,11 @@ from typing import NamedTuple
 import numpy as np
 
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
-from gtdyn.compiled import native
+from gtdyn.compiled import base_inputs, native
 
-NONE, IN, OUT = 0, 1, 2  # what an argument must be: None, an input array, an output array
-_HEAD, _PER_ARGUMENT = 7, 5
+NONE, IN, OUT, DEFAULT = 0, 1, 2, 3  # what an argument must be: None, an input array, an output array, either of
+# the first two (None: the default's values)
+_HEAD, _PER_ARGUMENT = 7, 6
 _BUFFER_IN = 0x3C  # PyBUF_C_CONTIGUOUS | PyBUF_FORMAT
 _BUFFER_OUT = 0x3D  # the same, writable
 _METH_FASTCALL = 0x80
@@ -94,8 +97,9 @@ no:
   ret i1 false
 }
 
-; copy one argument between its buffer and the workspace: 1 if it was as planned
-define internal i1 @move(ptr %argument, ptr %plan, ptr %ws, i32 %flags, i1 %out) {
+; copy one argument between its buffer and the workspace: 1 if it was as planned; with %fill, a DEFAULT
+; argument given None, its default's values (d0, or d0 × d1 doubles) into the workspace
+define internal i1 @move(ptr %argument, ptr %plan, ptr %ws, i32 %flags, i1 %out, i1 %fill) {
 entry:
   %view = alloca %buffer
   %offset_at = getelementptr i64, ptr %plan, i64 1
@@ -106,6 +110,19 @@ entry:
   %d0 = load i64, ptr %d0_at
   %d1_at = getelementptr i64, ptr %plan, i64 4
   %d1 = load i64, ptr %d1_at
+  br i1 %fill, label %default, label %given
+default:
+  %from_at = getelementptr i64, ptr %plan, i64 5
+  %from_word = load i64, ptr %from_at
+  %from = inttoptr i64 %from_word to ptr
+  %two = icmp eq i64 %ndim, 2
+  %columns = select i1 %two, i64 %d1, i64 1
+  %count = mul i64 %d0, %columns
+  %default_bytes = mul i64 %count, 8
+  %default_slot = getelementptr double, ptr %ws, i64 %offset
+  call void @llvm.memcpy.p0.p0.i64(ptr %default_slot, ptr %from, i64 %default_bytes, i1 false)
+  ret i1 true
+given:
   %failed = call i32 @PyObject_GetBuffer(ptr %argument, ptr %view, i32 %flags)
   %got = icmp eq i32 %failed, 0
   br i1 %got, label %check, label %refused
@@ -155,10 +172,20 @@ expect_none:
   %is_none = icmp eq ptr %argument, %none
   br i1 %is_none, label %moved, label %wrong
 array:
+  %is_default_kind = icmp eq i64 %this_kind, $DEFAULT
+  br i1 %is_default_kind, label %default_kind, label %plain
+default_kind:
+  %reading = icmp eq i64 %kind, $IN
+  br i1 %reading, label %default_in, label %moved
+default_in:
+  %given_none = icmp eq ptr %argument, %none
+  br label %move_it
+plain:
   %mine = icmp eq i64 %this_kind, %kind
   br i1 %mine, label %move_it, label %moved
 move_it:
-  %ok = call i1 @move(ptr %argument, ptr %plan, ptr %ws, i32 %flags, i1 %out)
+  %fill = phi i1 [ %given_none, %default_in ], [ false, %plain ]
+  %ok = call i1 @move(ptr %argument, ptr %plan, ptr %ws, i32 %flags, i1 %out, i1 %fill)
   br i1 %ok, label %moved, label %wrong
 moved:
   br label %loop
@@ -244,7 +271,8 @@ def _ir() -> str:
     """``_IR`` with the plan's layout and the buffer flags written in."""
     text = _IR
     for name, value in (("$PER_ARGUMENT", _PER_ARGUMENT), ("$HEAD", _HEAD), ("$BUFFER_IN", _BUFFER_IN),
-                        ("$BUFFER_OUT", _BUFFER_OUT), ("$NONE", NONE), ("$IN", IN), ("$OUT", OUT)):
+                        ("$BUFFER_OUT", _BUFFER_OUT), ("$NONE", NONE), ("$IN", IN), ("$OUT", OUT),
+                        ("$DEFAULT", DEFAULT)):
         text = text.replace(name, str(value))
     return text
 
@@ -279,41 +307,48 @@ def _method() -> _MethodDef:
 
 
 class Argument:
-    """One argument of a call as the plan has it: ``NONE``, or an ``IN``/``OUT`` array of ``shape`` at
-    workspace ``offset``."""
+    """One argument of a call as the plan has it: ``NONE``, an ``IN``/``OUT`` array of ``shape`` at workspace
+    ``offset``, or a ``DEFAULT`` input whose None means ``default`` (a read-only float64 array of that shape, kept
+    alive by its owner: the entry reads it at every such call)."""
 
-    def __init__(self, kind: int, offset: int = 0, shape: tuple[int, ...] = ()):
+    def __init__(self, kind: int, offset: int = 0, shape: tuple[int, ...] = (), default: np.ndarray | None = None):
         if kind != NONE and not 1 <= len(shape) <= 2:
             raise ValueError("entry: an array argument has one or two dimensions")
-        self.kind, self.offset, self.shape = kind, offset, shape
+        if (kind == DEFAULT) != (default is not None) or default is not None and not (
+                default.dtype == np.float64 and default.shape == shape and default.flags.c_contiguous
+                and not default.flags.writeable):
+            raise ValueError("entry: a DEFAULT argument, and only it, has a read-only C float64 default of its shape")
+        self.kind, self.offset, self.shape, self.default = kind, offset, shape, default
 
     def words(self) -> list[int]:
         dims = list(self.shape) + [0] * (2 - len(self.shape))
-        return [self.kind, self.offset, len(self.shape), *dims]
+        return [self.kind, self.offset, len(self.shape), *dims, 0 if self.default is None else self.default.ctypes.data]
 
 
 def call_plan(n: int, floating: bool, inverse: bool, outputs: list) -> list[Argument]:
     """The arguments of a solver's call as ``CompiledSolver.__call__`` passes them: q, q̇, x, then base_pose,
     base_twist, base_accel, base_wrench (None on a fixed base, and for the one of the last two the problem does not
     give), then ``outputs`` ((workspace offset, shape) each). Workspace offsets as ``gtdyn.compiled.base_inputs``
-    lays the base out after q, q̇ and x."""
+    lays the base out after q, q̇ and x; a floating base's inputs not given take ``base_inputs.DEFAULTS``."""
     arguments = [Argument(IN, k * n, (n,)) for k in range(3)]
     given = "base_accel" if inverse else "base_wrench"
     for name, offset, shape in (("base_pose", POSE, (4, 4)), ("base_twist", TWIST, (6,)),
                                 ("base_accel", GIVEN, (6,)), ("base_wrench", GIVEN, (6,))):
         wanted = floating and name in ("base_pose", "base_twist", given)
-        arguments.append(Argument(IN, 3 * n + offset, shape) if wanted else Argument(NONE))
+        arguments.append(Argument(DEFAULT, 3 * n + offset, shape, base_inputs.DEFAULTS[name]) if wanted
+                         else Argument(NONE))
     return arguments + [Argument(OUT, offset, shape) for offset, shape in outputs]
 
 
 class Entry(NamedTuple):
     """A bound entry: ``call(*arrays)`` → True when it ran the plan's code on the workspace with the arrays as
     planned (outputs written), False when the caller must take its checked path; ``plan`` is what it reads, kept
-    alive here with ``workspace``."""
+    alive here with ``workspace`` and the ``defaults`` it points to."""
 
     call: object
     plan: np.ndarray
     workspace: np.ndarray
+    defaults: tuple = ()
 
 
 def bind(ws: np.ndarray, run_address: int, status: int | None, arguments: list[Argument], passive=(),
@@ -326,4 +361,5 @@ def bind(ws: np.ndarray, run_address: int, status: int | None, arguments: list[A
     thread = 0 if owner is None else owner - (1 << 64) * (owner >= 1 << 63)  # an unsigned long, as i64 bits
     plan = np.array([ws.ctypes.data, run_address, -1 if status is None else status, len(arguments), id(None),
                      len(passive), thread] + [w for a in arguments for w in a.words()] + list(passive), dtype=np.int64)
-    return Entry(_built["new"](ctypes.addressof(method), plan.ctypes.data, None), plan, ws)
+    return Entry(_built["new"](ctypes.addressof(method), plan.ctypes.data, None), plan, ws,
+                 tuple(a.default for a in arguments if a.default is not None))

@@ -16,12 +16,11 @@ import numpy as np
 
 from gtdyn.arguments import finite_vector, joint_vector, pose_argument, state_batch, whole_number
 from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
-from gtdyn.compiled import entry, native, parallel
+from gtdyn.compiled import base_inputs, entry, native, parallel
 from gtdyn.model.robot import Robot
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
-IDENTITY = np.eye(4)
-_ZERO_TWIST = np.zeros(6)
+IDENTITY = base_inputs.DEFAULTS["base_pose"]
 POSE, TWIST = 16, 6  # a floating base's inputs after q (and q̇): its pose (row-major 4×4), then its twist
 
 
@@ -99,10 +98,7 @@ class CompiledKinematics:
 
     def _call(self, quantity: str, q, v, base_pose, base_twist):
         quick = self._quick.get(quantity) or self._bind(quantity)
-        if quick is not None:
-            if self.robot.floating_base:  # as the Python path below takes them (the entry wants arrays)
-                base_pose = IDENTITY if base_pose is None else base_pose
-                base_twist = _ZERO_TWIST if base_twist is None and v is not None else base_twist
+        if quick is not None:  # the entry fills in a floating base's identity pose and zero twist when not given
             first, view = np.empty(quick.shapes[0]), quick.written[0]
             written = first if view is None else first.reshape(view)
             if len(quick.shapes) == 1:
@@ -130,9 +126,9 @@ class CompiledKinematics:
         written = [_written_shape(shape) for shape in shapes]
         arguments = [entry.Argument(entry.IN, 0, (n,)),
                      entry.Argument(entry.IN, n, (n,)) if motion else entry.Argument(entry.NONE),
-                     entry.Argument(entry.IN, first, (4, 4)) if floating else entry.Argument(entry.NONE),
-                     entry.Argument(entry.IN, first + POSE, (TWIST,)) if floating and motion else
-                     entry.Argument(entry.NONE)]
+                     entry.Argument(entry.DEFAULT, first, (4, 4), IDENTITY) if floating else entry.Argument(entry.NONE),
+                     entry.Argument(entry.DEFAULT, first + POSE, (TWIST,), base_inputs.DEFAULTS["base_twist"])
+                     if floating and motion else entry.Argument(entry.NONE)]
         for k, shape, view in zip(parts, shapes, written):
             arguments.append(entry.Argument(entry.OUT, module.out + 1 + sum(module.parts[:k]), view or shape))
         quick = self._quick[quantity] = Quick(

@@ -31,7 +31,7 @@ CODEGEN_OPTIONS: tuple[str, ...] = ("-post-RA-scheduler=false",)
 PIPELINE_SPEED_LEVEL = 1
 # A program of more operations than this skips that pipeline (the code generator still optimizes): on Talos's
 # forward dynamics and the 48-joint chain it took 40-45 % of LLVM's time and bought 0-2 % of the code's speed;
-# on Talos's inverse dynamics (35,000 operations, a compile under 2 s) it buys about 2 %
+# on Talos's inverse dynamics (35,000 operations, a quicker compile) it buys about 2 %
 # (benchmarks/results/design_measurements.md)
 PIPELINE_BELOW = 60_000
 # A program of more operations than this (Talos-sized and up) goes through LLVM's fast instruction selector and

@@ -10,7 +10,7 @@ does. ``solver.fallbacks`` counts those calls.
 from __future__ import annotations
 
 import operator
-from functools import cached_property, partial
+from functools import cached_property
 from threading import get_ident
 
 import gtsam
@@ -22,7 +22,7 @@ from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
 from gtdyn.compiled import base_inputs, entry, lanes, listing, native, parallel, verdicts
-from gtdyn.compiled.base_inputs import base_states, write_base
+from gtdyn.compiled.base_inputs import base_states, pose_converted, write_base
 from gtdyn.compiled.derivatives import Derivatives, along_loops
 from gtdyn.compiled.fallback import as_vector, fallback_answer, reference_result
 from gtdyn.dynamics.reference import template_graph
@@ -106,7 +106,6 @@ class CompiledSolver:
         self._last = self._ws
         self._views = self._workspace_views(self._ws)
         self._inverse = problem == "inverse"
-        self._entry_base = partial(base_inputs.entry_arguments, bool(self._base_inputs), self._inverse)
         self._single = len(self._parts) == 1
         self._parts_of = operator.itemgetter(*[slice(a, b) for a, b in self._parts])  # views, in one C call
         self._empty = np.empty
@@ -151,12 +150,10 @@ class CompiledSolver:
     def __call__(self, q, v, x, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
                  external_wrenches=None):
         call = self._quick_call
-        if call is not None and external_wrenches is None:  # the entry checks the thread
+        if call is not None and external_wrenches is None:  # the entry checks the thread, and fills in defaults
             out = self._empty(self._outputs)
-            if self._base_inputs:
-                done = call(q, v, x, *self._entry_base(base_pose, base_twist, base_accel, base_wrench), out)
-            else:  # a fixed base's as given (the entry checks they are None): no tuple to build and unpack
-                done = call(q, v, x, base_pose, base_twist, base_accel, base_wrench, out)
+            done = call(q, v, x, base_pose, base_twist, base_accel, base_wrench, out) or pose_converted(
+                call, q, v, x, base_pose, base_twist, base_accel, base_wrench, out)
             if done:
                 self._last = self._ws
                 return out if self._single else self._parts_of(out)
@@ -174,7 +171,8 @@ class CompiledSolver:
         call = self._quick_call
         if call is not None:
             out = self._empty(self._outputs)
-            if call(q, v, x, *self._entry_base(base_pose, base_twist, base_accel, base_wrench), out):
+            if call(q, v, x, base_pose, base_twist, base_accel, base_wrench, out) or pose_converted(
+                    call, q, v, x, base_pose, base_twist, base_accel, base_wrench, out):
                 self._last = self._ws
                 return out
         return as_vector(self(q, v, x, base_pose, base_twist, base_accel, base_wrench))
@@ -190,8 +188,8 @@ class CompiledSolver:
         if quick is not None and external_wrenches is None and self._along is None:  # the entry checks the thread
             outputs, nv, empty = self._outputs, self.robot.nv, self._empty
             value, dq, dv, dx = empty(outputs), empty((outputs, nv)), empty((outputs, nv)), empty((outputs, nv))
-            base = self._entry_base(base_pose, base_twist, base_accel, base_wrench)
-            if quick.call(q, v, x, *base, value, dq, dv, dx):
+            arguments = (base_twist, base_accel, base_wrench, value, dq, dv, dx)
+            if quick.call(q, v, x, base_pose, *arguments) or pose_converted(quick.call, q, v, x, base_pose, *arguments):
                 self._last = self._ws
                 return _DERIVATIVES(Derivatives, (value, dq, dv, dx))
         ws, pointer, views = self._written(q, v, x, base_pose, base_twist, base_accel, base_wrench, external_wrenches)
