@@ -166,6 +166,24 @@ def test_the_entry_fills_in_a_floating_bases_defaults(quadruped):
     assert np.array_equal(np.concatenate(floating(q, v, x, np.asfortranarray(pose))), expected[1])
 
 
+def test_an_output_of_any_shape_need_only_hold_its_count_of_doubles(puma):
+    """Compiled frames write each part of the answer straight into an array of the shape they return (any shape,
+    its count of doubles checked): C float64 arrays of that count are taken whatever their shape; another count,
+    a strided view, a read-only array or another type are refused, and the call takes its Python path."""
+    frames = gtdyn.compile_frames(puma, [puma.links[-1].name, puma.links[2].name])
+    q = state(6)[0]
+    expected = frames.placement_jacobian(q)  # binds the entry
+    call = frames._quick["placement_jacobian"].entry.call
+    T, J = np.empty((2, 4, 4)), np.empty((2, 6, 6))
+    assert call(q, None, None, None, T, J) and np.array_equal(T, expected[0]) and np.array_equal(J, expected[1])
+    assert call(q, None, None, None, np.empty(32), np.empty((12, 6)))  # the same doubles, other shapes
+    for what, wrong in {"a count short": np.empty((2, 4, 3)), "a count over": np.empty(33),
+                        "a strided view": np.empty((2, 4, 8))[:, :, ::2], "float32": np.empty((2, 4, 4), np.float32),
+                        "read-only": np.frombuffer(bytes(256)).reshape(2, 4, 4)}.items():
+        assert not call(q, None, None, None, wrong, J), what
+    assert all(np.array_equal(a, b) for a, b in zip(frames.placement_jacobian(q.tolist()), expected))
+
+
 def test_a_passive_joint_given_a_torque_goes_to_the_boundarys_error():
     robot = gtdyn.load_robot(gtdyn.bundled_path("four_bar"))
     solver = gtdyn.compile(robot, "forward")

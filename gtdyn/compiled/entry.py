@@ -52,36 +52,48 @@ declare ptr @PyLong_AsVoidPtr(ptr)
 declare i64 @PyThread_get_thread_ident()
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
-; 1 if the buffer is C float64 ("d") of exactly ndim dimensions d0 (and d1)
+; 1 if the buffer is C float64 ("d") of exactly ndim dimensions d0 (and d1); ndim 0: of any shape, d0 doubles
+; in all (an output the caller made, in the shape it returns)
 define internal i1 @planned_shape(ptr %view, i64 %ndim, i64 %d0, i64 %d1) {
 entry:
   %itemsize_at = getelementptr %buffer, ptr %view, i32 0, i32 3
   %itemsize = load i64, ptr %itemsize_at
-  %ndim_at = getelementptr %buffer, ptr %view, i32 0, i32 5
-  %ndim32 = load i32, ptr %ndim_at
-  %ndim_view = sext i32 %ndim32 to i64
   %format_at = getelementptr %buffer, ptr %view, i32 0, i32 6
   %format = load ptr, ptr %format_at
-  %shape_at = getelementptr %buffer, ptr %view, i32 0, i32 7
-  %shape = load ptr, ptr %shape_at
-  %same_ndim = icmp eq i64 %ndim_view, %ndim
   %is_double = icmp eq i64 %itemsize, 8
   %has_format = icmp ne ptr %format, null
-  %has_shape = icmp ne ptr %shape, null
-  %a = and i1 %same_ndim, %is_double
-  %b = and i1 %has_format, %has_shape
-  %ok = and i1 %a, %b
-  br i1 %ok, label %look, label %no
-look:
+  %typed = and i1 %is_double, %has_format
+  br i1 %typed, label %format_check, label %no
+format_check:
   %f0 = load i8, ptr %format
   %f1_at = getelementptr i8, ptr %format, i64 1
   %f1 = load i8, ptr %f1_at
   %is_d = icmp eq i8 %f0, 100
   %ends = icmp eq i8 %f1, 0
+  %d_alone = and i1 %is_d, %ends
+  %any_shape = icmp eq i64 %ndim, 0
+  br i1 %d_alone, label %shape_check, label %no
+shape_check:
+  br i1 %any_shape, label %whole, label %exact
+whole:
+  %len_at = getelementptr %buffer, ptr %view, i32 0, i32 2
+  %len = load i64, ptr %len_at
+  %bytes = mul i64 %d0, 8
+  %same_len = icmp eq i64 %len, %bytes
+  ret i1 %same_len
+exact:
+  %ndim_at = getelementptr %buffer, ptr %view, i32 0, i32 5
+  %ndim32 = load i32, ptr %ndim_at
+  %ndim_view = sext i32 %ndim32 to i64
+  %shape_at = getelementptr %buffer, ptr %view, i32 0, i32 7
+  %shape = load ptr, ptr %shape_at
+  %same_ndim = icmp eq i64 %ndim_view, %ndim
+  %has_shape = icmp ne ptr %shape, null
+  %ok = and i1 %same_ndim, %has_shape
+  br i1 %ok, label %look, label %no
+look:
   %s0 = load i64, ptr %shape
-  %first = icmp eq i64 %s0, %d0
-  %c = and i1 %is_d, %ends
-  %d = and i1 %c, %first
+  %d = icmp eq i64 %s0, %d0
   %two = icmp eq i64 %ndim, 2
   br i1 %two, label %second, label %done
 second:
@@ -309,20 +321,27 @@ def _method() -> _MethodDef:
 class Argument:
     """One argument of a call as the plan has it: ``NONE``, an ``IN``/``OUT`` array of ``shape`` at workspace
     ``offset``, or a ``DEFAULT`` input whose None means ``default`` (a read-only float64 array of that shape, kept
-    alive by its owner: the entry reads it at every such call)."""
+    alive by its owner: the entry reads it at every such call). An output of ``any_shape`` need only hold as many
+    doubles as ``shape``: the caller makes it, in the shape it returns, so none is reshaped at every call."""
 
-    def __init__(self, kind: int, offset: int = 0, shape: tuple[int, ...] = (), default: np.ndarray | None = None):
-        if kind != NONE and not 1 <= len(shape) <= 2:
+    def __init__(self, kind: int, offset: int = 0, shape: tuple[int, ...] = (), default: np.ndarray | None = None,
+                 any_shape: bool = False):
+        if kind != NONE and not any_shape and not 1 <= len(shape) <= 2:
             raise ValueError("entry: an array argument has one or two dimensions")
+        if any_shape and kind != OUT:
+            raise ValueError("entry: only an output may take any shape")
         if (kind == DEFAULT) != (default is not None) or default is not None and not (
                 default.dtype == np.float64 and default.shape == shape and default.flags.c_contiguous
                 and not default.flags.writeable):
             raise ValueError("entry: a DEFAULT argument, and only it, has a read-only C float64 default of its shape")
-        self.kind, self.offset, self.shape, self.default = kind, offset, shape, default
+        self.kind, self.offset, self.shape, self.default, self.any_shape = kind, offset, shape, default, any_shape
 
     def words(self) -> list[int]:
+        address = 0 if self.default is None else self.default.ctypes.data
+        if self.any_shape:  # ndim 0: the count of doubles alone is checked
+            return [self.kind, self.offset, 0, int(np.prod(self.shape, dtype=np.int64)), 0, address]
         dims = list(self.shape) + [0] * (2 - len(self.shape))
-        return [self.kind, self.offset, len(self.shape), *dims, 0 if self.default is None else self.default.ctypes.data]
+        return [self.kind, self.offset, len(self.shape), *dims, address]
 
 
 def call_plan(n: int, floating: bool, inverse: bool, outputs: list) -> list[Argument]:

@@ -42,20 +42,11 @@ class Module:
 
 @dataclass
 class Quick:
-    """A quantity's native entry (``gtdyn.compiled.entry.Entry``), each part's shape, and the shape of the view
-    of it the entry writes (None: the part itself)."""
+    """A quantity's native entry (``gtdyn.compiled.entry.Entry``) and each part's shape (the entry writes arrays of
+    those shapes as they are)."""
 
     entry: object
     shapes: list
-    written: list
-
-
-def _written_shape(shape: tuple) -> tuple | None:
-    """The shape of the view of a part that the native entry writes, which takes one or two axes: None for the part
-    itself, (1,) for a number, two axes for a part of more (several frames)."""
-    if 1 <= len(shape) <= 2:
-        return None
-    return (shape[0], int(np.prod(shape[1:]))) if shape else (1,)
 
 
 def plain_array(x, shape: tuple) -> bool:
@@ -88,10 +79,11 @@ class CompiledKinematics:
     def _compile(self, name: str) -> Module:
         raise NotImplementedError
 
-    def _answer(self, name: str, part, values: np.ndarray):
-        """Part ``part`` (all if None) of a module's answer, the last axis of ``values``, in its shapes."""
+    def _answer(self, name: str, part, values: np.ndarray, parts: int = 2):
+        """Part ``part`` (if None, the first ``parts``: a quantity of two parts is the first two) of a module's
+        answer, the last axis of ``values``, in its shapes."""
         answer, start = [], 0
-        for size, shape in zip(self._modules[name].parts[:2 if part is None else part + 1], self._shapes(name)):
+        for size, shape in zip(self._modules[name].parts[:parts if part is None else part + 1], self._shapes(name)):
             answer.append(values[..., start:start + size].reshape(values.shape[:-1] + shape))
             start += size
         return tuple(answer) if part is None else answer[part]
@@ -99,15 +91,14 @@ class CompiledKinematics:
     def _call(self, quantity: str, q, v, base_pose, base_twist):
         quick = self._quick.get(quantity) or self._bind(quantity)
         if quick is not None:  # the entry fills in a floating base's identity pose and zero twist when not given
-            first, view = np.empty(quick.shapes[0]), quick.written[0]
-            written = first if view is None else first.reshape(view)
-            if len(quick.shapes) == 1:
-                if quick.entry.call(q, v, base_pose, base_twist, written):
+            shapes = quick.shapes
+            first = np.empty(shapes[0])
+            if len(shapes) == 1:
+                if quick.entry.call(q, v, base_pose, base_twist, first):
                     return first
             else:  # both parts
-                second, view = np.empty(quick.shapes[1]), quick.written[1]
-                if quick.entry.call(q, v, base_pose, base_twist, written,
-                                    second if view is None else second.reshape(view)):
+                second = np.empty(shapes[1])
+                if quick.entry.call(q, v, base_pose, base_twist, first, second):
                     return first, second
         return self._called(quantity, q, v, base_pose, base_twist)
 
@@ -123,17 +114,15 @@ class CompiledKinematics:
         first = (2 if motion else 1) * n
         parts = range(len(module.parts[:2])) if part is None else [part]
         shapes = [self._shapes(name)[k] for k in parts]
-        written = [_written_shape(shape) for shape in shapes]
         arguments = [entry.Argument(entry.IN, 0, (n,)),
                      entry.Argument(entry.IN, n, (n,)) if motion else entry.Argument(entry.NONE),
                      entry.Argument(entry.DEFAULT, first, (4, 4), IDENTITY) if floating else entry.Argument(entry.NONE),
                      entry.Argument(entry.DEFAULT, first + POSE, (TWIST,), base_inputs.DEFAULTS["base_twist"])
                      if floating and motion else entry.Argument(entry.NONE)]
-        for k, shape, view in zip(parts, shapes, written):
-            arguments.append(entry.Argument(entry.OUT, module.out + 1 + sum(module.parts[:k]), view or shape))
+        for k, shape in zip(parts, shapes):
+            arguments.append(entry.Argument(entry.OUT, module.out + 1 + sum(module.parts[:k]), shape, any_shape=True))
         quick = self._quick[quantity] = Quick(
-            entry.bind(ws, module.loaded.address[function], module.out, arguments, owner=self._owner), shapes,
-            written)
+            entry.bind(ws, module.loaded.address[function], module.out, arguments, owner=self._owner), shapes)
         return quick
 
     def _called(self, quantity: str, q, v, base_pose, base_twist):
@@ -159,7 +148,7 @@ class CompiledKinematics:
         if ws[module.out] != 1.0:  # a non-finite input, an angle out of range, a pose that is no rigid transform
             self._checked(*given, motion)  # raises the reference's error
             raise AssertionError(f"gtdyn: {type(self).__name__}'s code refused inputs the boundary accepts")
-        return tuple(x.copy() for x in answer) if part is None else answer[part].copy()
+        return tuple(x.copy() for x in answer[:2]) if part is None else answer[part].copy()
 
     def _checked(self, q, v, base_pose, base_twist, motion: bool):
         """The checks of ``gtdyn.kinematics.frames.checked_state``, in its order: q, q̇, the base."""
@@ -208,7 +197,8 @@ class CompiledKinematics:
             views = (module, ws, ws.ctypes.data, ws[:n], ws[n:2 * n] if motion else None,
                      ws[first:first + POSE].reshape(4, 4) if floating else None,
                      ws[first + POSE:first + POSE + TWIST] if floating and motion else None,
-                     self._answer(name, None, ws[module.out + 1:module.out + 1 + sum(module.parts)]))
+                     self._answer(name, None, ws[module.out + 1:module.out + 1 + sum(module.parts)],
+                                  len(module.parts)))
             if threading.get_ident() == self._owner:
                 self._workspaces[name] = views
         return views
