@@ -56,26 +56,79 @@ def test_the_bound_holds_on_a_floating_base_hybrid_problems_and_loops():
     assert all(bound >= estimate for bound, estimate in settled)
 
 
+def _solve_matrix(solver):
+    """S, the solve's linear map, read column by column from the solve itself at the solver's last call; and a
+    copy of the workspace with the factors, and the start of each region."""
+    ws = solver._ws.copy()
+    start = solver._record["start"]
+    rows, unknowns = start["sol"] - start["rhs"], start["zt_lanes"] - start["sol"]
+    solve = solver._native.function("solve")
+    columns = []
+    for i in range(rows):
+        ws[start["rhs"]:start["rhs"] + rows] = np.eye(rows)[i]
+        solve(ws.ctypes.data)
+        columns.append(ws[start["sol"]:start["sol"] + unknowns].copy())
+    return np.array(columns).T, ws, start
+
+
 def test_solve_abs_bounds_the_solve_entry_by_entry():
     """Ŝ1 ≥ |S|1, S the solve's linear map read column by column from the solve itself."""
     puma = gtdyn.load_robot("puma560")
     solver = gtdyn.compile(puma, "forward")
     q, v, tau = random_states(6, 1, seed=9)[0]
     solver(q, v, tau)
-    ws = solver._ws.copy()
-    start = solver._record["start"]
-    rows, unknowns = start["sol"] - start["rhs"], start["zt_lanes"] - start["sol"]
-    solve, solve_abs = solver._native.function("solve"), solver._native.function("solve_abs")
-    columns = []
-    for i in range(rows):
-        ws[start["rhs"]:start["rhs"] + rows] = np.eye(rows)[i]
-        solve(ws.ctypes.data)
-        columns.append(ws[start["sol"]:start["sol"] + unknowns].copy())
-    S = np.array(columns).T
-    solve_abs(ws.ctypes.data)
-    bound = ws[start["sol"]:start["sol"] + unknowns]
+    S, ws, start = _solve_matrix(solver)
+    solver._native.function("solve_abs")(ws.ctypes.data)
+    bound = ws[start["sol"]:start["sol"] + S.shape[0]]
     assert np.all(bound >= np.abs(S).sum(axis=1) * (1 - 1e-12))
     assert np.max(bound / np.abs(S).sum(axis=1)) > 1  # a bound, not an equality: the test can tell them apart
+
+
+def test_a_floating_bases_block_taken_whole_still_bounds_both_passes(monkeypatch):
+    """The magnitude passes take a floating base's last 6 × 6 block by its exact inverse (``root_block``):
+    solve_abs still bounds |S|1 and solve_t_abs |S|ᵀz entry by entry (Schur's way forced here, so that both are
+    compiled), no looser than the pivot-by-pivot passes entry by entry; calls certified by u or u_S stay bounded
+    from above."""
+    from gtdyn.compiled import certificate
+    from gtdyn.compiled.certificate import BY_BOUND, BY_SCHUR
+
+    monkeypatch.setattr(certificate, "_cheapest_way", lambda functions, *_: (
+        functions.update(solve_t_abs=_[-1](np.ones(len(_[1])))) or "schur"))
+    quadruped = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
+    solver = gtdyn.compile(quadruped, "forward", use_cache=False, lanes=False)
+    assert "floating base's block whole" in solver.code("solve_abs")
+    rng = np.random.default_rng(8)
+    q, v, tau = rng.uniform(-1, 1, (3, 12))
+    solver(q, v, tau, base_twist=rng.normal(size=6))
+    S, ws, start = _solve_matrix(solver)
+    unknowns, rows = S.shape
+    solver._native.function("solve_abs")(ws.ctypes.data)
+    bound = ws[start["sol"]:start["sol"] + unknowns].copy()
+    assert np.all(bound >= np.abs(S).sum(axis=1) * (1 - 1e-12))
+    from gtdyn.compiled import codegen
+
+    with monkeypatch.context() as pivot_by_pivot:  # the passes as they were: looser, entry by entry
+        pivot_by_pivot.setattr(codegen, "root_block", lambda plan: None)
+        before = gtdyn.compile(quadruped, "forward", use_cache=False, lanes=False)
+    before(q, v, tau, base_twist=rng.normal(size=6))
+    old = before._ws.copy()
+    old[:start["sol"]] = ws[:start["sol"]]  # the same factors and inputs
+    before._native.function("factor")(old.ctypes.data)
+    before._native.function("solve_abs")(old.ctypes.data)
+    assert np.all(bound <= old[start["sol"]:start["sol"] + unknowns] * (1 + 1e-12))
+    assert np.sum(bound) < np.sum(old[start["sol"]:start["sol"] + unknowns])  # (Talos's: 4-15 times)
+    for z in (np.ones(unknowns), rng.uniform(0, 1, unknowns)):
+        ws[start["zt"]:start["zt"] + unknowns] = z
+        solver._native.function("solve_t_abs")(ws.ctypes.data)
+        assert np.all(ws[start["yt"]:start["yt"] + rows] >= np.abs(S).T @ z * (1 - 1e-12))
+    ways = []
+    for state in random_states(12, 30, seed=6, spread=1.0):
+        solver(*state)
+        ways.append(solver._ws[solver._bounded])
+        if ways[-1] in (BY_BOUND, BY_SCHUR):
+            bound = solver._ws[solver._status + 1]
+            assert BOUND_LIMIT >= bound >= gtdyn.forward_dynamics(quadruped, *state).condition
+    assert ways.count(BY_BOUND) + ways.count(BY_SCHUR) >= 20  # the bounds settled most calls: not vacuous
 
 
 def test_where_the_bounds_are_loose_the_estimate_decides(tmp_path):

@@ -42,7 +42,8 @@ from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_co
 from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
-from gtdyn.compiled.plan import Plan, eliminate, traced_rows
+from gtdyn.compiled.plan import Plan, eliminate, off_pivot, traced_rows
+from gtdyn.compiled.root_block import inverse_magnitudes, root_block
 from gtdyn.compiled.validity import coupling_ok, finite, valid_inputs
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.model import base_frame
@@ -224,12 +225,21 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots, absolute: boo
     def minus(a, b):
         return a + b if absolute else a - b
 
+    block = root_block(plan) if absolute else None  # a floating base's block, taken whole
+    skipped = block.internal if block is not None else frozenset()
     if plan.tape:
         fn.comment("the elimination's row operations on the right-hand side")
-    for i, p, multiplier in plan.tape:
-        t[i] = minus(t[i], coefficient_of(multiplier) * t[p])
+    for step, (i, p, multiplier) in enumerate(plan.tape):
+        if step not in skipped:
+            t[i] = minus(t[i], coefficient_of(multiplier) * t[p])
     fn.comment("back-substitution, in the reverse of the elimination ordering")
     x: dict[tuple[int, int], object] = {}
+    if block is not None:
+        fn.comment("the floating base's block whole: |B⁻¹| times its rows' magnitudes (gtdyn.compiled.root_block)")
+        inverse = inverse_magnitudes(plan, block, lambda value: slots.use(fn, value))
+        rhs = [t[p] for _, _, p in block.pivots]
+        for j, (key, c, _) in enumerate(block.pivots):
+            x[key, c] = sum((inverse[j, e] * rhs[e] for e in range(1, len(rhs))), inverse[j, 0] * rhs[0])
     sources: dict[int, list[str]] = {}
     for key, _, p in plan.pivots:
         base = plan.rows[p].label.split(", row ")[0]
@@ -237,6 +247,8 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots, absolute: boo
             sources[key].append(base)
     current = None
     for key, c, p in reversed(plan.pivots):
+        if (key, c) in x:  # the root block's, above
+            continue
         if key != current:
             current = key
             fn.comment(f"{keys.pretty(key)} ← {'; '.join(sources[key])}")
@@ -253,14 +265,6 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots, absolute: boo
     for (key, c), col in column.items():
         fn.store(layout.start["sol"] + col, x.get((key, c), _NO_PIVOT))
     return fn
-
-
-def off_pivot(row: dict, key: int, c: int):
-    """((variable, component), coefficient) of a pivot row's entries other than its pivot, structural zeros left out."""
-    for other, block in row.items():
-        for k, coefficient in enumerate(block):
-            if (other, k) != (key, c) and (trace.is_sym(coefficient) or coefficient != 0):
-                yield (other, k), coefficient
 
 
 def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, name: str = "solve_t",
@@ -283,17 +287,32 @@ def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, nam
     def minus(a, b):
         return a + b if absolute else a - b
 
+    block = root_block(plan) if absolute else None  # a floating base's block, taken whole: |B⁻¹|ᵀ
+    in_block = block.rows if block is not None else frozenset()
     w = [0.0] * len(plan.rows)
     earlier: dict[tuple[int, int], list[tuple[int, object]]] = {}
-    for key, c, p in plan.pivots:
+
+    def gathered(key, c):
         total = z[key, c]
         for q, coefficient in earlier.get((key, c), []):
             total = minus(total, coefficient_of(coefficient) * w[q])
-        w[p] = trace.div(total, coefficient_of(plan.work[p][key][c]))
+        return total
+
+    for key, c, p in plan.pivots:
+        if p in in_block:
+            continue
+        w[p] = trace.div(gathered(key, c), coefficient_of(plan.work[p][key][c]))
         for other, coefficient in off_pivot(plan.work[p], key, c):
             earlier.setdefault(other, []).append((p, coefficient))
-    for i, p, multiplier in reversed(plan.tape):
-        w[p] = minus(w[p], coefficient_of(multiplier) * w[i])
+    if block is not None:
+        inverse = inverse_magnitudes(plan, block, lambda value: slots.use(fn, value))
+        rhs = [gathered(key, c) for key, c, _ in block.pivots]
+        for e, (_, _, p) in enumerate(block.pivots):
+            w[p] = sum((inverse[j, e] * rhs[j] for j in range(1, len(rhs))), inverse[0, e] * rhs[0])
+    for step in range(len(plan.tape) - 1, -1, -1):
+        i, p, multiplier = plan.tape[step]
+        if block is None or step not in block.internal:
+            w[p] = minus(w[p], coefficient_of(multiplier) * w[i])
     for i, value in enumerate(w):
         if seeds is None or trace.is_sym(value):
             fn.store(layout.start["yt"] + i, value)

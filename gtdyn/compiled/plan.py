@@ -82,6 +82,14 @@ class Plan:
         return sorted(self.order)
 
 
+def off_pivot(row: dict, key: int, c: int):
+    """((variable, component), coefficient) of a pivot row's entries other than its pivot, structural zeros left out."""
+    for other, block in row.items():
+        for k, coefficient in enumerate(block):
+            if (other, k) != (key, c) and (trace.is_sym(coefficient) or coefficient != 0):
+                yield (other, k), coefficient
+
+
 def equation_labels(robot: Robot, problem: Problem) -> list[str]:
     """A label per equation of ``dynamics_equations``, in its order."""
     out = []

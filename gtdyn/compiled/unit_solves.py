@@ -21,10 +21,10 @@ import numpy as np
 from gtdyn.arguments import joint_positions, state_batch, whole_number
 from gtdyn.arguments.query import POSE
 from gtdyn.compiled import base_inputs, entry, native, parallel, split, trace
-from gtdyn.compiled.codegen import generate, off_pivot
+from gtdyn.compiled.codegen import generate
 from gtdyn.compiled.dual import tangents
 from gtdyn.compiled.kinematics import traced_kinematics
-from gtdyn.compiled.plan import traced_rows
+from gtdyn.compiled.plan import off_pivot, traced_rows
 from gtdyn.compiled.render import render
 from gtdyn.compiled.validity import finite
 from gtdyn.compiled.wrench_inputs import traced_wrenches
