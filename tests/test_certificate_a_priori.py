@@ -77,9 +77,9 @@ def test_the_a_priori_bound_holds_in_exact_arithmetic_row_by_row(puma):
 @pytest.mark.parametrize("links,way", [(6, A_PRIORI), (8, BY_BOUND)])
 def test_either_way_the_answer_and_the_readings_are_the_reference_paths(tmp_path, links, way):
     """Chains' RNEA: at 6 links u · γ_m ≤ 1e-10 and the a-priori bound certifies; at 8 links u is some 1e5, so
-    at the build's samples the bound would not pay (``_pays``) and the plan measures its backward error in
-    ``main``, as before the bound existed. Either way the answer is the reference path's, and ``backward_error``
-    and ``condition`` read measured values (the a-priori call measures them when asked)."""
+    at the build's samples the bound would not pay (``certificate_cost.pays``) and the plan measures its backward
+    error in ``main``, as before the bound existed. Either way the answer is the reference path's, and
+    ``backward_error`` and ``condition`` read measured values (the a-priori call measures them when asked)."""
     robot = chain_with_urdf(links, str(tmp_path))[0]
     solver = gtdyn.compile(robot, "inverse", lanes=False)
     assert ("measured" in solver.operations) == (way == A_PRIORI)

@@ -92,8 +92,8 @@ def test_a_floating_bases_block_taken_whole_still_bounds_both_passes(monkeypatch
     from gtdyn.compiled import certificate
     from gtdyn.compiled.certificate import BY_BOUND, BY_SCHUR
 
-    monkeypatch.setattr(certificate, "_cheapest_way", lambda functions, *_: (
-        functions.update(solve_t_abs=_[-1](np.ones(len(_[1])))) or "schur"))
+    monkeypatch.setattr(certificate, "cheapest_way", lambda functions, layout, norms, transposed_abs, limit: (
+        functions.update(solve_t_abs=transposed_abs(np.ones(len(norms)))) or "schur"))
     quadruped = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
     solver = gtdyn.compile(quadruped, "forward", use_cache=False, lanes=False)
     assert "floating base's block whole" in solver.code("solve_abs")
@@ -218,10 +218,10 @@ def test_a_big_plan_whose_bounds_certify_few_samples_takes_the_estimate_alone(tm
     operations: with u certifying one sample in eight, the estimate alone is cheaper, and the bounds' passes are
     left out. The answers and κ are the reference path's as before."""
     from gtdyn.bench.compiled import batch_states, chain_with_urdf
-    from gtdyn.compiled import certificate
+    from gtdyn.compiled import certificate_cost
 
     robot = chain_with_urdf(14, str(tmp_path))[0]
-    monkeypatch.setattr(certificate, "LATE_ESTIMATE_ABOVE", 0)
+    monkeypatch.setattr(certificate_cost, "LATE_ESTIMATE_ABOVE", 0)
     solver = gtdyn.compile(robot, "inverse", use_cache=False)
     assert not {"solve_abs", "solve_t_abs", "schur", "exact"} & set(solver.operations)
     Q, V, X = batch_states(robot, "inverse", None, 5)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from gtdyn.compiled import trace
+from gtdyn.compiled.certificate_cost import cheapest_way, pays
 from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan
-from gtdyn.compiled.states import SAMPLES
 from gtdyn.compiled.validity import finite_sum, squared_norm, valid_inputs
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
@@ -31,13 +31,6 @@ UNIT_ROUNDOFF = 2.0 ** -53
 # Below it, the right-hand side's products may round to subnormals, whose absolute errors the a-priori bound leaves
 # out: such calls measure their backward error instead.
 SMALLEST_RHS = 1e-280
-# What ``_cheapest_way`` counts per operation of the estimate where it runs after a bound could not certify, in a
-# plan whose passes (factor, the solves, the residual) have over ``LATE_ESTIMATE_ABOVE`` operations: there
-# ``exact`` is compiled quickly in a part of its own, and its path runs code that main's does not, in a program
-# larger than the CPU's caches. Talos's CRBA ran that way at twice its operations' share of the call, and the
-# estimate alone was faster; the 14-link chain's RNEA (13,000 operations) ran it at about its share
-# (benchmarks/results/design_measurements.md).
-LATE_ESTIMATE_COST, LATE_ESTIMATE_ABOVE = 2.0, 30_000
 
 
 def _column_entries(plan: Plan, column: dict) -> list[list]:
@@ -175,8 +168,9 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
 
         ‖D S‖₂ ≤ √(max_j g_j) = u_S ≤ u
 
-    (u² is the sum of the same g_j). ``_cheapest_way`` picks the estimate alone, u, or u then u_S by their cost per
-    call at the build's sample states; the passes a plan does not use are dropped from ``functions``.
+    (u² is the sum of the same g_j). ``certificate_cost.cheapest_way`` picks the estimate alone, u, or u then u_S
+    by their cost per call at the build's sample states; the passes a plan does not use are dropped from
+    ``functions``.
 
     A plan of substitutions alone (``substitution_backward_error``) has a backward error known a priori: ``main``
     certifies with it and no residual, and calls ``measured`` (the residual, and the verdict with it as above)
@@ -186,7 +180,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     fn = unless_guarded(main, plan, layout, slots)
     entries = _column_entries(plan, column)
     sample_norms = _sample_column_norms(entries)
-    way = _cheapest_way(functions, layout, sample_norms, transposed_abs)
+    way = cheapest_way(functions, layout, sample_norms, transposed_abs, BOUND_LIMIT)
     if way != "schur":
         functions.pop("solve_t_abs", None)
     if way == "estimate":
@@ -198,7 +192,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     # Values that live across a call are spilled to the stack, and many values at once too: so each vector below
     # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
     gamma = substitution_backward_error(plan)
-    by_substitution = gamma is not None and _pays(functions, layout, sample_norms, gamma)
+    by_substitution = gamma is not None and pays(functions, layout, sample_norms, gamma, ERROR_BOUND)
     fn.comment("the bound u = ‖D Ŝ1‖₂ ≥ 1/σ_min(A D⁻¹)")
     fn.call(functions["solve_abs"])
     u_squared, a_squared = 0.0, 0.0
@@ -268,70 +262,6 @@ def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: di
     ok = _conclude(fn, layout, slots, closure, coupled, bound, backward, BY_SCHUR, others)
     fn.call_unless(ok, exact)
     return fn
-
-
-def _sample_bound(functions: dict, layout: Layout, norms: list) -> tuple[list, np.ndarray]:
-    """At the build's sample states, from the squared column norms there (``norms``, ``_sample_column_norms``):
-    ``solve_abs``'s magnitudes Ŝ1 and the bound u."""
-    start, count = layout.start["sol"], len(norms)
-    stored = {op[1] - start: op[2] for op in functions["solve_abs"].ops
-              if op[0] == "store" and start <= op[1] < start + count}
-    with np.errstate(all="ignore"):
-        magnitudes = [trace.value(stored[k]) for k in range(count)]
-        return magnitudes, np.sqrt(sum((n * m ** 2 for n, m in zip(norms, magnitudes)), 0.0))
-
-
-def _pays(functions: dict, layout: Layout, norms: list, gamma: float) -> bool:
-    """Whether the a-priori backward error certifies (u · γ_m ≤ ``ERROR_BOUND``, with ``_cheapest_way``'s margin of
-    2) at half the build's sample states or more: elsewhere its checks and the branch to ``measured`` cost more
-    than the residual they save (a 12-link chain's RNEA, u about 1e7, ran slower with them:
-    benchmarks/results/design_measurements.md)."""
-    return _share(_sample_bound(functions, layout, norms)[1] * gamma, ERROR_BOUND / 2) >= 0.5
-
-
-def _share(values, limit: float) -> float:
-    """The share of the build's random states where ``values`` (one per build state) is at most ``limit``: the
-    share of calls a bound certifies. The reference configuration, one state users start from, is left out: it
-    would count as a ninth of all calls."""
-    with np.errstate(invalid="ignore"):
-        return float(np.mean(np.atleast_1d(values)[:SAMPLES] <= limit))
-
-
-def _cheapest_way(functions: dict, layout: Layout, norms: list, transposed_abs) -> str:
-    """"estimate", "bound" (u) or "schur" (u, then u_S where u cannot certify), whichever makes the average call
-    cheapest: a bound's passes save the estimate's on the share f of calls it certifies. f is the share of the
-    build's random states where the bound is under half ``BOUND_LIMIT`` (``_share``; they are eight: the margin keeps a
-    bound that only just certifies them from counting: at a tenth of the warning threshold, u certified 7 of Talos
-    forward dynamics' 8 random ones and 52 % of its random states within the joint limits; under ``BOUND_LIMIT``
-    it certified all 8 and 96 %). Costs are operations, the estimate's after a bound counted
-    ``LATE_ESTIMATE_COST`` times in a big plan. Long chains certify with neither bound
-    (benchmarks/results/design_measurements.md). ``norms``: D² at the sample states (``_sample_column_norms``)."""
-    count, solve_abs = len(norms), functions["solve_abs"]
-    magnitudes, u = _sample_bound(functions, layout, norms)
-    with np.errstate(all="ignore"):
-        z = [np.broadcast_to(n * m, np.shape(u)) for n, m in zip(norms, magnitudes)]
-    def share(bound) -> float:  # of the samples a bound certifies, with the margin
-        return _share(bound, BOUND_LIMIT / 2)
-
-    f_u = share(u)
-    if f_u == 1.0:  # u alone costs least: u_S would only add its pass
-        return "bound"
-    solve_t_abs = functions["solve_t_abs"] = transposed_abs(z)
-    first = layout.start["yt"]
-    g = np.array([np.broadcast_to(trace.value(op[2]), np.shape(u)) for op in solve_t_abs.ops
-                  if op[0] == "store" and op[1] >= first])
-    with np.errstate(all="ignore"):
-        u_schur = np.minimum(np.sqrt(np.max(g, axis=0)), u) if g.size else u  # no rows: a robot without joints
-    f_s = share(u_schur)
-    solve, residual, solve_t = (functions[name].count() for name in ("solve", "residual", "solve_t"))
-    uncertified = (1 + INVERSE_ITERATIONS) * solve + residual + INVERSE_ITERATIONS * solve_t  # exact, after main
-    bound_pass = solve + residual + solve_abs.count()
-    if functions["factor"].count() + bound_pass + solve_t > LATE_ESTIMATE_ABOVE:  # a big plan
-        uncertified *= LATE_ESTIMATE_COST
-    cost = {"estimate": (2 + INVERSE_ITERATIONS) * solve + 2 * residual + INVERSE_ITERATIONS * solve_t,
-            "bound": bound_pass + (1 - f_u) * uncertified,
-            "schur": bound_pass + count + (1 - f_u) * (solve_t_abs.count() + 3 * len(g)) + (1 - f_s) * uncertified}
-    return min(cost, key=cost.get)
 
 
 def _estimate(fn: trace.Function, functions, plan: Plan, layout: Layout, slots: Slots, closure: dict, outputs,

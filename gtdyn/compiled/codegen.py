@@ -18,7 +18,7 @@
   vector, same three steps) in place of the bound; its status 0 means the caller must ask the reference path,
   which then answers, warns or raises exactly as it always does.
 
-A plan keeps the bounds that pay at its build's sample states (``certificate._cheapest_way``): ``main`` may be the
+A plan keeps the bounds that pay at its build's sample states (``certificate_cost.cheapest_way``): ``main`` may be the
 estimate alone, without ``solve_abs``, ``solve_t_abs``, ``schur`` or ``exact``.
 
 Layout of ``ws``: inputs q, q̇, x (3n), a floating base's pose, twist and given acceleration or wrench, and the
