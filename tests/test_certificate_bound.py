@@ -151,10 +151,17 @@ def test_a_settled_call_and_the_estimates_path_give_the_same_answer():
     solver = gtdyn.compile(puma, "forward")
     q, v, tau = random_states(6, 1, seed=11)[0]
     answer = solver(q, v, tau)
+    from gtdyn.compiled.certificate import BY_BOUND, ITERATION
+
     ws = solver._ws.copy()
-    solver._native.function("exact")(ws.ctypes.data)  # the estimate's path on the same factors
+    solver._native.function("exact")(ws.ctypes.data)  # the refined answer, which the bound settles again
     out = solver._record["start"]["out"]
+    assert ws[solver._status] == 1.0 and ws[solver._bounded] == BY_BOUND
+    assert np.allclose(ws[out:out + 6], answer, rtol=1e-13, atol=1e-13)
+    bound = ws[solver._status + 1]
+    solver._native.function(ITERATION)(ws.ctypes.data)  # the estimate's path on the same factors
     assert ws[solver._status] == 1.0 and ws[solver._bounded] == 0.0
+    assert solver.condition == ws[solver._status + 1] <= bound  # what a settled call's condition reads
     assert np.allclose(ws[out:out + 6], answer, rtol=1e-13, atol=1e-13)
 
 
@@ -210,6 +217,34 @@ def test_a_plan_certified_three_ways_answers_every_state_as_the_reference_path(t
     q[3] = 2e6
     with pytest.raises(ArgumentError):
         solver(q, V[ways[BY_SCHUR][0]], X[ways[BY_SCHUR][0]])
+
+
+def test_a_bound_that_fails_on_accuracy_alone_certifies_the_refined_answer(tmp_path):
+    """Where a bound is under its limit but u · backward error is not, ``exact`` refines once and asks the bound
+    again with the refined answer's backward error; only where that fails does the inverse iteration run. A call
+    settled so returns the refined answer — not the unchecked call's, which main's unrefined one equals bit for
+    bit — the same answer the estimate's path gives, and its verdicts are the reference path's."""
+    from gtdyn.bench.compiled import batch_states, chain_with_urdf
+    from gtdyn.compiled.certificate import ITERATION
+
+    robot = chain_with_urdf(14, str(tmp_path))[0]
+    solver, unchecked = gtdyn.compile(robot, "inverse"), gtdyn.compile(robot, "inverse", checks=False)
+    Q, V, X = batch_states(robot, "inverse", None, 300)
+    refined = []
+    for q, v, x in zip(Q, V, X):
+        tau = solver(q, v, x)
+        if solver._ws[solver._bounded] != 0.0 and not np.array_equal(tau, unchecked(q, v, x)):
+            refined.append((q, v, x, tau, solver._ws.copy()))
+    assert refined  # some calls were settled so: the test is not vacuous
+    for q, v, x, tau, ws in refined[:4]:
+        solver._native.function(ITERATION)(ws.ctypes.data)  # the estimate's path from there
+        out = solver._record["start"]["out"]
+        assert ws[solver._status] == 1.0 and np.array_equal(ws[out:out + len(tau)], tau)
+        result = gtdyn.inverse_dynamics(robot, q, v, x)
+        assert np.allclose(tau, result.tau, rtol=1e-12, atol=1e-12)
+        solver(q, v, x)
+        assert BOUND_LIMIT >= solver._ws[solver._status + 1] >= solver.condition
+        assert solver.condition == pytest.approx(result.condition, rel=1e-6)
 
 
 def test_a_big_plan_whose_bounds_certify_few_samples_takes_the_estimate_alone(tmp_path, monkeypatch):

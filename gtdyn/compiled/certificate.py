@@ -25,6 +25,7 @@ CONDITION_LIMIT = WARN_CONDITION / 10
 BOUND_LIMIT = WARN_CONDITION / 2
 ERROR_BOUND = 1e-10  # κ · backward error: an estimate of the relative error, 10× under the 1e-9 we promise
 CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference path checks (and names the loop)
+ITERATION = "inverse_iteration"  # exact's estimate, where the bound with the refined answer cannot certify
 BY_BOUND, BY_SCHUR = 1.0, 2.0  # ws["bounded"] of a call u or u_S certified (0: the estimate, or not certified)
 A_PRIORI = 3.0  # ws["bounded"] of a call u certified with the substitution's a-priori backward error
 UNIT_ROUNDOFF = 2.0 ** -53
@@ -238,9 +239,10 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         fn.call_unless(a_priori, measured)
     exact.comment("the estimate's certificate on the factors main left in ws (main's column norms, x and its "
                   "residual too): for calls the bounds cannot certify, and solver.condition")
-    _estimate(exact, functions, plan, layout, slots, closure, outputs, coupled,
-              lambda k: exact.load(layout.start["norms"] + k), len(column), solved=True)
-    return {"exact": exact, **({"schur": fallback} if way == "schur" else {}),  # callees first
+    iteration = _estimate(exact, functions, plan, layout, slots, closure, outputs, coupled,
+                          lambda k: exact.load(layout.start["norms"] + k), len(column), solved=True,
+                          after_bound=BY_SCHUR if way == "schur" else BY_BOUND)
+    return {ITERATION: iteration, "exact": exact, **({"schur": fallback} if way == "schur" else {}),  # callees first
             **({"measured": measured} if a_priori is not None else {}),
             **({"certify": fn} if fn is not main else {}), "main": main}
 
@@ -265,12 +267,17 @@ def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: di
 
 
 def _estimate(fn: trace.Function, functions, plan: Plan, layout: Layout, slots: Slots, closure: dict, outputs,
-              coupled, norm_of, count: int, solved: bool = False) -> None:
+              coupled, norm_of, count: int, solved: bool = False, after_bound: float | None = None):
     """The certificate with the reference path's own estimate, on the factors in ``ws``: solve, refine once, the
     backward error, and κ by the reference path's inverse iteration (same start vector, same steps). ``norm_of(k)``:
     D²_k in ``fn``, for each of the ``count`` unknowns. ``solved``: ``main`` left the solve's x in ``xr`` and its
     residual in ``res`` (the same operations, so the same bits): start from them. As in ``main``, each vector is
-    read one entry at a time into what goes on: only scalars live across the calls."""
+    read one entry at a time into what goes on: only scalars live across the calls.
+
+    ``after_bound`` (``exact``, after a bound that did not certify main's answer; the way it counts as): the
+    bound, as its conclusion left it, certifies the refined answer where it can — most often a bound fails on
+    accuracy alone (u · backward error), which one step of refinement shrinks — and the inverse iteration then
+    runs only where it cannot, in a function of its own (``ITERATION``, returned; None without ``after_bound``)."""
     start, rows = layout.start, len(plan.rows)
     fn.comment("solve, then one step of iterative refinement with the original rows")
     b_squared = _right_hand_side(fn, plan, layout, slots, squares=True, store=not solved)
@@ -300,6 +307,14 @@ def _estimate(fn: trace.Function, functions, plan: Plan, layout: Layout, slots: 
         fn.store(start["scale"] + k, scale)
         fn.store(start["zt"] + k, trace.div(float(w0[k]), scale))  # y
     backward = _backward_error(residual_squared, {"A": a_squared, "x": x_squared, "b": b_squared})
+    iteration = None
+    if after_bound is not None:
+        fn.comment("the bound with the refined answer's backward error: where it certifies, no estimate is needed")
+        ok = _conclude(fn, layout, slots, closure, coupled, fn.load(layout.status + 1), backward, after_bound)
+        iteration = trace.Function(ITERATION)
+        backward = slots.use(iteration, backward)  # stored here, before the call that reads it
+        fn.call_unless(ok, iteration)
+        fn = iteration
     growth = 1.0
     for _ in range(INVERSE_ITERATIONS):
         fn.call(functions["solve_t"])
@@ -314,6 +329,7 @@ def _estimate(fn: trace.Function, functions, plan: Plan, layout: Layout, slots: 
             fn.store(start["zt"] + k, trace.div(fn.load(start["sol"] + k), growth))  # y
     condition = trace.sqrt(growth)
     _conclude(fn, layout, slots, closure, coupled, condition, backward, 0.0)
+    return iteration
 
 
 def _copy(fn: trace.Function, source: int, target: int, count: int) -> None:

@@ -37,7 +37,7 @@ import numpy as np
 from gtdyn import keys
 from gtdyn.arguments.query import GIVEN, POSE, TWIST
 from gtdyn.compiled import base_inputs, trace
-from gtdyn.compiled.certificate import checked_call
+from gtdyn.compiled.certificate import ITERATION, checked_call
 from gtdyn.compiled.derivatives import LANES, derivative_functions, direction_count, entry
 from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.kinematics import traced_kinematics
@@ -66,9 +66,9 @@ class Program:
 
     @property
     def rare(self) -> frozenset:
-        """The functions only calls that no bound certifies run: ``exact`` (``native.compile_module`` compiles it
-        quickly; the solves it calls stay optimized)."""
-        return frozenset({"exact"} & set(self.functions))
+        """The functions only calls that no bound certifies run: ``exact`` and its inverse iteration
+        (``native.compile_module`` compiles them quickly; the solves they call stay optimized)."""
+        return frozenset({"exact", ITERATION} & set(self.functions))
 
 
 def _identifier(text: str, fallback: str) -> str:

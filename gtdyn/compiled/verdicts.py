@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtdyn.compiled.certificate import A_PRIORI
+from gtdyn.compiled.certificate import A_PRIORI, ITERATION
 
 
 def condition(solver) -> float:
@@ -19,6 +19,8 @@ def condition(solver) -> float:
     way = ws[solver._bounded]
     if way != 0.0:  # a bound settled the call: the estimate runs now, on that call's factors
         ws = _again(solver, ws, *(["measured"] if way == A_PRIORI else []), "exact")
+        if ws[solver._bounded] != 0.0:  # exact's bound settled the refined answer: κ still to estimate
+            ws = _again(solver, ws, ITERATION)
     return float(ws[solver._status + 1])
 
 
