@@ -4,7 +4,7 @@ Those passes take each step of the solve on magnitudes, |l|, |c| and |pivot|, so
 Where a floating base's six coupled unknowns are eliminated last (ABA's root: the whole robot's articulated
 inertia B, a dense 6 × 6 block), the steps within the block — its own row operations L_B and its triangle U_B —
 taken on magnitudes give |U_B⁻¹|-like products far above |B⁻¹|: on Talos (floating) they made u and Schur's u_S
-5–15 times looser than the same passes with the block's exact inverse (benchmarks/results/design_measurements.md).
+4–15 times looser than the same passes with the block's exact inverse (benchmarks/results/design_measurements.md).
 So the passes take the block whole: y_B = |B⁻¹| r_B (and its transpose), with B⁻¹ = U_B⁻¹ L_B⁻¹ computed from
 the plan's own factors, one unit right-hand side at a time. Every other step stays as it was, so Ŝ still bounds
 |S| entry by entry (|B⁻¹ r| ≤ |B⁻¹| |r|), and the transposed pass stays Ŝ's transpose.
