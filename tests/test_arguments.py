@@ -29,6 +29,24 @@ def test_bad_vectors_name_the_argument(rrr, arg, value, message):
     assert str(info.value).startswith(f"{arg}:") and "j1, j2, j3" in str(info.value)
 
 
+def test_a_vectors_quick_finiteness_check_misses_nothing_and_warns_of_nothing():
+    """``finite_vector``'s fast path (float64 vectors: a finite sum of their entries) refuses every non-finite
+    entry, ±inf together included, and lets finite entries whose sum overflows through the full check, with no
+    warning either way; what it returns is a copy."""
+    import warnings
+
+    from gtdyn.arguments import finite_vector
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for bad in ([np.nan, 1.0, 2.0], [np.inf, 1.0, 2.0], [np.inf, -np.inf, 2.0], [-np.inf, 0.0, 0.0]):
+            with pytest.raises(gtdyn.ArgumentError, match="^x: non-finite"):
+                finite_vector("x", np.array(bad), 3)
+        huge = np.array([1e308, 1e308, -2.0])
+        out = finite_vector("x", huge, 3)
+        assert np.array_equal(out, huge) and out is not huge
+
+
 def test_bad_tau_and_gravity(rrr):
     with pytest.raises(ValueError, match="^tau: expected a vector of length 3"):
         gtdyn.forward_dynamics(rrr, Z, Z, np.zeros(4))

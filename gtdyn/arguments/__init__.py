@@ -80,8 +80,11 @@ def bounded_wrench(name: str, wrench) -> np.ndarray:
 
 def finite_vector(name: str, x, n: int) -> np.ndarray:
     """``x`` as a float vector of length n, or ArgumentError: wrong shape, complex, non-numeric or non-finite."""
-    if type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,) and np.isfinite(x).all():
-        return x.copy()  # the common case, as below in a fraction of the time (a controller's torque, every stage)
+    if type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,) and math.isfinite(sum(x.tolist())):
+        # the common case, as below in a fraction of the time (a controller's torque, every stage): a finite sum has
+        # every entry finite (NaN and ±inf make it NaN or inf; Python floats overflow without a warning, and such
+        # entries take the check below)
+        return x.copy()
     a = real_array(name, x, f"{n} numbers")
     if a.shape != (n,):
         raise ArgumentError(f"{name}: expected a vector of length {n}, got shape {a.shape}")
@@ -123,7 +126,9 @@ def joint_positions(robot: Robot, name: str, q) -> np.ndarray:
     """``joint_vector`` of joint positions: a revolute joint's angle beyond ±``MAX_ANGLE`` rad is an error (its
     sine and cosine carry no digits there)."""
     q = joint_vector(robot, name, q)
-    check_angles(robot, name, dict(enumerate(q, start=1)))
+    values = q.tolist()
+    if max(map(abs, values), default=0.0) > MAX_ANGLE:  # only then is there a joint to name (a revolute one, or none)
+        check_angles(robot, name, dict(enumerate(values, start=1)))
     return q
 
 
