@@ -56,7 +56,7 @@ class CompiledCenterOfMass(CompiledKinematics):
         super().__init__(robot_argument(robot), modules)
         self._module("at_q")
         self.mass = sum(body.mass for body in moving_bodies(self.robot))
-        self._default_weight = -self.mass * gravity_vector(GRAVITY)  # −m g under the default gravity, checked once
+        self._default_weight = minus_weight(self.mass, GRAVITY)  # under the default gravity, worked out once
 
     def check_q(self, robot: Robot, name: str, q) -> np.ndarray:
         return joint_positions(robot, name, q)  # as the reference functions: angles beyond ±MAX_ANGLE refused
@@ -90,7 +90,7 @@ class CompiledCenterOfMass(CompiledKinematics):
 
     def _minus_weight(self, gravity) -> np.ndarray:
         """−m g: the default gravity's as checked once, any other gravity checked now."""
-        return self._default_weight if gravity is GRAVITY else -self.mass * gravity_vector(gravity)
+        return self._default_weight if gravity is GRAVITY else minus_weight(self.mass, gravity)
 
     def batch(self, Q, base_pose=None, threads: int = 1) -> np.ndarray:
         return self._batch("center_of_mass", Q, None, base_pose, None, threads)
@@ -112,6 +112,11 @@ class CompiledCenterOfMass(CompiledKinematics):
 
     def __repr__(self) -> str:
         return f"CompiledCenterOfMass('{self.robot.name}', nv {self.nv})"
+
+
+def minus_weight(mass: float, gravity) -> np.ndarray:
+    """−m g, the vector the potential energy −m g · c is read along (``gravity`` checked)."""
+    return -mass * gravity_vector(gravity)
 
 
 def compile_center_of_mass(robot: Robot) -> CompiledCenterOfMass:
@@ -182,7 +187,7 @@ def _center(plan: KinematicsPlan, at: int, energy_at: int) -> trace.Function:
         c = c + np.array([fn.load(robot.num_dofs + 4 * r + 3) for r in range(3)], dtype=object)
     for k in range(3):
         fn.store(at + k, c[k])
-    weight = -mass * gravity_vector(GRAVITY)
+    weight = minus_weight(mass, GRAVITY)
     fn.store(energy_at, c[0] * weight[0] + c[1] * weight[1] + c[2] * weight[2])
     return fn
 

@@ -43,7 +43,7 @@ from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan, eliminate, off_pivot, traced_rows
-from gtdyn.compiled.root_block import inverse_magnitudes, root_block
+from gtdyn.compiled.root_block import inverse_magnitudes, root_block, times
 from gtdyn.compiled.validity import coupling_ok, finite, valid_inputs
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.model import base_frame
@@ -237,9 +237,8 @@ def _solve(plan: Plan, column: dict, layout: Layout, slots: Slots, absolute: boo
     if block is not None:
         fn.comment("the floating base's block whole: |B⁻¹| times its rows' magnitudes (gtdyn.compiled.root_block)")
         inverse = inverse_magnitudes(plan, block, lambda value: slots.use(fn, value))
-        rhs = [t[p] for _, _, p in block.pivots]
-        for j, (key, c, _) in enumerate(block.pivots):
-            x[key, c] = sum((inverse[j, e] * rhs[e] for e in range(1, len(rhs))), inverse[j, 0] * rhs[0])
+        for (key, c, _), value in zip(block.pivots, times(inverse, [t[p] for _, _, p in block.pivots])):
+            x[key, c] = value
     sources: dict[int, list[str]] = {}
     for key, _, p in plan.pivots:
         base = plan.rows[p].label.split(", row ")[0]
@@ -288,7 +287,7 @@ def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, nam
         return a + b if absolute else a - b
 
     block = root_block(plan) if absolute else None  # a floating base's block, taken whole: |B⁻¹|ᵀ
-    in_block = block.rows if block is not None else frozenset()
+    in_block, skipped = (block.rows, block.internal) if block is not None else (frozenset(), frozenset())
     w = [0.0] * len(plan.rows)
     earlier: dict[tuple[int, int], list[tuple[int, object]]] = {}
 
@@ -306,12 +305,11 @@ def solve_transposed(plan: Plan, column: dict, layout: Layout, slots: Slots, nam
             earlier.setdefault(other, []).append((p, coefficient))
     if block is not None:
         inverse = inverse_magnitudes(plan, block, lambda value: slots.use(fn, value))
-        rhs = [gathered(key, c) for key, c, _ in block.pivots]
-        for e, (_, _, p) in enumerate(block.pivots):
-            w[p] = sum((inverse[j, e] * rhs[j] for j in range(1, len(rhs))), inverse[0, e] * rhs[0])
+        for (_, _, p), value in zip(block.pivots, times(inverse.T, [gathered(key, c) for key, c, _ in block.pivots])):
+            w[p] = value
     for step in range(len(plan.tape) - 1, -1, -1):
         i, p, multiplier = plan.tape[step]
-        if block is None or step not in block.internal:
+        if step not in skipped:
             w[p] = minus(w[p], coefficient_of(multiplier) * w[i])
     for i, value in enumerate(w):
         if seeds is None or trace.is_sym(value):

@@ -71,3 +71,9 @@ def inverse_magnitudes(plan: Plan, block: RootBlock, coefficient_of) -> np.ndarr
         columns.append([y[key, c] for key, c, _ in block.pivots])
     return np.array([[trace.fabs(columns[e][j]) for e in range(len(row_of))] for j in range(len(row_of))],
                     dtype=object)
+
+
+def times(matrix: np.ndarray, vector: list) -> list:
+    """``matrix`` (traced values, as ``inverse_magnitudes`` gives; its transpose for the transposed pass) times
+    ``vector``, each entry summed in column order."""
+    return [sum((row[e] * vector[e] for e in range(1, len(vector))), row[0] * vector[0]) for row in matrix]
