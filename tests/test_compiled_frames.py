@@ -186,6 +186,24 @@ def test_calls_from_other_threads():
     assert all(np.array_equal(a, b) for a, b in zip(got, want))
 
 
+def test_a_call_from_another_thread_first_leaves_the_owner_its_quick_call():
+    """Another thread's call before the owner's takes the Python path on a workspace of its own and binds nothing;
+    the owner's first call then binds the native entry, and both give the same answer."""
+    robot = gtdyn.load_robot("puma560")
+    compiled = compile_frames(robot, "flange")
+    q = random_states(robot, 1, seed=6)[0]["q"]
+    got = []
+    worker = threading.Thread(target=lambda: got.append(compiled.placement_jacobian(q)))
+    worker.start()
+    worker.join()
+    assert "placement_jacobian" not in compiled._calls
+    mine = compiled.placement_jacobian(q)
+    assert "placement_jacobian" in compiled._calls
+    assert all(np.array_equal(a, b) for a, b in zip(got[0], mine))
+    reference = gtdyn.frame_placement(robot, q, "flange").matrix()
+    assert np.max(np.abs(mine[0] - reference)) < TOL
+
+
 def test_the_readme_example_runs():
     text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "gtdyn.compile_frames(" in b]

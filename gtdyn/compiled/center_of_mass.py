@@ -62,24 +62,24 @@ class CompiledCenterOfMass(CompiledKinematics):
         return joint_positions(robot, name, q)  # as the reference functions: angles beyond ±MAX_ANGLE refused
 
     def __call__(self, q, base_pose=None) -> np.ndarray:
-        return self._call("center_of_mass", q, None, base_pose, None)
+        return self._calls["center_of_mass"](self, q, None, base_pose, None)
 
     def jacobian(self, q, base_pose=None) -> np.ndarray:
-        return self._call("jacobian", q, None, base_pose, None)
+        return self._calls["jacobian"](self, q, None, base_pose, None)
 
     def with_jacobian(self, q, base_pose=None) -> tuple[np.ndarray, np.ndarray]:
-        return self._call("with_jacobian", q, None, base_pose, None)
+        return self._calls["with_jacobian"](self, q, None, base_pose, None)
 
     def momentum(self, q, v, base_pose=None, base_twist=None) -> np.ndarray:
-        return self._call("momentum", q, v, base_pose, base_twist)
+        return self._calls["momentum"](self, q, v, base_pose, base_twist)
 
     def kinetic_energy(self, q, v, base_pose=None, base_twist=None) -> float:
-        return float(self._call("kinetic_energy", q, v, base_pose, base_twist))
+        return float(self._calls["kinetic_energy"](self, q, v, base_pose, base_twist))
 
     def potential_energy(self, q, gravity=GRAVITY, base_pose=None) -> float:
         """−m g · c(q): the reference's −Σ mᵢ g · pᵢ; compiled for the default gravity."""
         if gravity is GRAVITY:
-            return float(self._call("potential_energy", q, None, base_pose, None))
+            return float(self._calls["potential_energy"](self, q, None, base_pose, None))
         return float(self(q, base_pose).dot(self._minus_weight(gravity)))  # ndarray.dot: half the time of @ here
 
     def batch_kinetic_energy(self, Q, V, base_pose=None, base_twist=None, threads: int = 1) -> np.ndarray:

@@ -68,19 +68,19 @@ class CompiledFrames(CompiledKinematics):
     # -- one state -------------------------------------------------------------------------------------------
 
     def placement(self, q, base_pose=None) -> np.ndarray:
-        return self._call("placement", q, None, base_pose, None)
+        return self._calls["placement"](self, q, None, base_pose, None)
 
     def jacobian(self, q, base_pose=None) -> np.ndarray:
-        return self._call("jacobian", q, None, base_pose, None)
+        return self._calls["jacobian"](self, q, None, base_pose, None)
 
     def placement_jacobian(self, q, base_pose=None) -> tuple[np.ndarray, np.ndarray]:
-        return self._call("placement_jacobian", q, None, base_pose, None)
+        return self._calls["placement_jacobian"](self, q, None, base_pose, None)
 
     def velocity(self, q, v, base_pose=None, base_twist=None) -> np.ndarray:
-        return self._call("velocity", q, v, base_pose, base_twist)
+        return self._calls["velocity"](self, q, v, base_pose, base_twist)
 
     def bias_acceleration(self, q, v, base_pose=None, base_twist=None) -> np.ndarray:
-        return self._call("bias_acceleration", q, v, base_pose, base_twist)
+        return self._calls["bias_acceleration"](self, q, v, base_pose, base_twist)
 
     # -- N states --------------------------------------------------------------------------------------------
 

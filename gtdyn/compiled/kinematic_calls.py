@@ -9,6 +9,7 @@ reference functions' error. Batches stack the states' inputs, run them natively,
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 
@@ -49,6 +50,44 @@ class Quick:
     shapes: list
 
 
+class _Calls(dict):
+    """A kinematic object's call per quantity, ``call(obj, q, v, base_pose, base_twist)``: ``_quick_call``'s once
+    the object's thread has bound the entry, else the first call's, which binds it (``CompiledKinematics._call``)."""
+
+    def __missing__(self, quantity: str):
+        return functools.partial(_first_call, quantity)
+
+
+def _first_call(quantity: str, kinematics, q, v, base_pose, base_twist):
+    return kinematics._call(quantity, q, v, base_pose, base_twist)
+
+
+def _quick_call(quick: Quick, quantity: str):
+    """The call through the native entry, as one Python function: fresh arrays of the answer's shapes, filled by
+    the entry, or the checked Python path (``_called``) where the entry does not take the call. A function of its
+    own because a small quantity's call is mostly Python (for a frame's placement and Jacobian: the method,
+    ``_call``'s look-ups and two ``np.empty``; benchmarks/results/design_measurements.md). It holds no reference
+    to the object (no cycle): the object passes itself."""
+    call, empty = quick.entry.call, np.empty
+    if len(quick.shapes) == 1:
+        (shape,) = quick.shapes
+
+        def one(kinematics, q, v, base_pose, base_twist):
+            answer = empty(shape)
+            if call(q, v, base_pose, base_twist, answer):
+                return answer
+            return kinematics._called(quantity, q, v, base_pose, base_twist)
+        return one
+    first_shape, second_shape = quick.shapes
+
+    def two(kinematics, q, v, base_pose, base_twist):
+        first, second = empty(first_shape), empty(second_shape)
+        if call(q, v, base_pose, base_twist, first, second):
+            return first, second
+        return kinematics._called(quantity, q, v, base_pose, base_twist)
+    return two
+
+
 def plain_array(x, shape: tuple) -> bool:
     """Whether ``x`` is a float64 array of ``shape``: written to the workspace as it is."""
     return type(x) is _ARRAY and x.dtype is _FLOAT and x.shape == shape
@@ -67,6 +106,7 @@ class CompiledKinematics:
         self._modules: dict[str, Module] = dict(modules or {})
         self._workspaces: dict[str, tuple] = {}
         self._quick: dict[str, Quick] = {}  # per quantity, on the owner's workspace
+        self._calls = _Calls()  # per quantity: the call of the subclass's methods (``_quick_call`` once bound)
         self._lock = threading.Lock()
         self._owner = threading.get_ident()
 
@@ -89,23 +129,17 @@ class CompiledKinematics:
         return tuple(answer) if part is None else answer[part]
 
     def _call(self, quantity: str, q, v, base_pose, base_twist):
-        quick = self._quick.get(quantity) or self._bind(quantity)
-        if quick is not None:  # the entry fills in a floating base's identity pose and zero twist when not given
-            shapes = quick.shapes
-            first = np.empty(shapes[0])
-            if len(shapes) == 1:
-                if quick.entry.call(q, v, base_pose, base_twist, first):
-                    return first
-            else:  # both parts
-                second = np.empty(shapes[1])
-                if quick.entry.call(q, v, base_pose, base_twist, first, second):
-                    return first, second
-        return self._called(quantity, q, v, base_pose, base_twist)
+        """A quantity's call before its native entry is bound (binding it, in the object's thread), or from another
+        thread before the object's own has called it."""
+        call = self._bind(quantity)
+        if call is None:
+            return self._called(quantity, q, v, base_pose, base_twist)
+        return call(self, q, v, base_pose, base_twist)
 
     def _bind(self, quantity: str):
-        """The quantity's one native entry on this object's workspace (``gtdyn.compiled.entry``): plain float64
-        arrays in, each part of the answer written straight into an array of its own; None in other threads, whose
-        calls take the Python path on a workspace of their own."""
+        """The quantity's call through its one native entry on this object's workspace (``gtdyn.compiled.entry``):
+        plain float64 arrays in, each part of the answer written straight into an array of its own; kept in
+        ``_calls``. None in other threads, whose calls take the Python path on a workspace of their own."""
         if threading.get_ident() != self._owner:
             return None
         name, function, part = self.QUANTITIES[quantity]
@@ -123,7 +157,8 @@ class CompiledKinematics:
             arguments.append(entry.Argument(entry.OUT, module.out + 1 + sum(module.parts[:k]), shape, any_shape=True))
         quick = self._quick[quantity] = Quick(
             entry.bind(ws, module.loaded.address[function], module.out, arguments, owner=self._owner), shapes)
-        return quick
+        call = self._calls[quantity] = _quick_call(quick, quantity)
+        return call
 
     def _called(self, quantity: str, q, v, base_pose, base_twist):
         """A call through Python: any input the native entry does not take as it is (lists, a ``gtsam.Pose3``,
