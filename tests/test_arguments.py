@@ -47,6 +47,22 @@ def test_a_vectors_quick_finiteness_check_misses_nothing_and_warns_of_nothing():
         assert np.array_equal(out, huge) and out is not huge
 
 
+def test_numbers_quick_paths_refuse_what_the_full_checks_refuse():
+    """``positive_number`` and ``whole_number`` take plain floats and ints without the ABC's check: NaN, ±inf,
+    zero, negatives, bools and counts under the minimum still raise; numpy's scalars take the full check."""
+    from gtdyn.arguments import positive_number, whole_number
+
+    for bad in (float("nan"), float("inf"), -float("inf"), 0.0, -0.0, -1e-300, True):
+        with pytest.raises(gtdyn.ArgumentError, match="^dt: expected a finite number > 0"):
+            positive_number("dt", bad)
+    assert positive_number("dt", 5e-324) == 5e-324 and positive_number("dt", np.float64(0.5)) == 0.5
+    assert type(positive_number("dt", 2)) is float
+    for bad in (0, -3, True, 2.0, np.float64(3.0)):
+        with pytest.raises(gtdyn.ArgumentError, match="^steps: expected a whole number ≥ 1"):
+            whole_number("steps", bad, 1)
+    assert whole_number("steps", 1, 1) == 1 and type(whole_number("steps", np.int64(4), 1)) is int
+
+
 def test_bad_tau_and_gravity(rrr):
     with pytest.raises(ValueError, match="^tau: expected a vector of length 3"):
         gtdyn.forward_dynamics(rrr, Z, Z, np.zeros(4))

@@ -180,6 +180,8 @@ def choice(name: str, value, options) -> str:
 
 def positive_number(name: str, x) -> float:
     """``x`` as a finite float > 0, or ArgumentError (a bool is not a number here)."""
+    if type(x) is float and 0.0 < x < math.inf:  # the common case, without the ABC's check (NaN fails both)
+        return x
     if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x <= 0:
         raise ArgumentError(f"{name}: expected a finite number > 0, got {x!r}")
     return float(x)
@@ -214,6 +216,8 @@ def batch_method(name: str, method, kinds: tuple[type, ...], *states, **inputs) 
 
 def whole_number(name: str, x, minimum: int = 0) -> int:
     """``x`` as an int ≥ ``minimum``, or ArgumentError (a bool or a float is not a count here)."""
+    if type(x) is int and x >= minimum:  # the common case, without the ABC's check (a bool's type is bool)
+        return x
     if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < minimum:
         raise ArgumentError(f"{name}: expected a whole number ≥ {minimum}, got {x!r}")
     return int(x)

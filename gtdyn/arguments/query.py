@@ -90,7 +90,25 @@ def ask(robot: Robot, kind: str, q, v, *, qdd=None, tau=None, base_pose=None, ba
     joint name); the rest as ``gtdyn.inverse_dynamics`` documents them. ``q_names``: the names q and q̇ came as
     (``gtdyn.simulate``'s q0 and v0), for the errors."""
     robot = robot_argument(robot)
-    problem = build_problem(robot, kind, qdd, tau)
+    return _with_state(robot, build_problem(robot, kind, qdd, tau), q, v, base_pose, base_twist, base_accel,
+                       base_wrench, contacts, gravity, external_wrenches, wrench_axes, q_names)
+
+
+_NO_TORQUES = Problem("forward")  # a run's start: frozen, and its empty mappings are never written
+
+
+def run_start(robot: Robot, q0, v0, *, base_pose=None, base_twist=None, contacts=None, gravity=GRAVITY,
+              external_wrenches=None, wrench_axes="local") -> Query:
+    """A run's start (``gtdyn.simulate``'s q0, v0 and the rest) checked as ``ask`` checks a forward-dynamics
+    question, its errors naming q0 and v0. Its problem gives no torque: each step brings its own."""
+    robot = robot_argument(robot)
+    return _with_state(robot, _NO_TORQUES, q0, v0, base_pose, base_twist, None, None, contacts, gravity,
+                       external_wrenches, wrench_axes, ("q0", "v0"))
+
+
+def _with_state(robot: Robot, problem: Problem, q, v, base_pose, base_twist, base_accel, base_wrench, contacts,
+                gravity, external_wrenches, wrench_axes, q_names) -> Query:
+    """``ask``'s checks of everything but the joints' given q̈ and τ (in ``problem``), in its order."""
     q, v = joint_positions(robot, q_names[0], q), joint_vector(robot, q_names[1], v)
     gravity = gravity_vector(gravity)
     wrenches, aligned = external_wrenches_in_com(robot, external_wrenches, wrench_axes)

@@ -151,11 +151,10 @@ def simulation_torques(robot: Robot, tau, steps: int) -> Callable[[int, float, n
     controller's at every call). Passive joints' torques are checked here, where they are still called tau: the
     compiled solver would name them its x."""
     n = robot.num_dofs
-    passive = any(not j.actuated for j in robot.joints)
     if tau is None:
         return HeldTorques(np.zeros((1, n)))
     if callable(tau):
-        return ControllerTorques(robot, tau, passive)
+        return ControllerTorques(robot, tau, any(not j.actuated for j in robot.joints))
     expected = f"None, a vector of {n}, an array of shape ({steps}, {n}) or a callable (t, q, v) -> tau"
     array = real_array("tau", tau, expected)
     if array.shape == (n,):

@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 from gtdyn.compiled import cache, native, pose_step
+from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.simulation.controllers import PDController
 from gtdyn.simulation.environment import EnvironmentForward
 from gtdyn.simulation.loop_ir import FIELDS, METHODS, PER_RUN, PYTHON, loop_ir
@@ -116,11 +117,12 @@ def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, wid
         floating: bool = False, forces: int = 0) -> int:
     """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back; and a floating
     base's pose); returns ``end``, or the step whose evaluation did not pass (the state is its start)."""
-    plan[FIELDS.index("first")], plan[FIELDS.index("end")] = first, end
+    plan[_FIRST], plan[_END] = first, end
     return int(_rollout(n, method, source, width, floating, forces)(_address(plan)))
 
 
 CHUNK = 4096  # steps between progress reports
+_FIRST, _END = FIELDS.index("first"), FIELDS.index("end")
 
 
 def source_of(torque) -> tuple[bool, ...] | str | None:
@@ -152,20 +154,17 @@ def applies(robot, method: str, forward) -> bool:
     the compiled solver of this thread, plain or in its environment (rigid contacts, external wrenches held over the
     run). Any torque does: held torques, or a controller (a ``PDController`` evaluated in the loop, any other called
     back: ``source_of``)."""
-    from threading import get_ident
-
-    from gtdyn.compiled.solver import CompiledSolver
-
     solver = compiled_solver(forward)
     return (not robot.loop_joints and method in METHODS and type(solver) is CompiledSolver
-            and (not solver.wrench_frames or type(forward) is EnvironmentForward) and solver._owner == get_ident())
+            and (not solver.wrench_frames or type(forward) is EnvironmentForward)
+            and solver._owner == threading.get_ident())
 
 
 def run_loop(stepper, samples, report, forward, method: str, dt: float, torque, start: int = 0) -> None:
     """``simulate``'s time loop in native code, chunk by chunk, from step ``start`` (the stepper's state is that
     step's start); a step whose evaluation does not pass goes through ``stepper`` (the Python path: the reference
     path answers, warns or raises), and the loop resumes after it. ``forward``: the run's (``applies``)."""
-    state = np.concatenate([stepper.x, stepper.y]).astype(float)
+    state = np.concatenate((stepper.x, stepper.y), dtype=float)  # a copy: the loop writes it
     solver = compiled_solver(forward)
     plan, held = plan_of(solver, dt, torque, samples, state, stepper)
     write_wrenches(forward, solver._ws)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gtdyn.arguments import choice, robot_argument
-from gtdyn.arguments.query import ask
+from gtdyn.arguments.query import run_start
 from gtdyn.arguments.series import check_trajectory_memory, simulation_covers, simulation_torques, time_grid
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import JointLimitWarning
@@ -106,9 +106,8 @@ def prepare(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: st
     check_trajectory_memory(robot, steps)
     # the start, checked as any forward-dynamics question (q0, v0, couplings, gravity, base): here, or the first
     # step would name the compiled solver's arguments
-    start = ask(robot, "forward", q0, v0, tau=np.zeros(robot.num_dofs), base_pose=base_pose, base_twist=base_twist,
-                gravity=gravity, contacts=contacts, external_wrenches=external_wrenches, wrench_axes=wrench_axes,
-                q_names=("q0", "v0"))
+    start = run_start(robot, q0, v0, base_pose=base_pose, base_twist=base_twist, gravity=gravity, contacts=contacts,
+                      external_wrenches=external_wrenches, wrench_axes=wrench_axes)
     placed = start.problem.contacts
     q, v, gravity = start.q, start.v, start.gravity
     torque = simulation_torques(robot, tau, steps)

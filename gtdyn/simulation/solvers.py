@@ -49,7 +49,7 @@ def forward_solver(robot: Robot, gravity, checks: bool = True, contacts=None, ex
     cache costs milliseconds, more than a short run's steps."""
     environment = (tuple((c.link, tuple(np.asarray(c.point, float).tolist()), c.kind) for c in contacts or ()),
                    tuple(external_wrenches or ()), wrench_axes if external_wrenches else None)
-    key = (robot_fingerprint(robot), tuple(robot.joint_names), tuple(np.asarray(gravity, float)), bool(checks),
+    key = (robot_fingerprint(robot), tuple(robot.joint_names), tuple(np.asarray(gravity, float).tolist()), bool(checks),
            lanes, environment, threading.get_ident())
 
     def make():
