@@ -12,6 +12,7 @@ resumes.
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 
 import numpy as np
@@ -44,7 +45,11 @@ def _rollout(n: int, method: str, source, width: int = 1, floating: bool = False
 
 
 def _bits(x: float) -> int:
-    return int(np.float64(x).view(np.int64))
+    """A double's bits as the plan's int64 word."""
+    return _WORD.unpack(_DOUBLE.pack(x))[0]
+
+
+_DOUBLE, _WORD = struct.Struct("=d"), struct.Struct("=q")
 
 
 class PythonController:
