@@ -189,36 +189,52 @@ def test_a_run_that_fails_in_a_lane_group_leaves_it_and_the_runs_below_go_on(pum
     V0[2] = 1e120
     options = dict(tau=None, dt=1e-2, steps=30, method="semi_implicit_euler")
     want = alone(puma, Q0[:2], V0[:2], **options)
-    starts, run_loop = [], native_loop.run_loop
+    starts, run_loop, prepared, prepare = [], native_loop.run_loop, [], batch.prepare
 
     def resumed(*args):
         starts.append(args[-1])
         return run_loop(*args)
 
-    def again(*args, **kwargs):
-        raise AssertionError("a run simulated again")
+    def counted(*args, **kwargs):
+        prepared.append(args)
+        return prepare(*args, **kwargs)
 
     monkeypatch.setattr(native_loop, "run_loop", resumed)
-    monkeypatch.setattr(batch, "simulate", again)
-    ended = batch._group(puma, Q0, V0, range(4), options, batch._LaneCode(True, 0))
+    monkeypatch.setattr(batch, "prepare", counted)
+    stacked = batch._Stacked(4)
+    ended = batch._group(batch._Starts(puma, options, None, stacked), Q0, V0, range(4), batch._LaneCode(True, 0))
     assert sorted(ended) == [0, 1, 2]
     assert isinstance(ended[2], gtdyn.ArgumentError) and "beyond ±1e+06 rad" in str(ended[2])
+    assert len(prepared) == 1  # row 0 set up in full, rows 1 and 2 from it: only their starts checked again
     assert len(starts) == 2 and starts[0] == starts[1] > 0
     for i in (0, 1):
+        stacked.keep(i, ended[i])
         for field in ("q", "v", "qdd", "tau"):
-            assert np.array_equal(getattr(ended[i], field), getattr(want[i], field)), (i, field)
+            assert np.array_equal(getattr(ended[i].samples, field), getattr(want[i], field)), (i, field)
+            assert np.array_equal(stacked.arrays[field][i], getattr(want[i], field)), (i, field)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_warning_raised_as_an_error_at_a_lane_groups_end_names_its_row(puma, threads):
     """With joint-limit warnings turned into errors, row 5 of 8 (two lane groups) runs past joint 1's limit: its
-    warning, raised where the run ends, is the batch's error, with a note naming the row, on either thread (a
-    helper thread's error used to escape it, leaving the row's arrays unset)."""
+    warning, raised once the runs end, is the batch's error, with a note naming the row, on either thread (a
+    helper thread's error used to escape it, leaving the row's arrays unset). As warnings, rows 2 and 5 warn once
+    each, in row order, as ``simulate`` warns for them."""
     import warnings
 
     gtdyn.compile(puma, "forward", ordering="aba", lanes=True)
     Q0, V0 = np.zeros((8, 6)), np.zeros((8, 6))
     Q0[5, 0], V0[5, 0] = 2.78, 1.0  # joint 1's limit is 160°, 2.7925 rad
+    Q1, V1 = Q0.copy(), V0.copy()
+    Q1[2, 0], V1[2, 0] = -2.78, -2.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gtdyn.simulate_batch(puma, Q1, V1, dt=1e-3, steps=40, threads=threads, lanes=True)
+        batch = [str(w.message) for w in caught if w.category is gtdyn.JointLimitWarning]
+        del caught[:]
+        for i in (2, 5):
+            gtdyn.simulate(puma, Q1[i], V1[i], dt=1e-3, steps=40)
+        assert batch == [str(w.message) for w in caught if w.category is gtdyn.JointLimitWarning] and len(batch) == 2
     with warnings.catch_warnings():
         warnings.simplefilter("error", gtdyn.JointLimitWarning)
         with pytest.raises(gtdyn.JointLimitWarning) as error:

@@ -521,6 +521,15 @@ def test_the_variational_integrator_refuses_transmissions_and_the_classical_ones
     run = gtdyn.simulate(robot, q, np.zeros(3), tau=[0.5, 0.2, 0.0], dt=1e-3, steps=200, method="rk4")
     rotor, j1 = robot.joint_names.index("rotor_joint"), robot.joint_names.index("j1")
     assert np.max(np.abs(run.q[:, rotor] - (N * run.q[:, j1] + OFFSET))) < 1e-12
+    # a batch checks each later row's start as simulate checks its own (rows after a thread's first are set up
+    # from it, their starts alone checked again): row 2's velocity breaks the coupling
+    Q0, V0 = np.tile(q, (4, 1)), np.zeros((4, 3))
+    V0[2, rotor] = 1.0
+    with pytest.raises(gtdyn.ArgumentError, match="^v0: joint 'rotor_joint' is coupled") as error:
+        gtdyn.simulate_batch(robot, Q0, V0, tau=[0.5, 0.2, 0.0], dt=1e-3, steps=5, lanes=False)
+    assert error.value.__notes__[-1] == "gtdyn.simulate_batch: the run from row 2 of q0 and v0"
+    with pytest.raises(gtdyn.ArgumentError, match="^v0: joint 'rotor_joint' is coupled"):
+        gtdyn.simulate(robot, Q0[2], V0[2], tau=[0.5, 0.2, 0.0], dt=1e-3, steps=5)
 
 
 def test_a_changed_gear_ratio_or_armature_is_a_different_compiled_solver(tmp_path, monkeypatch):

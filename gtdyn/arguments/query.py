@@ -106,6 +106,14 @@ def run_start(robot: Robot, q0, v0, *, base_pose=None, base_twist=None, contacts
                        external_wrenches, wrench_axes, ("q0", "v0"))
 
 
+def run_restart(robot: Robot, q0, v0) -> tuple[np.ndarray, np.ndarray]:
+    """Another start of a run whose other arguments ``run_start`` checked (``simulate_batch``'s rows): q0 and v0
+    checked as it checks them."""
+    q, v = joint_positions(robot, "q0", q0), joint_vector(robot, "v0", v0)
+    check_transmissions(robot, q, v, _NO_TORQUES.known_qdd, ("q0", "v0"))
+    return q, v
+
+
 def _with_state(robot: Robot, problem: Problem, q, v, base_pose, base_twist, base_accel, base_wrench, contacts,
                 gravity, external_wrenches, wrench_axes, q_names) -> Query:
     """``ask``'s checks of everything but the joints' given q̈ and τ (in ``problem``), in its order."""

@@ -20,7 +20,8 @@ from gtdyn.compiled.lanes import WIDTH
 from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
 from gtdyn.simulation import native_loop
-from gtdyn.simulation.simulate import METHODS, PROGRESS_AFTER_S, prepare, simulate
+from gtdyn.simulation.simulate import METHODS, PROGRESS_AFTER_S, Run, prepare, within_limits
+from gtdyn.simulation.steppers import Samples
 from gtdyn.simulation.trajectory import Trajectory
 
 # the Trajectory's per-sample arrays, stacked over the runs
@@ -72,7 +73,9 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     ``contacts``). Runs that loop natively (trees; Euler, semi-implicit Euler or, on a fixed base, RK4; held
     torques or a controller) run side by side, a Python controller holding the GIL while it is called back; the
     others take the Python stepper and share the GIL. A run that fails raises its error, with a note naming its
-    row (the lowest failing row, whatever the threads); the warnings of each run are ``simulate``'s, once each.
+    row (the lowest failing row, whatever the threads); the warnings of each run are ``simulate``'s, once each
+    (joint limits left: once every run has ended, in row order). Each thread sets its first run up in full and
+    the others from it, their starts alone checked again, their samples written straight into the stacked arrays.
     ``progress``: as ``simulate``'s, counting runs.
 
     Runs that loop natively go four at a time through one loop in the SIMD lanes of a core once the solver has
@@ -92,7 +95,7 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
     dt, steps = time_grid(dt, steps)
     check_trajectory_memory(robot, steps, runs=len(q0))
     options = {**options, "tau": tau, "dt": dt, "steps": steps, "method": method}
-    stacked: dict = {}  # the first run's t, robot, method and gravity, and the stacked arrays (shaped by it)
+    stacked = _Stacked(len(q0))
     errors: dict[int, BaseException] = {}
     done = [0]
     code = _LaneCode(lanes, len(q0) * steps)
@@ -100,17 +103,10 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
         robot, q0[0], v0[0], options)))) else 1
     claim, lock = iter(range(0, len(q0), size)), threading.Lock()
 
-    def keep(i: int, run: Trajectory) -> None:
-        with lock:
-            if not stacked:
-                stacked.update(_allocate(run, len(q0)))
-        for name in _STACKED:  # row i is this run's alone: copied outside the lock
-            if stacked[name] is not None:
-                stacked[name][i] = getattr(run, name)
-
     def work(report: Progress | None) -> None:
         """Take the next rows until none is left or a run has failed (rows are claimed in order, so every row
         below a failed one has been claimed and finishes)."""
+        starts = _Starts(robot, options, False if size == 1 else None, stacked)  # this thread's solver's runs
         while True:
             with lock:
                 first = None if errors else next(claim, None)
@@ -118,8 +114,8 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
                 return
             rows = range(first, min(first + size, len(q0)))
             try:
-                ended = {first: _alone(robot, q0[first], v0[first], options)} if size == 1 else \
-                    _group(robot, q0, v0, rows, options, code)
+                ended = {first: _alone(starts, first, q0[first], v0[first])} if size == 1 else \
+                    _group(starts, q0, v0, rows, code)
             except Exception as error:  # noqa: BLE001 — never lost in a helper thread, leaving its rows unset
                 ended = {first: error}
             for i, run in ended.items():
@@ -127,7 +123,7 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
                     with lock:
                         errors[i] = run
                 else:
-                    keep(i, run)
+                    stacked.keep(i, run)
             with lock:
                 done[0] += len(rows)
             if report is not None:
@@ -141,16 +137,38 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
         work(report)  # this thread works too, and alone reports
         for helper in helpers:
             helper.join()
+    stacked.warn_past_limits(errors)
     if errors:
         first = min(errors)
         errors[first].add_note(f"gtdyn.simulate_batch: the run from row {first} of q0 and v0")
         raise errors[first]
-    return Trajectories(**stacked)
+    return stacked.trajectories()
 
 
-def _alone(robot: Robot, q0, v0, options: dict) -> Trajectory | BaseException:
+class _Starts:
+    """The runs of one thread of a batch: its first set up in full (``prepare``), the others from it
+    (``Run.again``), their starts alone checked again and their samples the rows of the batch's arrays
+    (``stacked``). ``lanes``: their solver's (``forward_solver``)."""
+
+    def __init__(self, robot: Robot, options: dict, lanes: bool | None, stacked: _Stacked):
+        self.robot, self.options, self.lanes, self.stacked = robot, options, lanes, stacked
+        self._first: Run | None = None
+
+    def run(self, i: int, q0, v0) -> Run:
+        """Row i's run."""
+        if self._first is None:
+            self._first = prepare(self.robot, q0, v0, lanes=self.lanes, **self.options)
+            self.stacked.allocate(self._first)
+            return self._first
+        return self._first.again(q0, v0, self.stacked.row(i))
+
+
+def _alone(starts: _Starts, i: int, q0, v0) -> Run | BaseException:
+    """Row i's run by itself, as ``simulate`` (without its progress report) takes it."""
     try:
-        return simulate(robot, q0, v0, progress=False, **options)
+        run = starts.run(i, q0, v0)
+        run.step_all()
+        return run
     except Exception as error:  # noqa: BLE001 — the caller keeps it, and raises the lowest row's
         return error
 
@@ -185,8 +203,8 @@ class _LaneCode:
         return next((solver for solver in (mine, self._first) if solver.lanes), None)
 
 
-def _group(robot: Robot, q0, v0, rows: range, options: dict, code: _LaneCode) -> dict:
-    """The runs of ``rows`` (up to ``WIDTH``), each row's trajectory or the error it raised: side by side in one
+def _group(starts: _Starts, q0, v0, rows: range, code: _LaneCode) -> dict:
+    """The runs of ``rows`` (up to ``WIDTH``), each row's ended run or the error it raised: side by side in one
     lane loop where all four loop natively and lane code is there, else one by one. Each run is set up once and
     each of its steps taken once, so it warns as ``simulate`` would. Rows after a failed one are left out: the
     batch raises the lowest failing row's error."""
@@ -194,7 +212,7 @@ def _group(robot: Robot, q0, v0, rows: range, options: dict, code: _LaneCode) ->
     ended: dict = {}
     for i in rows:
         try:
-            runs.append(prepare(robot, q0[i], v0[i], lanes=None, **options))
+            runs.append(starts.run(i, q0[i], v0[i]))
         except Exception as error:  # noqa: BLE001 — kept for the caller
             ended[i] = error
             break
@@ -213,17 +231,59 @@ def _group(robot: Robot, q0, v0, rows: range, options: dict, code: _LaneCode) ->
         try:
             if start is not None:
                 run.step_all(start=start)
-            ended[i] = run.finish()
+            ended[i] = run
         except Exception as error:  # noqa: BLE001 — kept for the caller
             ended[i] = error
             break
     return ended
 
 
-def _allocate(run: Trajectory, count: int) -> dict:
-    """``Trajectories``' fields for ``count`` runs like ``run``: its robot, method, times and gravity, and an empty
-    array (count, …) for each of its per-sample arrays (None where it has none). Each run is copied in as it ends,
-    so a batch holds its stacked arrays and one run per thread, not every run twice."""
-    arrays = {name: None if getattr(run, name) is None else np.empty((count, *getattr(run, name).shape))
-              for name in _STACKED}
-    return {"robot": run.robot, "method": run.method, "t": run.t, "gravity": run.gravity, **arrays}
+class _Stacked:
+    """The batch's arrays (count, …), one per per-sample array of its runs, allocated when the first run is set up
+    (``allocate``, in its shapes); later runs write their samples straight into their rows (``row``), a run set
+    up in full (each thread's first) is copied in when it ends (``keep``). So a batch holds its stacked arrays and
+    one run per thread, not every run twice."""
+
+    def __init__(self, count: int):
+        self.count, self.first, self.arrays = count, None, {}
+        self.kept: set[int] = set()  # the rows of the runs that ended
+        self._lock = threading.Lock()
+
+    def allocate(self, run: Run) -> None:
+        with self._lock:
+            if self.first is None:
+                samples = run.samples
+                self.arrays = {name: None if getattr(samples, name) is None else
+                               np.empty((self.count, *getattr(samples, name).shape)) for name in _STACKED}
+                self.first = run
+
+    def row(self, i: int) -> Samples:
+        """Run i's samples: views of row i (the times are the first run's, every run's)."""
+        return Samples(self.first.samples.t, **{name: None if array is None else array[i]
+                                                for name, array in self.arrays.items()})
+
+    def keep(self, i: int, run: Run) -> None:
+        """Run i's samples in row i (outside the lock: row i is this run's alone), unless they are there."""
+        self.kept.add(i)
+        if run.samples.q.base is not self.arrays["q"]:
+            for name, array in self.arrays.items():
+                if array is not None:
+                    array[i] = getattr(run.samples, name)
+
+    def warn_past_limits(self, errors: dict) -> None:
+        """Each ended run's JointLimitWarning, ``simulate``'s, in row order, its row's error if warnings are
+        errors: the runs that stay within their limits found in one pass over the stacked positions."""
+        rows, q = sorted(self.kept), self.arrays.get("q")
+        if not rows:
+            return
+        left = np.flatnonzero(~within_limits(self.first.robot, q, axis=(1, 2))) if len(rows) == self.count else \
+            [i for i in rows if not within_limits(self.first.robot, q[i])]
+        for i in left:
+            try:
+                self.first.warn_past_limits(self.row(i))
+            except Exception as error:  # noqa: BLE001 — a warning filtered into an error: the row's
+                errors[int(i)] = error
+
+    def trajectories(self) -> Trajectories:
+        first = self.first
+        return Trajectories(first.robot, first.method, first.samples.t, gravity=first.gravity, **self.arrays)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from gtdyn.arguments import choice, robot_argument
-from gtdyn.arguments.query import run_start
+from gtdyn.arguments.query import run_restart, run_start
 from gtdyn.arguments.series import check_trajectory_memory, simulation_covers, simulation_torques, time_grid
 from gtdyn.equations import GRAVITY
 from gtdyn.errors import JointLimitWarning
@@ -79,6 +81,14 @@ class Run:
     samples: Samples
     stepper: Stepper
     native: bool
+    begin: Callable[..., tuple[Samples, Stepper]]  # (q, v, samples=None): the samples, and a stepper at (q, v)
+
+    def again(self, q0, v0, samples: Samples | None = None) -> Run:
+        """This run from another start (``simulate_batch``'s rows): q0 and v0 checked as ``prepare`` checks them,
+        everything else this run's, checked once; a stepper of its own, filling ``samples`` (arrays like this
+        run's; None: fresh ones)."""
+        samples, stepper = self.begin(*run_restart(self.robot, q0, v0), samples)
+        return dataclasses.replace(self, samples=samples, stepper=stepper)
 
     def step_all(self, report: Progress | None = None, start: int = 0) -> None:
         """Every step from ``start`` (the stepper's state is that step's start; only a run that loops natively
@@ -93,6 +103,12 @@ class Run:
         """The run's trajectory, once every step is taken (a warning if it left the joint limits)."""
         _warn_past_limits(self.robot, self.samples.t, self.samples.q)
         return self.samples.trajectory(self.robot, self.method, self.gravity)
+
+    def warn_past_limits(self, samples: Samples | None = None) -> None:
+        """A JointLimitWarning if the run, every step taken, left a joint's limits (in ``samples``: where the run's
+        were copied)."""
+        samples = self.samples if samples is None else samples
+        _warn_past_limits(self.robot, samples.t, samples.q)
 
 
 def prepare(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
@@ -117,13 +133,16 @@ def prepare(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: st
     solver = forward_solver(robot, gravity, checks, contacts, external_wrenches, wrench_axes, lanes)
     forward = EnvironmentForward(solver, external_wrenches, bool(placed)) if placed or external_wrenches else solver
     base_pose, base_twist = (None, None) if start.base is None else (start.base.pose, start.base.twist)
-    samples = Samples.allocate(robot, steps, dt, sum(c.dim for c in placed))
-    stepper = _stepper(robot, method, q, v, base_pose, base_twist, torque, callable(tau), dt, samples.t, gravity,
-                       forward)
-    if placed:
-        stepper = RecordingForces(stepper, forward)
-    return Run(robot, method, dt, steps, gravity, torque, forward, samples, stepper,
-               native_loop.applies(robot, method, forward))
+    forces, controller = sum(c.dim for c in placed), callable(tau)
+
+    def begin(q, v, samples: Samples | None = None) -> tuple[Samples, Stepper]:
+        samples = Samples.allocate(robot, steps, dt, forces) if samples is None else samples
+        stepper = _stepper(robot, method, q, v, base_pose, base_twist, torque, controller, dt, samples.t, gravity,
+                           forward)
+        return samples, RecordingForces(stepper, forward) if placed else stepper
+
+    return Run(robot, method, dt, steps, gravity, torque, forward, *begin(q, v),
+               native_loop.applies(robot, method, forward), begin)
 
 
 def _stepper(robot: Robot, method: str, q, v, base_pose, base_twist, torque, controller: bool, dt: float, times,
@@ -161,14 +180,23 @@ LIMIT_TOLERANCE = 1e-9
 _PADDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # each robot's limits with the tolerance, once
 
 
-def _warn_past_limits(robot: Robot, t: np.ndarray, Q: np.ndarray) -> None:
-    """One JointLimitWarning naming the first joint, the time and the position where the trajectory first leaves
-    a joint's limits; limits are not enforced (the joints have no stops in the model)."""
+def within_limits(robot: Robot, Q: np.ndarray, axis=None):
+    """Whether the positions ``Q`` (samples × joints, or runs × samples × joints with ``axis`` (1, 2): one answer
+    per run) are all within the joints' limits, with the tolerance; NaN is not within them."""
     lower, upper = _PADDED.get(robot) or _PADDED.setdefault(robot, (
         robot.lower_limits - LIMIT_TOLERANCE * (1 + np.abs(robot.lower_limits)),  # ±inf stay ±inf
         robot.upper_limits + LIMIT_TOLERANCE * (1 + np.abs(robot.upper_limits))))
-    if (Q >= lower).all() and (Q <= upper).all():  # the common case, in two passes
+    if axis is None:
+        return (Q >= lower).all() and (Q <= upper).all()  # the common case, in two passes
+    return (Q >= lower).all(axis=axis) & (Q <= upper).all(axis=axis)
+
+
+def _warn_past_limits(robot: Robot, t: np.ndarray, Q: np.ndarray) -> None:
+    """One JointLimitWarning naming the first joint, the time and the position where the trajectory first leaves
+    a joint's limits; limits are not enforced (the joints have no stops in the model)."""
+    if within_limits(robot, Q):
         return
+    lower, upper = _PADDED[robot]
     outside = (Q < lower) | (Q > upper)  # NaN is neither
     if not np.any(outside):
         return
