@@ -203,7 +203,7 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
     for w, r in enumerate(runs):
         write_wrenches(r.forward, ws, width, w)
-    plan[FIELDS.index("ws")] = ws.ctypes.data
+    plan[FIELDS.index("ws")] = _address(ws)
     plan[FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
     arrays = {"state": states} | {name: [getattr(r.samples, name.lower()) for r in runs]
                                   for name in PER_RUN if name != "state"}
@@ -212,9 +212,9 @@ def run_group(runs: list, lane_solver, report=None) -> None:
                    "BT": [r.samples.base_twist for r in runs], "BA": [r.samples.base_accel for r in runs]}
     if first.samples.contact_forces is not None:  # each run's contact force rows
         arrays["CF"] = [r.samples.contact_forces for r in runs]
-    addresses = {name: np.array([a.ctypes.data for a in array], dtype=np.int64) for name, array in arrays.items()}
+    addresses = {name: np.array([_address(a) for a in array], dtype=np.int64) for name, array in arrays.items()}
     for name, words in addresses.items():
-        plan[FIELDS.index(name)] = words.ctypes.data
+        plan[FIELDS.index(name)] = _address(words)
     write_wrenches(first.forward, solver._ws)  # the runs share them: the twin's copy comes from here (``follow``)
     follow(plan, solver)
     _loop(plan, [(r.stepper, r.samples, state) for r, state in zip(runs, states)], first.method,
