@@ -7,11 +7,13 @@ state (``lanes=False``) and four runs at a time in SIMD lanes (``lanes=True``; t
 them once its solver has lane code: cached, or compiled for a big batch).
 
     python -m benchmarks.simulate_batch [STATES [STEPS [DT]]]     # 16 states of 2,000 steps of 1 ms by default
+    python -m benchmarks.simulate_batch 1000 10                    # many short rollouts: a run's own cost shows
 
 The threads run the native loop side by side (its ctypes call releases the GIL); the checks, allocation and
 stacking around each run hold it. Runs interleave (1 thread, 2 threads, Pinocchio, three times) and each figure
 is the best of the three, since other work on a shared machine only ever slows a run down; the load average
-before the run is printed with the table. Writes benchmarks/results/simulate_batch.md.
+before the run is printed with the table. Writes benchmarks/results/simulate_batch.md (the default batch) or
+simulate_batch_<STATES>x<STEPS>.md.
 """
 
 from __future__ import annotations
@@ -112,7 +114,8 @@ def main(states: int = 16, steps: int = 2000, dt: float = 1e-3) -> None:
                       f"{datetime.date.today().isoformat()}; {machine(versions())}.", "", *rows, ""])
     print(text)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
+    path = RESULTS if (states, steps) == (16, 2000) else RESULTS.replace(".md", f"_{states}x{steps}.md")
+    with open(path, "w") as f:
         f.write(text)
 
 

@@ -57,6 +57,19 @@ def test_unchecked_runs_and_gravity_loop_natively_too(puma):
     assert ran and np.array_equal(native.q, python.q) and np.array_equal(native.qdd, python.qdd)
 
 
+def test_every_sample_the_final_one_too_is_taken_natively(puma, monkeypatch):
+    """A run that loops natively calls no solver from Python: the final sample, which takes no step, is recorded
+    by the loop too (batches of short runs paid a Python call for it each)."""
+    from gtdyn.compiled.solver import CompiledSolver
+
+    gtdyn.simulate(puma, np.zeros(6), np.zeros(6), dt=1e-3, steps=3)  # compiled, and the loop
+    called = []
+    monkeypatch.setattr(CompiledSolver, "__call__", lambda *a, **k: called.append(a))
+    for steps in (1, 5):
+        run = gtdyn.simulate(puma, np.full(6, 0.2), np.zeros(6), tau=np.full(6, 0.1), dt=1e-3, steps=steps)
+        assert not called and np.all(np.isfinite(run.qdd)) and run.qdd.shape == (steps + 1, 6)
+
+
 def raised_both(error, robot, **kw) -> list:
     """What a run raises (an ``error``) through the native loop, then through the Python loop: (message, notes)."""
     messages = []
@@ -130,6 +143,10 @@ def test_a_python_controller_that_raises_raises_as_in_the_python_loop(puma):
             assert messages[0] == messages[1] and "0.02" in messages[0][0], (kind, checks)
             if kind in ("nan", "inf list"):
                 assert "non-finite values" in messages[0][0]
+    for kind, error in (("own", RuntimeError), ("nan", gtdyn.ArgumentError)):  # at the final sample alone, which
+        messages = raised_both(error, puma, q0=np.zeros(6), v0=np.full(6, 0.1), tau=failing(kind),  # the loop
+                               dt=1e-3, steps=20)  # records natively too
+        assert messages[0] == messages[1] and "0.02" in messages[0][0], kind
     with pytest.raises(KeyboardInterrupt):
         gtdyn.simulate(puma, np.zeros(6), np.full(6, 0.1), tau=failing("interrupt"), dt=1e-3, steps=100,
                        progress=False)

@@ -15,27 +15,15 @@ from __future__ import annotations
 from gtdyn.compiled import native
 from gtdyn.compiled.pose_step import MOVED_AT, RATE_AT, SCRATCH, TWIST_AT, VELOCITY_AT
 from gtdyn.simulation.controllers import ROW_OFFSET
+from gtdyn.simulation.loop_plan import FIELDS, PER_FLOATING_RUN, PER_RUN, PYTHON
 
-METHODS = ("euler", "semi_implicit_euler", "rk4")
-# the plan the loop reads (int64 words): workspace, solver entry, status index, answer index, first and end step, Δt's
-# bits, the Q, V, QDD, TAU rows, the torque rows and their count, the state (x then y, read and written back); for a PD
-# controller the samples' times, its gains, its reference rows (q, q̇, τ_ff) with their strides (0 when held, n when
-# sampled), its Δt's bits and its last row; for a Python controller the callback and its q, q̇ and τ; on a floating base
-# the pose (row-major 4×4, read and written back), ``pose_step``'s functions and scratch, and the samples' base pose,
-# twist and acceleration rows; with rigid contacts the samples' contact force rows; the solver's twin's workspace and
-# entry (``gtdyn.compiled.rescue``; 0: none yet)
-FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "TAU", "torques", "rows", "state",
-          "times", "kp", "kd", "qr", "qr_stride", "vr", "vr_stride", "ff", "ff_stride", "cdt", "clast",
-          "callback", "cq", "cv", "ctau", "pose", "moved", "rate", "mws", "BP", "BT", "BA", "CF", "tws", "trun")
-PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
-PER_FLOATING_RUN = ("pose", "BP", "BT", "BA")  # and on a floating base for these
-PYTHON = "python"  # the torque source of a run whose controller is a Python callable
 _POSE_ENTRIES = (0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11)  # R row by row, then p, in the row-major 4×4 pose
 
 
 def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, width: int = 1,
             floating: bool = False, forces: int = 0) -> str:
-    """``rollout(plan) -> i64``: steps first … end−1; returns end, or the step whose evaluation did not pass.
+    """``rollout(plan) -> i64``: steps first … end−1 (step ``last`` records its sample, the run's final one, and
+    takes no step); returns end, or the step whose evaluation did not pass.
     ``source``: None for held torques; a PD controller's passive joints (tuple), which the loop evaluates itself
     (zero at the passive joints); or ``PYTHON``: a Python controller, called back at each stage as
     ``callback(t, k) -> 1`` with (q, q̇) in its buffers, its torque read from another (else the loop stops
@@ -333,6 +321,10 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
         store_rows("BA", 6, [a[:6] for a in a1])
     if forces:  # the sample's contact forces, after the motion in the answer, before the next solve
         store_rows("CF", forces, [a[m:] for a in a1])
+    emit("  %k_after = add i64 %k, 1")
+    emit("  %final = icmp eq i64 %k, %last_word")  # the run's final sample is recorded: no step after it
+    emit("  br i1 %final, label %recorded, label %integrate")
+    emit("integrate:")
     if method == "euler":
         xn, yn = combine("ex", x, "%dt", y), combine("ey", y, "%dt", a1)
     elif method == "semi_implicit_euler":
@@ -386,13 +378,14 @@ def loop_ir(n: int, method: str, source: tuple[bool, ...] | str | None = None, w
     emit("tail:")
     emit("  %k_next = add i64 %k, 1")
     emit("  br label %head")
-    emit("exit:")  # the end, or a step that did not pass: its start state back, and k
-    for w in lanes:
-        for i in range(m):
-            emit(f"  store double %x{w}_{i}, ptr %state_x{w}_{i}")
-            emit(f"  store double %y{w}_{i}, ptr %state_y{w}_{i}")
-    for w, k, _ in pose_entries:  # each pose as at that step's start (before its sample moved it)
-        emit(f"  store double %bp{w}_{k}, ptr %pose_at{w}_{k}")
-    emit("  ret i64 %k")
+    for label, returned in (("exit", "%k"), ("recorded", "%k_after")):  # the end, or a step that did not pass
+        emit(f"{label}:")  # (then k), or the final sample recorded (then k + 1): the step's start state back
+        for w in lanes:
+            for i in range(m):
+                emit(f"  store double %x{w}_{i}, ptr %state_x{w}_{i}")
+                emit(f"  store double %y{w}_{i}, ptr %state_y{w}_{i}")
+        for w, k, _ in pose_entries:  # each pose as at that step's start (before its sample moved it)
+            emit(f"  store double %bp{w}_{k}, ptr %pose_at{w}_{k}")
+        emit(f"  ret i64 {returned}")
     emit("}")
     return "\n".join(body)

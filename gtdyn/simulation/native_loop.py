@@ -21,7 +21,8 @@ from gtdyn.compiled import cache, native, pose_step
 from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.simulation.controllers import PDController
 from gtdyn.simulation.environment import EnvironmentForward
-from gtdyn.simulation.loop_ir import FIELDS, METHODS, PER_RUN, PYTHON, loop_ir
+from gtdyn.simulation.loop_ir import loop_ir
+from gtdyn.simulation.loop_plan import FIELDS, METHODS, PER_RUN, PYTHON
 
 _lock = threading.Lock()
 _loops: dict = {}
@@ -53,7 +54,7 @@ _DOUBLE, _WORD = struct.Struct("=d"), struct.Struct("=q")
 
 
 class PythonController:
-    """A Python controller in the native loop (``loop_ir.PYTHON``): the loop writes a stage's (q, q̇) into
+    """A Python controller in the native loop (``loop_plan.PYTHON``): the loop writes a stage's (q, q̇) into
     ``buffers`` and calls ``function(t, k)``, which asks the run's ``torque`` (``ControllerTorques``, which hands
     the controller copies; the solver checks that the answer is finite) and writes its answer back: 1. What it
     raises is kept (``failed``) and the answer is 0, which stops the loop before the step; the Python stepper
@@ -102,7 +103,8 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
     return np.array([solver._pointer, solver._native.address[solver._entry], solver._status, solver._out,
                      0, 0, _bits(dt), _address(samples.q), _address(samples.v), _address(samples.qdd),
                      _address(samples.tau), _address(rows), len(rows), _address(state), _address(samples.t),
-                     *controller, *(python.words() if python else [0] * 4), *base, *forces, 0, 0], dtype=np.int64), \
+                     *controller, *(python.words() if python else [0] * 4), *base, *forces, 0, 0, len(samples.t) - 1],
+                    dtype=np.int64), \
         python or rows
 
 
@@ -121,7 +123,8 @@ _BYTE = ctypes.c_byte
 def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, width: int = 1,
         floating: bool = False, forces: int = 0) -> int:
     """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back; and a floating
-    base's pose); returns ``end``, or the step whose evaluation did not pass (the state is its start)."""
+    base's pose); returns ``end``, or the step whose evaluation did not pass (the state is its start). The run's
+    last step (``end`` = steps + 1) records the final sample and takes no step."""
     plan[_FIRST], plan[_END] = first, end
     return int(_rollout(n, method, source, width, floating, forces)(_address(plan)))
 
@@ -237,26 +240,27 @@ def follow(plan: np.ndarray, solver) -> None:
 def _loop(plan: np.ndarray, runs: list, method: str, source, report, start: int = 0,
           python: PythonController | None = None, solver=None) -> None:
     """Chunks of the native loop over ``runs`` ((stepper, samples, state) each, the state x then y, which the plan
-    points to) from step ``start``, each step the loop stops at taken by the runs' Python steppers (``python``:
-    the run's Python controller, whose interruption, not an error, is raised at once). ``solver``: one run's, whose
-    twin the loop asks once it is compiled (``follow``)."""
+    points to) from step ``start`` to the final sample, each step the loop stops at taken by the runs' Python
+    steppers (``python``: the run's Python controller, whose interruption, not an error, is raised at once).
+    ``solver``: one run's, whose twin the loop asks once it is compiled (``follow``)."""
     stepper, samples, state = runs[0]
     steps, n, floating = len(samples.t) - 1, len(stepper.x), samples.base_pose is not None
     forces = 0 if samples.contact_forces is None else samples.contact_forces.shape[1]
     k = start
-    while k < steps:
-        end = min(k + CHUNK, steps)
+    while k <= steps:  # the final sample too: the step after it is never taken
+        end = min(k + CHUNK, steps + 1)
         k = run(plan, samples.q.shape[1], method, source, k, end, len(runs), floating, forces)
         if python is not None and python.failed is not None:
             failed, python.failed = python.failed, None
             if not isinstance(failed, Exception):  # KeyboardInterrupt, SystemExit: not for the step to repeat
                 raise failed
-        if k < end:  # the Python step, from the state the loop stopped at
+        if k < end:  # the Python step (or the final sample alone), from the state the loop stopped at
             for j, (stepper, samples, state) in enumerate(runs):
                 stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
                 try:
                     stepper.record(k, samples.t[k], samples)
-                    stepper.advance(k, samples.t[k])
+                    if k < steps:
+                        stepper.advance(k, samples.t[k])
                 except Exception as error:
                     if len(runs) == 1:
                         raise
@@ -266,9 +270,6 @@ def _loop(plan: np.ndarray, runs: list, method: str, source, report, start: int 
                 follow(plan, solver)
             k += 1
         if report is not None:
-            report.at(k)
-    for stepper, samples, state in runs:
+            report.at(min(k, steps))
+    for stepper, _, state in runs:  # the final state
         stepper.x, stepper.y = state[:n].copy(), state[n:].copy()
-        stepper.record(steps, samples.t[steps], samples)
-    if report is not None:
-        report.at(steps)
