@@ -110,12 +110,14 @@ def test_runs_in_lanes_are_simulate_bit_for_bit(puma, threads):
 def test_a_step_one_lane_cannot_certify_goes_through_every_lanes_python_stepper(puma, monkeypatch, tmp_path):
     """With the certificate's limit lowered to the PUMA's typical κ (code compiled afresh), about half the steps
     are not certified: the lane loop stops there, the four runs' Python steppers take the step (the reference
-    path answers the uncertified ones), and the loop resumes. The runs are still ``simulate``'s, bit for bit."""
+    path answers the uncertified ones), and the loop resumes; the second group's plan (``PlannedRows``) stops
+    too and its runs go the full way, as do rows run one by one (``lanes=False``). The runs are still
+    ``simulate``'s, bit for bit."""
     from gtdyn.compiled import certificate
     from gtdyn.simulation import solvers
 
     rng = np.random.default_rng(6)
-    Q0, V0 = rng.uniform(-0.5, 0.5, (2, 4, 6))
+    Q0, V0 = rng.uniform(-0.5, 0.5, (2, 8, 6))
     solver = gtdyn.compile(puma, "forward")
     kappas = []
     for q, v in zip(Q0, V0):
@@ -130,8 +132,10 @@ def test_a_step_one_lane_cannot_certify_goes_through_every_lanes_python_stepper(
     batch = gtdyn.simulate_batch(puma, Q0, V0, dt=1e-3, steps=30)
     lane_solver = solvers.forward_solver(puma, gtdyn.GRAVITY, lanes=None)
     assert lane_solver.lanes == 4  # the group looped in lanes
-    assert 0 < lane_solver.fallbacks < 4 * 30  # some steps, not all, through the reference path
-    assert_stacked(batch, alone(puma, Q0, V0, dt=1e-3, steps=30))
+    assert 0 < lane_solver.fallbacks < 8 * 30  # some steps, not all, through the reference path
+    want = alone(puma, Q0, V0, dt=1e-3, steps=30)
+    assert_stacked(batch, want)
+    assert_stacked(gtdyn.simulate_batch(puma, Q0, V0, dt=1e-3, steps=30, lanes=False), want)
 
 
 def test_a_default_batch_loops_in_lanes_once_they_are_compiled(puma, monkeypatch, tmp_path):
@@ -146,13 +150,14 @@ def test_a_default_batch_loops_in_lanes_once_they_are_compiled(puma, monkeypatch
     monkeypatch.setenv("GTDYN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(solvers, "_SOLVERS", type(solvers._SOLVERS)())
     monkeypatch.setattr(lanes, "LANES_AFTER", 300)
-    groups, run_group = [], native_loop.run_group
+    groups, run = [], native_loop.run
 
-    def counted(runs, lane_solver, report=None):
-        groups.append(len(runs))
-        return run_group(runs, lane_solver, report)
+    def counted(plan, n, method, source, first, end, width=1, *rest):  # each lane group's loop (40 steps: one call)
+        if width > 1:
+            groups.append(width)
+        return run(plan, n, method, source, first, end, width, *rest)
 
-    monkeypatch.setattr(native_loop, "run_group", counted)
+    monkeypatch.setattr(native_loop, "run", counted)
     rng = np.random.default_rng(7)
     Q0, V0 = rng.uniform(-0.5, 0.5, (2, 9, 6))
     kw = dict(tau=0.01 * rng.normal(size=(40, 6)), dt=1e-3, steps=40)
@@ -244,15 +249,16 @@ def test_a_warning_raised_as_an_error_at_a_lane_groups_end_names_its_row(puma, t
 
 @pytest.mark.parametrize("method", ["semi_implicit_euler", "rk4"])
 def test_floating_runs_in_lanes_are_simulate_bit_for_bit(monkeypatch, method):
-    """Five runs of the free quadruped with ``lanes=True`` (a lane group of four, one run alone), under torques held
-    per step and under a PD controller: every sample — joints, the base's pose, twist and acceleration — is
-    ``simulate``'s, and stays so where the lane loop stops (step 7, forced) and every run's Python stepper takes
-    the step, moving its own pose, before the lanes resume."""
+    """Nine runs of the free quadruped with ``lanes=True`` (two lane groups of four, the second through the plan
+    of the thread's first run (``PlannedRows``), one run alone), under torques held per step and under a PD
+    controller: every sample — joints, the base's pose, twist and acceleration — is ``simulate``'s, and stays so
+    where the lane loop stops (step 7, forced) and every run's Python stepper takes the step, moving its own pose,
+    before the lanes resume (a planned group that stops is run again the full way)."""
     from gtdyn.simulation import native_loop
 
     quadruped = gtdyn.load_robot("quadruped", base="floating")
     rng = np.random.default_rng(9)
-    Q0, V0 = rng.uniform(-0.3, 0.3, (2, 5, 12))
+    Q0, V0 = rng.uniform(-0.3, 0.3, (2, 9, 12))
     steps, dt = 40, 1e-3
     kw = dict(dt=dt, steps=steps, method=method, base_twist=[0.3, -0.2, 0.1, 0.2, 0.0, -0.1])
     original, widths = native_loop.run, []
@@ -264,18 +270,26 @@ def test_floating_runs_in_lanes_are_simulate_bit_for_bit(monkeypatch, method):
         return original(plan, n, method_, source, first, end, *shape)
 
     fields = ("q", "v", "qdd", "tau", "base_pose", "base_twist", "base_accel")
+    from gtdyn.simulation.planned_rows import PlannedRows
+
+    planned, ran = [], PlannedRows.ran
+    monkeypatch.setattr(PlannedRows, "ran", lambda self, *a: planned.append(self.width) or ran(self, *a))
     for tau in (0.01 * rng.normal(size=(steps, 12)), gtdyn.PDController(quadruped, 0.5, 0.05, np.zeros(12))):
+        del planned[:]
+        batch = gtdyn.simulate_batch(quadruped, Q0, V0, tau=tau, lanes=True, **kw)  # the planned group ends there
+        assert_stacked(batch, alone(quadruped, Q0, V0, tau=tau, **kw), fields)
+        assert planned == [4]
         with monkeypatch.context() as patched:
             patched.setattr(native_loop, "run", stopping)
             batch = gtdyn.simulate_batch(quadruped, Q0, V0, tau=tau, lanes=True, **kw)
         assert_stacked(batch, alone(quadruped, Q0, V0, tau=tau, **kw), fields)
-        assert 4 in widths and 1 in widths  # a lane group, and the fifth run alone
+        assert 4 in widths and 1 in widths  # lane groups, and the ninth run alone
 
 
 def test_runs_on_rigid_contacts_in_lanes_are_simulate_bit_for_bit():
-    """Five runs of Solo-12 on its four feet from nudged stances, a PD holding the stance, ``lanes=True``: a lane
-    group of four (each run's contact forces read from its lane) and one run alone, each ``simulate``'s own, the
-    contact forces too."""
+    """Nine runs of Solo-12 on its four feet from nudged stances, a PD holding the stance, ``lanes=True``: two lane
+    groups of four (each run's contact forces read from its lane; the second through the plan of the thread's
+    first run) and one run alone, each ``simulate``'s own, the contact forces too."""
     from references import erd_path
 
     from gtdyn.simulation import native_loop
@@ -284,21 +298,20 @@ def test_runs_on_rigid_contacts_in_lanes_are_simulate_bit_for_bit():
     feet = [gtdyn.Contact(name) for name in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")]
     stance = np.array([0.0, 0.8, -1.6] * 2 + [0.0, -0.8, 1.6] * 2)
     rng = np.random.default_rng(12)
-    Q0, V0 = stance + rng.uniform(-0.02, 0.02, (5, 12)), np.zeros((5, 12))
+    Q0, V0 = stance + rng.uniform(-0.02, 0.02, (9, 12)), np.zeros((9, 12))
     kw = dict(tau=gtdyn.PDController(solo, 5.0, 0.2, stance), dt=1e-3, steps=30, contacts=feet)
-    groups = []
-    original = native_loop.run_group
+    widths, original = [], native_loop.run
 
-    def counted(runs, *args, **kwargs):
-        groups.append(len(runs))
-        return original(runs, *args, **kwargs)
+    def counted(plan, n, method, source, first, end, width=1, *args):
+        widths.append(width)
+        return original(plan, n, method, source, first, end, width, *args)
 
-    native_loop.run_group = counted
+    native_loop.run = counted
     try:
         batch = gtdyn.simulate_batch(solo, Q0, V0, lanes=True, **kw)
     finally:
-        native_loop.run_group = original
-    assert groups == [4]
+        native_loop.run = original
+    assert widths == [4, 4, 1]
     assert_stacked(batch, alone(solo, Q0, V0, **kw), ("q", "v", "qdd", "tau", "base_pose", "contact_forces"))
 
 

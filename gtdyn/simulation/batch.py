@@ -20,6 +20,7 @@ from gtdyn.compiled.lanes import WIDTH
 from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
 from gtdyn.simulation import native_loop
+from gtdyn.simulation.planned_rows import PlannedRows, plannable
 from gtdyn.simulation.simulate import METHODS, PROGRESS_AFTER_S, Run, prepare, within_limits
 from gtdyn.simulation.steppers import Samples
 from gtdyn.simulation.trajectory import Trajectory
@@ -114,7 +115,7 @@ def simulate_batch(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, met
                 return
             rows = range(first, min(first + size, len(q0)))
             try:
-                ended = {first: _alone(starts, first, q0[first], v0[first])} if size == 1 else \
+                ended = {first: _alone(starts, first, q0, v0)} if size == 1 else \
                     _group(starts, q0, v0, rows, code)
             except Exception as error:  # noqa: BLE001 — never lost in a helper thread, leaving its rows unset
                 ended = {first: error}
@@ -153,6 +154,12 @@ class _Starts:
     def __init__(self, robot: Robot, options: dict, lanes: bool | None, stacked: _Stacked):
         self.robot, self.options, self.lanes, self.stacked = robot, options, lanes, stacked
         self._first: Run | None = None
+        self._planned: dict = {}  # PlannedRows by lane solver (None: row by row)
+
+    @property
+    def first(self) -> Run | None:
+        """The thread's first run, set up in full (None before it)."""
+        return self._first
 
     def run(self, i: int, q0, v0) -> Run:
         """Row i's run."""
@@ -162,10 +169,26 @@ class _Starts:
             return self._first
         return self._first.again(q0, v0, self.stacked.row(i))
 
+    def ran(self, rows, Q0, V0, lane_solver=None) -> bool:
+        """``rows`` (one, or a lane group's through ``lane_solver``'s lane code) through one plan of the thread's
+        (``PlannedRows``) once its first run is set up and loops natively: whether they ran to their end, their
+        samples in place."""
+        if self._first is None or not plannable(self._first):
+            return False
+        planned = self._planned.get(lane_solver)
+        if planned is None:
+            fresh = self._first.again(Q0[rows[0]], V0[rows[0]])  # set up, not stepped: the plan's run
+            planned = self._planned[lane_solver] = PlannedRows(fresh, self.stacked.arrays, lane_solver)
+        return planned.ran(rows, Q0, V0)
 
-def _alone(starts: _Starts, i: int, q0, v0) -> Run | BaseException:
-    """Row i's run by itself, as ``simulate`` (without its progress report) takes it."""
+
+def _alone(starts: _Starts, i: int, Q0, V0) -> Run | BaseException | None:
+    """Row i's run by itself, as ``simulate`` (without its progress report) takes it; None where it ran through
+    the thread's plan to its end."""
+    q0, v0 = Q0[i], V0[i]
     try:
+        if starts.ran([i], Q0, V0):
+            return None
         run = starts.run(i, q0, v0)
         run.step_all()
         return run
@@ -203,13 +226,39 @@ class _LaneCode:
         return next((solver for solver in (mine, self._first) if solver.lanes), None)
 
 
+def _planned(starts: _Starts, q0, v0, rows: range, code: _LaneCode) -> int:
+    """How many of ``rows`` (a lane group's) ran to their end through one of the thread's plans (``_Starts.ran``):
+    all four in lanes where the lane code is there, else one by one up to the first that did not. A start the
+    checks refuse leaves it and the rows after it to the full way, which names it."""
+    first = starts.first
+    if first is None or not plannable(first):
+        return 0
+    lane_solver = code.solver(native_loop.compiled_solver(first.forward))
+    done = 0
+    try:
+        if lane_solver is not None:
+            return len(rows) if starts.ran(rows, q0, v0, lane_solver) else 0
+        for i in rows:
+            if not starts.ran([i], q0, v0):
+                break
+            done += 1
+    except Exception:  # noqa: BLE001 — the full way raises it again, for its row
+        pass
+    return done
+
+
 def _group(starts: _Starts, q0, v0, rows: range, code: _LaneCode) -> dict:
     """The runs of ``rows`` (up to ``WIDTH``), each row's ended run or the error it raised: side by side in one
     lane loop where all four loop natively and lane code is there, else one by one. Each run is set up once and
     each of its steps taken once, so it warns as ``simulate`` would. Rows after a failed one are left out: the
-    batch raises the lowest failing row's error."""
+    batch raises the lowest failing row's error. Rows run through one of the thread's plans first (``_planned``),
+    as far as they end there."""
+    done = _planned(starts, q0, v0, rows, code) if len(rows) == WIDTH else 0
+    ended: dict = dict.fromkeys(rows[:done])  # None: ended, the samples in place
+    rows = rows[done:]
+    if not rows:
+        return ended
     runs: list = []
-    ended: dict = {}
     for i in rows:
         try:
             runs.append(starts.run(i, q0[i], v0[i]))
@@ -218,7 +267,7 @@ def _group(starts: _Starts, q0, v0, rows: range, code: _LaneCode) -> dict:
             break
     resume: list[int | None] = [0] * len(runs)  # where each run goes on alone; None: every step taken
     lane_solver = code.solver(native_loop.compiled_solver(runs[0].forward)) if len(runs) == WIDTH and all(
-        r.native and native_loop.source_of(r.torque) != native_loop.PYTHON for r in runs) else None
+        map(plannable, runs)) else None
     if lane_solver is not None:
         try:
             native_loop.run_group(runs, lane_solver)
@@ -262,10 +311,11 @@ class _Stacked:
         return Samples(self.first.samples.t, **{name: None if array is None else array[i]
                                                 for name, array in self.arrays.items()})
 
-    def keep(self, i: int, run: Run) -> None:
-        """Run i's samples in row i (outside the lock: row i is this run's alone), unless they are there."""
+    def keep(self, i: int, run: Run | None) -> None:
+        """Run i's samples in row i (outside the lock: row i is this run's alone), unless they are there (None: a
+        row run through a plan)."""
         self.kept.add(i)
-        if run.samples.q.base is not self.arrays["q"]:
+        if run is not None and run.samples.q.base is not self.arrays["q"]:
             for name, array in self.arrays.items():
                 if array is not None:
                     array[i] = getattr(run.samples, name)

@@ -91,24 +91,24 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
     controller, python = [0] * 10, PythonController(torque, n) if source == PYTHON else None
     if isinstance(source, tuple):
         stride = [0 if len(r) == 1 else n for r in (law.q_rows, law.v_rows, law.ff_rows)]
-        controller = [_address(law.kp), _address(law.kd), _address(law.q_rows), stride[0], _address(law.v_rows),
-                      stride[1], _address(law.ff_rows), stride[2], _bits(1.0 if law.dt is None else law.dt),
+        controller = [address(law.kp), address(law.kd), address(law.q_rows), stride[0], address(law.v_rows),
+                      stride[1], address(law.ff_rows), stride[2], _bits(1.0 if law.dt is None else law.dt),
                       law.last_row]
     base = [0] * 7
-    forces = [0 if samples.contact_forces is None else _address(samples.contact_forces)]
+    forces = [0 if samples.contact_forces is None else address(samples.contact_forces)]
     if samples.base_pose is not None:
-        base = [_address(stepper.start), pose_step.address("moved"), pose_step.address("rate"),
-                _address(stepper.steps.scratch),
-                *(_address(array) for array in (samples.base_pose, samples.base_twist, samples.base_accel))]
+        base = [address(stepper.start), pose_step.address("moved"), pose_step.address("rate"),
+                address(stepper.steps.scratch),
+                *(address(array) for array in (samples.base_pose, samples.base_twist, samples.base_accel))]
     return np.array([solver._pointer, solver._native.address[solver._entry], solver._status, solver._out,
-                     0, 0, _bits(dt), _address(samples.q), _address(samples.v), _address(samples.qdd),
-                     _address(samples.tau), _address(rows), len(rows), _address(state), _address(samples.t),
+                     0, 0, _bits(dt), address(samples.q), address(samples.v), address(samples.qdd),
+                     address(samples.tau), address(rows), len(rows), address(state), address(samples.t),
                      *controller, *(python.words() if python else [0] * 4), *base, *forces, 0, 0, len(samples.t) - 1],
                     dtype=np.int64), \
         python or rows
 
 
-def _address(array: np.ndarray) -> int:
+def address(array: np.ndarray) -> int:
     """The address of an array's data, for the plan: through ctypes' view of a writable buffer (a third of
     ``ndarray.ctypes.data``'s time, which a short run paid a dozen times), else through numpy."""
     try:
@@ -126,7 +126,7 @@ def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, wid
     base's pose); returns ``end``, or the step whose evaluation did not pass (the state is its start). The run's
     last step (``end`` = steps + 1) records the final sample and takes no step."""
     plan[_FIRST], plan[_END] = first, end
-    return int(_rollout(n, method, source, width, floating, forces)(_address(plan)))
+    return int(_rollout(n, method, source, width, floating, forces)(address(plan)))
 
 
 CHUNK = 4096  # steps between progress reports
@@ -206,7 +206,7 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
     for w, r in enumerate(runs):
         write_wrenches(r.forward, ws, width, w)
-    plan[FIELDS.index("ws")] = _address(ws)
+    plan[FIELDS.index("ws")] = address(ws)
     plan[FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
     arrays = {"state": states} | {name: [getattr(r.samples, name.lower()) for r in runs]
                                   for name in PER_RUN if name != "state"}
@@ -215,9 +215,9 @@ def run_group(runs: list, lane_solver, report=None) -> None:
                    "BT": [r.samples.base_twist for r in runs], "BA": [r.samples.base_accel for r in runs]}
     if first.samples.contact_forces is not None:  # each run's contact force rows
         arrays["CF"] = [r.samples.contact_forces for r in runs]
-    addresses = {name: np.array([_address(a) for a in array], dtype=np.int64) for name, array in arrays.items()}
+    addresses = {name: np.array([address(a) for a in array], dtype=np.int64) for name, array in arrays.items()}
     for name, words in addresses.items():
-        plan[FIELDS.index(name)] = _address(words)
+        plan[FIELDS.index(name)] = address(words)
     write_wrenches(first.forward, solver._ws)  # the runs share them: the twin's copy comes from here (``follow``)
     follow(plan, solver)
     _loop(plan, [(r.stepper, r.samples, state) for r, state in zip(runs, states)], first.method,
