@@ -45,6 +45,25 @@ def test_a_batch_is_simulate_per_state_bit_for_bit(puma, threads):
     assert np.array_equal(run.kinetic, alone(puma, Q0[3:4], V0[3:4], dt=dt, steps=steps, **kw)[0].kinetic)
 
 
+@pytest.mark.parametrize("lanes", [False, True])
+def test_short_runs_on_two_threads_keep_the_gil_and_are_simulate_bit_for_bit(puma, lanes):
+    """Runs too short to pay for handing the GIL over (``native_loop.releases``: a few PUMA steps) keep it while
+    they step, so two threads take turns rather than hand it over at every row; long ones release it. Either
+    way each run is ``simulate``'s."""
+    from gtdyn.simulation import native_loop
+
+    solver = gtdyn.compile(puma, "forward", ordering="aba")
+    assert not native_loop.releases(solver, "semi_implicit_euler", 11)
+    assert not native_loop.releases(solver, "semi_implicit_euler", 11, 4)
+    assert native_loop.releases(solver, "semi_implicit_euler", 101) and native_loop.releases(solver, "rk4", 31)
+    rng = np.random.default_rng(8)
+    Q0, V0 = rng.uniform(-0.5, 0.5, (2, 12, 6))
+    for steps in (3, 120):
+        kw = dict(tau=0.01 * rng.normal(size=(steps, 6)), dt=1e-3, steps=steps)
+        batch = gtdyn.simulate_batch(puma, Q0, V0, threads=2, lanes=lanes, **kw)
+        assert_stacked(batch, alone(puma, Q0, V0, **kw))
+
+
 def test_python_controllers_and_runs_the_native_loop_does_not_take(puma):
     """A Python controller on the PUMA (called back from the native loops of two threads), the closed four-bar
     (Python steppers) and the floating quadruped (native loops, run by run rather than in lanes; its base's pose,

@@ -29,10 +29,12 @@ _loops: dict = {}
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_double, ctypes.c_int64)
 
 
-def _rollout(n: int, method: str, source, width: int = 1, floating: bool = False, forces: int = 0):
+def _rollout(n: int, method: str, source, width: int = 1, floating: bool = False, forces: int = 0,
+             release: bool = True):
     """The compiled loop for n joints (on a ``floating`` base or not; with ``forces`` contact force components or
     none), ``method`` and a torque ``source`` (``source_of``), over ``width`` runs (kept for the process's life,
-    with its code; its object code is kept in the compile cache)."""
+    with its code; its object code is kept in the compile cache); called with the GIL released (``release``) or
+    held."""
     key = (n, method, source, width, floating, forces)
     with _lock:
         if key not in _loops:
@@ -40,9 +42,9 @@ def _rollout(n: int, method: str, source, width: int = 1, floating: bool = False
                                      native.compile_object)
             loaded = native.Loaded(code, "", entries=(),
                                    extra=["rollout"])
-            function = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(loaded.extra["rollout"])
-            _loops[key] = (loaded, function)
-        return _loops[key][1]
+            _loops[key] = (loaded, *(kind(ctypes.c_int64, ctypes.c_void_p)(loaded.extra["rollout"])
+                                     for kind in (ctypes.CFUNCTYPE, ctypes.PYFUNCTYPE)))
+        return _loops[key][1 if release else 2]
 
 
 def _bits(x: float) -> int:
@@ -121,12 +123,28 @@ _BYTE = ctypes.c_byte
 
 
 def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, width: int = 1,
-        floating: bool = False, forces: int = 0) -> int:
+        floating: bool = False, forces: int = 0, release: bool = True) -> int:
     """Steps ``first`` … ``end``−1 in native code, from the plan's state (x then y, written back; and a floating
     base's pose); returns ``end``, or the step whose evaluation did not pass (the state is its start). The run's
-    last step (``end`` = steps + 1) records the final sample and takes no step."""
+    last step (``end`` = steps + 1) records the final sample and takes no step. ``release``: the GIL, while the
+    steps run (other threads run Python meanwhile; ``releases``)."""
     plan[_FIRST], plan[_END] = first, end
-    return int(_rollout(n, method, source, width, floating, forces)(address(plan)))
+    return int(_rollout(n, method, source, width, floating, forces, release)(address(plan)))
+
+
+# A native call releases the GIL when it runs long enough to pay for handing it over and back: about this many
+# operations (some 30 µs). Shorter ones keep it, so the threads of a batch of short runs take turns rather than
+# hand the GIL over at every row (benchmarks/results/design_measurements.md).
+RELEASE_ABOVE = 100_000
+LANE_GROUP_COST = 2  # a lane group's evaluation (four runs) in scalar evaluations, about (benchmarks.checked_call)
+
+
+def releases(solver, method: str, steps: int, width: int = 1) -> bool:
+    """Whether ``steps`` steps of ``width`` runs by ``method`` through ``solver`` run long enough to release the
+    GIL (``RELEASE_ABOVE``; an evaluation counted by the solver's unchecked operations)."""
+    evaluation = sum(solver.operations.get(name, 0) for name in ("factor", "solve", "fast"))
+    group = 1 if width == 1 else LANE_GROUP_COST
+    return steps * (4 if method == "rk4" else 1) * group * evaluation > RELEASE_ABOVE
 
 
 CHUNK = 4096  # steps between progress reports

@@ -67,6 +67,7 @@ class PlannedRows:
                 plan[word] = native_loop.address(words)
         native_loop.write_wrenches(fresh.forward, self.solver._ws)  # the twin's copy comes from here (``follow``)
         self.plan = plan
+        self.release = native_loop.releases(self.solver, self.method, self.steps + 1, self.width)
 
     def ran(self, rows, Q0, V0) -> bool:
         m, off = self.m, self.m - self.n
@@ -85,4 +86,4 @@ class PlannedRows:
         native_loop.follow(plan, self.solver)
         end = self.steps + 1
         return native_loop.run(plan, self.n, self.method, self.source, 0, end, self.width, self.floating,
-                               self.forces) == end
+                               self.forces, self.release) == end
