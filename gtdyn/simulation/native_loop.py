@@ -133,8 +133,8 @@ def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, wid
 
 
 # A native call releases the GIL when it runs long enough to pay for handing it over and back: about this many
-# operations (some 30 µs). Shorter ones keep it, so the threads of a batch of short runs take turns rather than
-# hand the GIL over at every row (benchmarks/results/design_measurements.md).
+# operations (tens of microseconds of steps). Shorter ones keep it, so the threads of a batch of short runs take
+# turns rather than hand the GIL over at every row (benchmarks/results/design_measurements.md).
 RELEASE_ABOVE = 100_000
 LANE_GROUP_COST = 2  # a lane group's evaluation (four runs) in scalar evaluations, about (benchmarks.checked_call)
 
