@@ -64,6 +64,19 @@ def test_short_runs_on_two_threads_keep_the_gil_and_are_simulate_bit_for_bit(pum
         assert_stacked(batch, alone(puma, Q0, V0, **kw))
 
 
+@pytest.mark.parametrize("lanes", [False, True])
+def test_external_wrenches_in_planned_rows_are_simulate_bit_for_bit(puma, lanes):
+    """Nine PUMA runs pushed at the flange (a wrench held over the run, in the world's axes): rows after a thread's
+    first go through its plan (``PlannedRows``), the wrench written once into the workspace (each lane's in
+    lanes); every run is ``simulate``'s, bit for bit."""
+    rng = np.random.default_rng(11)
+    Q0, V0 = rng.uniform(-0.5, 0.5, (2, 9, 6))
+    kw = dict(tau=0.01 * rng.normal(size=(25, 6)), dt=1e-3, steps=25, method="rk4",
+              external_wrenches={"flange": [0.1, -0.2, 0.05, 3.0, -1.0, 2.0]}, wrench_axes="world_aligned")
+    batch = gtdyn.simulate_batch(puma, Q0, V0, lanes=lanes, **kw)
+    assert_stacked(batch, alone(puma, Q0, V0, **kw))
+
+
 def test_python_controllers_and_runs_the_native_loop_does_not_take(puma):
     """A Python controller on the PUMA (called back from the native loops of two threads), the closed four-bar
     (Python steppers) and the floating quadruped (native loops, run by run rather than in lanes; its base's pose,
