@@ -220,6 +220,15 @@ def test_batch_is_a_loop_of_single_calls(case):
             assert out.shape == (count, robot(name).num_dofs)
             assert np.array_equal(out, np.array(singles[:count])), threads
     assert solver.fallbacks == 0
+    # the inputs as the boundary takes them: Fortran order, a list, no state at all; one state in one thread
+    # runs without a closure or numpy's ctypes views (``parallel.run_states``), the same code
+    def parts(answer):
+        return answer if problem == "hybrid" else (answer,)
+
+    X32 = X.astype(np.float32)
+    odd, want = solver.batch(np.asfortranarray(Q), V.tolist(), X32), solver.batch(Q, V, X32.astype(float))
+    assert all(np.array_equal(a, b) for a, b in zip(parts(odd), parts(want), strict=True))
+    assert all(part.shape[0] == 0 for part in parts(solver.batch(Q[:0], V[:0], X[:0])))
 
 
 # -- 4. hybrid round trip ------------------------------------------------------------------------------------------

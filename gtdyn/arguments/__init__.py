@@ -94,8 +94,15 @@ def finite_vector(name: str, x, n: int) -> np.ndarray:
 
 
 def state_batch(n: int, **arrays) -> list[np.ndarray]:
-    """Arrays of N states (shape (N, n) each, all the same N), by their argument names, as float arrays."""
-    out = [a.copy() if type(a) is np.ndarray and a.dtype == np.float64 else  # the common case, as real_array gives it
+    """Arrays of N states (shape (N, n) each, all the same N), by their argument names, as float arrays of their
+    own (copies)."""
+    checked = state_arrays(n, **arrays)
+    return [a.copy() if a is given else a for a, given in zip(checked, arrays.values(), strict=True)]
+
+
+def state_arrays(n: int, **arrays) -> list[np.ndarray]:
+    """``state_batch``'s checks, float64 arrays returned as they are (for a caller that copies them anyway)."""
+    out = [a if type(a) is np.ndarray and a.dtype == np.float64 else  # the common case, as real_array gives it
            real_array(name, a, f"an array of shape (N, {n})") for name, a in arrays.items()]
     if out[0].ndim != 2 or out[0].shape[1] != n or any(a.shape != out[0].shape for a in out):
         raise ArgumentError(f"{', '.join(arrays)}: expected {len(out)} arrays of shape (N, {n}), got "

@@ -4,6 +4,7 @@ for the process, one workspace per thread (ctypes releases the GIL while native 
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,6 +23,10 @@ def run_states(batch, workspace_size: int, inputs: np.ndarray, n_out: int, out_s
     results = np.empty((count, n_out))
     groups = count // lanes
     threads = max(1, min(int(threads), groups))
+    if threads == 1:  # the common case, without a closure, slices or numpy's ctypes views (small batches)
+        ws = np.zeros(workspace_size * lanes)  # named: alive while the code runs
+        batch(address(ws), address(inputs), address(results), groups, inputs.shape[1], n_out, out_start)
+        return results
     bounds = [groups * k // threads * lanes for k in range(threads + 1)]  # whole groups per thread
 
     def run(a: int, b: int) -> None:  # one workspace per thread; ctypes releases the GIL while it runs
@@ -54,3 +59,15 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         if threads not in _POOLS:
             _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="gtdyn-batch")
         return _POOLS[threads]
+
+
+def address(array: np.ndarray) -> int:
+    """The address of an array's data: through ctypes' view of a writable buffer (a third of
+    ``ndarray.ctypes.data``'s time, which a short run or a small batch paid several times), else through numpy."""
+    try:
+        return ctypes.addressof(_BYTE.from_buffer(array))
+    except (TypeError, ValueError):  # read-only, empty, or not one contiguous block
+        return array.ctypes.data
+
+
+_BYTE = ctypes.c_byte

@@ -17,7 +17,7 @@ import gtsam
 import numpy as np
 
 from gtdyn import keys
-from gtdyn.arguments import joint_vector, real_array, state_batch, whole_number
+from gtdyn.arguments import joint_vector, real_array, state_arrays, whole_number
 from gtdyn.arguments.asked import check_passive_torques
 from gtdyn.arguments.query import BASE_INPUTS, GIVEN, TWIST, Query
 from gtdyn.arguments.wrenches import packed_wrenches, wrench_rows
@@ -284,13 +284,14 @@ class CompiledSolver:
     def _batch_inputs(self, Q, V, X, threads, base_pose, base_twist, base_accel, base_wrench, external_wrenches):
         """A batch's inputs checked: Q, V, X, the base's and the wrenches' rows, and all of them as one array."""
         whole_number("threads", threads, 1)
-        Q, V, X = state_batch(self._n, Q=Q, V=V, X=X)
+        Q, V, X = state_arrays(self._n, Q=Q, V=V, X=X)
         if self._passive.size and np.any(X[:, self._passive] != 0.0):
             self._passive_error(X)
-        count = Q.shape[0]
+        count, n = Q.shape
         base = base_states(self.robot, self.problem, count, base_pose, base_twist, base_accel, base_wrench)
         wrenches = wrench_rows(self.wrench_frames, external_wrenches, count)
-        return Q, V, X, base, wrenches, np.ascontiguousarray(np.hstack([Q, V, X, base, wrenches]))
+        inputs = np.concatenate((Q, V, X, base, wrenches), axis=1)  # the batch's own copy: Q, V, X as views of it
+        return inputs[:, :n], inputs[:, n:2 * n], inputs[:, 2 * n:3 * n], base, wrenches, inputs
 
     def _split(self, out: np.ndarray):
         """The output vector (or rows of them, an array of the caller's own) as the answer's parts, views of it;

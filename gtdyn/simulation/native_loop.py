@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from gtdyn.compiled import cache, native, pose_step
+from gtdyn.compiled.parallel import address
 from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.simulation.controllers import PDController
 from gtdyn.simulation.environment import EnvironmentForward
@@ -110,16 +111,6 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
         python or rows
 
 
-def address(array: np.ndarray) -> int:
-    """The address of an array's data, for the plan: through ctypes' view of a writable buffer (a third of
-    ``ndarray.ctypes.data``'s time, which a short run paid a dozen times), else through numpy."""
-    try:
-        return ctypes.addressof(_BYTE.from_buffer(array))
-    except (TypeError, ValueError):  # read-only, or not one contiguous block
-        return array.ctypes.data
-
-
-_BYTE = ctypes.c_byte
 
 
 def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, width: int = 1,

@@ -14,6 +14,7 @@ import numpy as np
 
 from gtdyn.arguments.query import run_restart
 from gtdyn.compiled.lanes import WIDTH
+from gtdyn.compiled.parallel import address
 from gtdyn.simulation import native_loop
 from gtdyn.simulation.loop_plan import FIELDS, PYTHON
 
@@ -48,23 +49,23 @@ class PlannedRows:
         self.poses = [self.pose0.copy() for _ in range(self.width)] if self.floating else []  # moved by the loop
         plan, self._held = native_loop.plan_of(self.solver, fresh.dt, fresh.torque, samples, self.states[0], stepper)
         self._fresh = fresh  # alive while the plan points to its arrays (the sample times, a pose step's scratch)
-        self._rows = [(FIELDS.index(word), native_loop.address(arrays[name]), arrays[name].strides[0])
+        self._rows = [(FIELDS.index(word), address(arrays[name]), arrays[name].strides[0])
                       for word, name in ROW_WORDS.items() if arrays.get(name) is not None]
         if self.width == 1:
             if self.floating:
-                plan[FIELDS.index("pose")] = native_loop.address(self.poses[0])
+                plan[FIELDS.index("pose")] = address(self.poses[0])
         else:  # the plan's per-run words point to a word per lane (``loop_ir``)
             self.ws = np.zeros(self.solver._size * self.width)  # the lanes' workspace, interleaved: reused, as a
             for w in range(self.width):  # solver's own is, since the code never writes its inputs
                 native_loop.write_wrenches(fresh.forward, self.ws, self.width, w)
-            plan[FIELDS.index("ws")] = native_loop.address(self.ws)
+            plan[FIELDS.index("ws")] = address(self.ws)
             plan[FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
             self._lanes = {word: np.zeros(self.width, dtype=np.int64) for word, _, _ in self._rows}
             fixed = {FIELDS.index("state"): self.states, FIELDS.index("pose"): self.poses}
-            self._lanes |= {word: np.array([native_loop.address(a) for a in arrays_], dtype=np.int64)
+            self._lanes |= {word: np.array([address(a) for a in arrays_], dtype=np.int64)
                             for word, arrays_ in fixed.items() if arrays_}
             for word, words in self._lanes.items():
-                plan[word] = native_loop.address(words)
+                plan[word] = address(words)
         native_loop.write_wrenches(fresh.forward, self.solver._ws)  # the twin's copy comes from here (``follow``)
         self.plan = plan
         self.release = native_loop.releases(self.solver, self.method, self.steps + 1, self.width)
