@@ -202,14 +202,25 @@ def test_example_robots_match_pinocchio(case):
 @pytest.mark.parametrize("case", BATCH_CASES, ids=case_id)
 def test_batch_is_a_loop_of_single_calls(case):
     """Bitwise: a batch runs the same machine code (``main``) on the same inputs, one workspace per state, so
-    any difference would mean the code reads something it did not write for this state. 7 states split
-    unevenly between 2 threads; 2 threads for a single state."""
+    any difference would mean the code reads something it did not write for this state. 10 states (the batch's
+    own loop) on one thread and split unevenly between 2; 7 and 1 (a small batch: calls, ``small_batches``),
+    whose last state's verdicts the solver then holds."""
     name, problem, _ = case
     solver = compiled(*case)
-    s = sample_states(robot(name), problem, qdd_joints(name, problem) or (), count=7, seed=13)
+    s = sample_states(robot(name), problem, qdd_joints(name, problem) or (), count=10, seed=13)
     Q, V, X = (s[k].T.copy() for k in ("q", "v", "x"))
     singles = [solver(Q[k], V[k], X[k]) for k in range(len(Q))]
-    for count, threads in ((7, 1), (7, 2), (1, 2)):
+    kappas = []
+    for k in (6, 0):
+        solver(Q[k], V[k], X[k])
+        kappas.append(solver.condition)
+    assert kappas[0] != kappas[1]  # the two states tell apart
+    solver.batch(Q[:7], V[:7], X[:7])
+    assert solver.condition == kappas[0]  # a small batch runs as calls: its last state's verdicts
+    solver(Q[0], V[0], X[0])
+    solver.batch(Q, V, X)
+    assert solver.condition == kappas[1]  # the batch's own loop leaves the last single call's
+    for count, threads in ((10, 1), (10, 2), (7, 1), (1, 2)):
         out = solver.batch(Q[:count], V[:count], X[:count], threads=threads)
         if problem == "hybrid":
             assert isinstance(out, tuple) and len(out) == 2

@@ -25,6 +25,7 @@ from gtdyn.compiled import base_inputs, entry, lanes, listing, native, parallel,
 from gtdyn.compiled.base_inputs import base_states, pose_converted, write_base
 from gtdyn.compiled.derivatives import Derivatives, along_loops
 from gtdyn.compiled.fallback import as_vector, fallback_answer, reference_result
+from gtdyn.compiled.small_batches import by_calls
 from gtdyn.dynamics.reference import template_graph
 from gtdyn.errors import ArgumentError
 from gtdyn.problem import answer_layout
@@ -300,11 +301,13 @@ class CompiledSolver:
 
     def batch(self, Q, V, X, threads: int = 1, base_pose=None, base_twist=None, base_accel=None, base_wrench=None,
               external_wrenches=None):
-        """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads."""
-        Q, V, X, base, wrenches, inputs = self._batch_inputs(Q, V, X, threads, base_pose, base_twist, base_accel,
-                                                             base_wrench, external_wrenches)
-        # the outputs, then status, κ and backward error
-        results = self._batches.run(self._entry, inputs, self._outputs + 3, self._out, threads)
+        """Many states: Q, V, X of shape (N, n). ``threads`` > 1 splits the states among native threads; a few
+        states run as calls (``small_batches``)."""
+        others = (base_pose, base_twist, base_accel, base_wrench, external_wrenches)
+        if (small := by_calls(self, Q, V, X, threads, others)) is not None:
+            return self._split(small)
+        Q, V, X, base, wrenches, inputs = self._batch_inputs(Q, V, X, threads, *others)
+        results = self._batches.run(self._entry, inputs, self._outputs + 3, self._out, threads)  # status, κ, error
         return self._split(self._certified(results, Q, V, X, base, wrenches))
 
     def _certified(self, results: np.ndarray, Q, V, X, base, wrenches) -> np.ndarray:
@@ -349,8 +352,8 @@ class CompiledSolver:
 
     @property
     def condition(self) -> float:
-        """The condition estimate κ of the last single call's equations, as ``DynamicsResult.condition``
-        (``gtdyn.compiled.verdicts``: a call a bound settled estimates it when read; its twin's, where it answered)."""
+        """The condition estimate κ of the last single call's equations, or a small batch's last state's (``batch``),
+        as ``DynamicsResult.condition`` (``gtdyn.compiled.verdicts``: estimated when read where a bound settled it)."""
         return verdicts.condition(self)
 
     @property
@@ -377,8 +380,7 @@ class CompiledSolver:
         """The elimination DAG of this graph and ordering: the reference path's ``DynamicsResult.dag()``."""
         from gtdyn.analysis.dag import elimination_dag
 
-        _, graph = template_graph(self.template)
-        return elimination_dag(graph, gtsam.Ordering(self.order))
+        return elimination_dag(template_graph(self.template)[1], gtsam.Ordering(self.order))
 
     def computed_dag(self):
         """What the compiled code computes from what: an edge p → x when x's pivot rows use p. Gaussian
@@ -389,9 +391,8 @@ class CompiledSolver:
         return dependency_dag(self.order, self._record["parents"])
 
     def __repr__(self) -> str:
-        ops = sum(self.operations.values())
         return (f"CompiledSolver({self.problem} dynamics of '{self.robot.name}', ordering {' '.join(self.ordering)}; "
-                f"{ops} operations)")
+                f"{sum(self.operations.values())} operations)")
 
     def _passive_error(self, x):
         """The boundary's error naming the passive joints given a torque in x (one state or rows of them)."""

@@ -1,0 +1,39 @@
+"""Small batches as calls: a compiled solver's ``batch`` of a few states (up to ``SMALL_BATCH``) runs its native
+entry (``gtdyn.compiled.entry``) state by state, each answer written straight into its row of the batch's array.
+A batch crossing checks, stacks and copies its inputs and checks its answers' statuses in Python, which costs more
+than a few calls; from about a dozen states the batch's own loop is faster (benchmarks/results/
+design_measurements.md).
+
+Only plain float64 arrays of one shape (N, n) with no base or wrench arguments go this way, from the thread that
+owns the solver's workspace; anything else — and a batch with a state the entry does not take or the certificate
+does not pass — runs as the full batch does: the same code on the same inputs, so the rows answered here come
+out the same there."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from gtdyn.arguments import whole_number
+
+SMALL_BATCH = 8  # states: up to here a batch is a loop of calls
+NO_OTHERS = (None,) * 5  # the batch's base and wrench arguments, when none is given
+
+
+def by_calls(solver, Q, V, X, threads, others: tuple) -> np.ndarray | None:
+    """The answers' array (N, outputs) of a small batch through ``solver``'s native entry, or None where the full
+    batch must run (``others``: the batch's base and wrench arguments, which must all be None). As calls, the
+    batch leaves its last state's verdicts (``solver.condition``, ``backward_error``)."""
+    call = solver._quick_call
+    plain = type(Q) is np.ndarray and type(V) is np.ndarray and type(X) is np.ndarray
+    if call is None or not plain or not all(map(operator.is_, others, NO_OTHERS)) or Q.ndim != 2 or \
+            len(Q) > SMALL_BATCH or not Q.shape == V.shape == X.shape:
+        return None
+    whole_number("threads", threads, 1)
+    out = np.empty((len(Q), solver._outputs))
+    for i in range(len(Q)):
+        if not call(Q[i], V[i], X[i], None, None, None, None, out[i]):
+            return None
+    solver._last = solver._ws
+    return out
