@@ -124,6 +124,15 @@ def test_batches_equal_single_calls(case):
     if robot.floating_base:  # base poses as a list of Pose3
         listed = compiled.batch_placement(Q, base_pose=[gtsam.Pose3(s["base_pose"]) for s in states])
         assert error(listed, T) < TOL
+    # over ``small_batches.SMALL_BATCH`` states the batch's own loop runs, under it the calls (without base
+    # arguments: the base's defaults): the same bits either way
+    many, moving = (np.tile(x, (-(-9 // len(x)), 1))[:9] for x in (Q, V))
+    for few, v in ((many[:8], moving[:8]), (many[:1], moving[:1]), (many, moving)):
+        T, J = compiled.batch_placement_jacobian(few)
+        velocities = compiled.batch_velocity(few, v)
+        for k, q in enumerate(few):
+            assert np.array_equal(T[k], compiled.placement(q)) and np.array_equal(J[k], compiled.jacobian(q))
+            assert np.array_equal(velocities[k], compiled.velocity(q, v[k]))
 
 
 def test_plain_arrays_take_one_native_entry_with_the_python_paths_bits(case, monkeypatch):

@@ -18,6 +18,7 @@ import numpy as np
 from gtdyn.arguments import finite_vector, joint_vector, pose_argument, state_batch, whole_number
 from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
 from gtdyn.compiled import base_inputs, entry, native, parallel
+from gtdyn.compiled.small_batches import SMALL_BATCH
 from gtdyn.model.robot import Robot
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
@@ -192,6 +193,8 @@ class CompiledKinematics:
         return q, v, base_state(self.robot, base_pose, base_twist)
 
     def _batch(self, quantity: str, Q, V, base_pose, base_twist, threads):
+        if base_pose is None and base_twist is None and (small := self._by_calls(quantity, Q, V, threads)) is not None:
+            return small
         name, function, part = self.QUANTITIES[quantity]
         module, motion, n = self._module(name), name == "motion", self.robot.num_dofs
         threads = whole_number("threads", threads, 1)
@@ -209,6 +212,26 @@ class CompiledKinematics:
         for k in np.flatnonzero(results[:, 0] != 1.0):
             self._row_error(k, inputs[k], motion)
         return self._answer(name, part, results[:, 1:])
+
+    def _by_calls(self, quantity: str, Q, V, threads):
+        """A batch of up to ``small_batches.SMALL_BATCH`` plain float64 states through the quantity's native entry,
+        a state at a time, each part written into its row (a few calls cost less than the batch's own Python);
+        None where the batch must run: anything else, another thread, or a state the entry does not take (the
+        batch then names it)."""
+        motion = self.QUANTITIES[quantity][0] == "motion"
+        if type(Q) is not np.ndarray or Q.ndim != 2 or len(Q) > SMALL_BATCH or motion and (
+                type(V) is not np.ndarray or V.shape != Q.shape):
+            return None
+        if quantity not in self._quick and self._bind(quantity) is None:  # bound once, by the object's thread
+            return None
+        whole_number("threads", threads, 1)
+        quick = self._quick[quantity]
+        call, outs = quick.entry.call, [np.empty((len(Q), *shape)) for shape in quick.shapes]
+        for i in range(len(Q)):
+            rows = (out[i] if out.ndim > 1 else out[i:i + 1] for out in outs)  # a scalar's row: one double
+            if not call(Q[i], V[i] if motion else None, None, None, *rows):
+                return None
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _row_error(self, k: int, row: np.ndarray, motion: bool) -> None:
         """The boundary's error for row k of a batch, naming it."""
