@@ -327,6 +327,11 @@ def test_compiled_mass_matrix_equals_the_reference(name):
     unchecked = compile_mass_matrix(robot, checks=False)
     assert np.array_equal(unchecked.batch(Q), batch)  # the same code after the solve at rest
     assert np.array_equal(pickle.loads(pickle.dumps(mass)).batch(Q, threads=2), batch)
+    # up to 8 states run as calls (``small_batches``), 9 through the batch's own loop, as does a Fortran array
+    nine = np.resize(Q, (9, Q.shape[1]))  # Q's rows again and again
+    singles = np.array([mass(q) for q in nine])
+    for states_ in (nine[:8], nine, np.asfortranarray(nine[:5]), nine[:1]):
+        assert np.array_equal(mass.batch(states_), singles[:len(states_)])
 
 
 def star(n: int):
