@@ -38,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 REPEAT, INNER, WARMUP = 40, 20, 20
 BATCH, BATCH_REPEAT = 2000, 9
+SMALL = 4  # states of a small batch (``gtdyn.compiled.small_batches``: calls), timed as a call is
 GIVE_UP_S = 120.0  # tier_up's wait for the lanes
 GOALS = {"call": 1.5, "fast": 1.0, "lanes_fast1": 0.35, "lanes1": 0.7}  # the default batch (lanes1) ≤ 1.0 too
 
@@ -51,15 +52,20 @@ def measure(robot: gtdyn.Robot, path: str, kind: str) -> dict:
     for solver in (checked, fast):  # what the default's batches reach after LANES_AFTER states
         assert solver.compile_lanes(wait=True)
     scalar, scalar_fast = gtdyn.compile(robot, kind, lanes=False), gtdyn.compile(robot, kind, lanes=False, checks=False)
+    Q, V, X = batch_states(robot, kind, None, BATCH)
+    few = [a[:SMALL] for a in (Q, V, X)]
     single = measure_interleaved({"call": lambda: checked(state.q, state.v, x),
                                   "fast": lambda: fast(state.q, state.v, x),
-                                  "pin": pin.single(*pin.vectors(state.q, state.v, x))}, REPEAT, INNER, WARMUP)
+                                  "pin": pin.single(*pin.vectors(state.q, state.v, x)),
+                                  "small": lambda: checked.batch(*few),
+                                  "pin_small": pin.parallel(*pin.vectors(*few), 1)}, REPEAT, INNER, WARMUP)
     out = {key: paired_ratio(single[key], single["pin"]) for key in ("call", "fast")}
     out["pin_us"] = single["pin"].median_us
+    out["small"] = paired_ratio(single["small"], single["pin_small"])
+    out["small_us"] = single["small"].median_us
     checked(state.q, state.v, x)
     out["call_way"] = {0.0: "estimate", BY_BOUND: "bound", BY_SCHUR: "Schur",
                        A_PRIORI: "bound, a-priori backward error"}[checked._ws[checked._bounded]]
-    Q, V, X = batch_states(robot, kind, None, BATCH)
     QP, VP, XP = pin.vectors(Q, V, X)
     for t in (1, 2):
         timed = measure_interleaved({f"batch{t}": lambda t=t: scalar.batch(Q, V, X, threads=t),
@@ -138,7 +144,9 @@ def report(results: dict, header: str) -> str:
              f"{LANES_AFTER:,} batched states), *lanes* four states per pass (a default solver's batches once its "
              "lane code, compiled in the background, is ready; or `compile(..., lanes=True)`; the same answers bit "
              "for bit). *Lanes after*: from a cold default solver's first batch past that count, the seconds until "
-             f"its batches ran in lanes, and the batches of {BATCH} it ran state by state meanwhile. "
+             f"its batches ran in lanes, and the batches of {BATCH} it ran state by state meanwhile. *Batch of "
+             f"{SMALL}*: a checked `solver.batch` of the batch's first {SMALL} states (a few states run as calls) "
+             "against `*InParallel` on one thread, timed as a call is. "
              "*Bound*: the share of the batch's states a bound (u, or Schur's u_S behind "
              "it) settled in a single call (the rest took the estimate's branch as well); the per-call figure is "
              "marked with the way `benchmark_state` was certified (bound — with the a-priori backward error of "
@@ -147,8 +155,8 @@ def report(results: dict, header: str) -> str:
              "compiled), lanes unchecked ≤ 0.35× and checked ≤ 0.7× on one thread.", "",
              "| robot | problem | Pinocchio µs | call checked | call unchecked | 1 thread: scalar checked / unchecked "
              "| lanes checked / unchecked | 2 threads: scalar checked / unchecked | lanes checked / unchecked "
-             "| lanes after | bound | fallbacks |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"| lanes after | bound | fallbacks | batch of {SMALL}: µs (×) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, kind), r in results.items():
         def cell(key):
             goal = GOALS.get(key)
@@ -157,7 +165,7 @@ def report(results: dict, header: str) -> str:
         lines.append(f"| {name} | {kind} | {r['pin_us']:.2f} | {cell('call')} ({way}) | {cell('fast')} | "
                      f"{cell('batch1')} / {r['batch_fast1']:.2f}× | {cell('lanes1')} / {cell('lanes_fast1')} | "
                      f"{r['batch2']:.2f}× / {r['batch_fast2']:.2f}× | {r['lanes2']:.2f}× / {r['lanes_fast2']:.2f}× | "
-                     f"{after(r)} | {r['settled']:.0%} | {r['fallbacks']} |")
+                     f"{after(r)} | {r['settled']:.0%} | {r['fallbacks']} | {r['small_us']:.2f} ({r['small']:.2f}×) |")
     lines += ["", "✗: misses the issue's goal on this run.", "", "![ratios](checked_call.png)", "",
               "Lanes after, batch by batch (cold default solvers; each batch's µs per state, on a log scale):", "",
               "![tier-up](checked_call_tier_up.png)", ""]
