@@ -36,6 +36,27 @@ def test_a_batch_in_lanes_is_bit_for_bit_the_single_calls(puma, problem, checks)
     assert_same(solver.batch(Q, V, X, threads=2), got)
 
 
+def test_a_small_batch_runs_in_lanes_where_its_states_pay_for_them(puma, monkeypatch):
+    """With lane code, a batch of a lane group or more runs in lanes once its states' operations pass
+    ``small_batches.LANES_PAY_FROM`` (Talos from 4 states; the PUMA's never below 12), else as calls: the same
+    bits either way."""
+    from gtdyn.compiled import small_batches
+
+    solver = gtdyn.compile(puma, "forward", lanes=True)
+    Q, V, X = random_states(6, 8)
+    passes = []
+    original = solver._batches.run
+    monkeypatch.setattr(solver._batches, "run", lambda *a: passes.append(len(a[1])) or original(*a))
+    as_calls = solver.batch(Q, V, X)
+    assert passes == []  # 8 PUMA states: calls
+    monkeypatch.setattr(small_batches, "LANES_PAY_FROM", 8 * small_batches.evaluation_operations(solver))
+    assert_same(solver.batch(Q, V, X), as_calls)
+    assert passes == [8]  # through the batch's own loop, in lanes
+    assert_same(solver.batch(Q[:3], V[:3], X[:3]), one_by_one(solver, Q[:3], V[:3], X[:3]))  # under a group
+    assert passes == [8]  # calls
+    assert_same(as_calls, one_by_one(solver, Q, V, X))
+
+
 def test_a_floating_base_and_loops_batch_in_lanes():
     quadruped = gtdyn.load_robot(gtdyn.bundled_path("quadruped"), base="floating")
     solver = gtdyn.compile(quadruped, "forward", lanes=True)

@@ -19,6 +19,17 @@ from gtdyn.arguments import whole_number
 
 SMALL_BATCH = 8  # states: up to here a batch is a loop of calls
 NO_OTHERS = (None,) * 5  # the batch's base and wrench arguments, when none is given
+# Where the solver has lane code, a batch of a lane group or more whose states come to this many operations
+# (``evaluation_operations`` each) runs in lanes instead: four states a pass pay for the batch's own Python.
+# Talos forward dynamics from 4 states (35.7 µs in lanes against 37.7 as calls; 8: 49.3 against 73.9), the
+# PUMA's never below 12 (20.6 as calls against 21.4): benchmarks/results/design_measurements.md.
+LANES_PAY_FROM = 100_000
+
+
+def evaluation_operations(solver) -> int:
+    """A state's evaluation by ``solver``, counted by its unchecked operations (``factor``, ``solve``, ``fast``):
+    what its work per state scales with."""
+    return sum(solver.operations.get(name, 0) for name in ("factor", "solve", "fast"))
 
 
 def by_calls(solver, Q, V, X, threads, others: tuple) -> np.ndarray | None:
@@ -29,6 +40,8 @@ def by_calls(solver, Q, V, X, threads, others: tuple) -> np.ndarray | None:
     plain = type(Q) is np.ndarray and type(V) is np.ndarray and type(X) is np.ndarray
     if call is None or not plain or not all(map(operator.is_, others, NO_OTHERS)) or Q.ndim != 2 or \
             len(Q) > SMALL_BATCH or not Q.shape == V.shape == X.shape:
+        return None
+    if solver.lanes and len(Q) >= solver.lanes and len(Q) * evaluation_operations(solver) >= LANES_PAY_FROM:
         return None
     whole_number("threads", threads, 1)
     out = np.empty((len(Q), solver._outputs))

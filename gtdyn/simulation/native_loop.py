@@ -19,6 +19,7 @@ import numpy as np
 
 from gtdyn.compiled import cache, native, pose_step
 from gtdyn.compiled.parallel import address
+from gtdyn.compiled.small_batches import evaluation_operations
 from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.simulation.controllers import PDController
 from gtdyn.simulation.environment import EnvironmentForward
@@ -132,10 +133,9 @@ LANE_GROUP_COST = 2  # a lane group's evaluation (four runs) in scalar evaluatio
 
 def releases(solver, method: str, steps: int, width: int = 1) -> bool:
     """Whether ``steps`` steps of ``width`` runs by ``method`` through ``solver`` run long enough to release the
-    GIL (``RELEASE_ABOVE``; an evaluation counted by the solver's unchecked operations)."""
-    evaluation = sum(solver.operations.get(name, 0) for name in ("factor", "solve", "fast"))
+    GIL (``RELEASE_ABOVE``; ``small_batches.evaluation_operations`` each evaluation)."""
     group = 1 if width == 1 else LANE_GROUP_COST
-    return steps * (4 if method == "rk4" else 1) * group * evaluation > RELEASE_ABOVE
+    return steps * (4 if method == "rk4" else 1) * group * evaluation_operations(solver) > RELEASE_ABOVE
 
 
 CHUNK = 4096  # steps between progress reports
