@@ -21,8 +21,7 @@ SMALL_BATCH = 8  # states: up to here a batch is a loop of calls
 NO_OTHERS = (None,) * 5  # the batch's base and wrench arguments, when none is given
 # Where the solver has lane code, a batch of a lane group or more whose states come to this many operations
 # (``evaluation_operations`` each) runs in lanes instead: four states a pass pay for the batch's own Python.
-# Talos forward dynamics from 4 states (35.7 µs in lanes against 37.7 as calls; 8: 49.3 against 73.9), the
-# PUMA's never below 12 (20.6 as calls against 21.4): benchmarks/results/design_measurements.md.
+# Talos forward dynamics from 4 states, the PUMA's never below 12 (benchmarks/results/design_measurements.md).
 LANES_PAY_FROM = 100_000
 
 
