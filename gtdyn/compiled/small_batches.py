@@ -1,8 +1,8 @@
 """Small batches as calls: a compiled solver's ``batch`` of a few states (up to ``SMALL_BATCH``) runs its native
 entry (``gtdyn.compiled.entry``) state by state, each answer written straight into its row of the batch's array.
 A batch crossing checks, stacks and copies its inputs and checks its answers' statuses in Python, which costs more
-than a few calls; from about a dozen states the batch's own loop is faster (benchmarks/results/
-design_measurements.md).
+than a few calls; from about a dozen states the batch's own loop is faster, and on a big robot with lane code
+from one lane group (``LANES_PAY_FROM``; benchmarks/results/design_measurements.md).
 
 Only plain float64 arrays of one shape (N, n) with no base or wrench arguments go this way, from the thread that
 owns the solver's workspace; anything else — and a batch with a state the entry does not take or the certificate
