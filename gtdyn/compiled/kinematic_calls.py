@@ -18,7 +18,7 @@ import numpy as np
 from gtdyn.arguments import finite_vector, joint_vector, pose_argument, state_batch, whole_number
 from gtdyn.arguments.base import base_rows, base_state, refuse_on_fixed_base
 from gtdyn.compiled import base_inputs, entry, native, parallel
-from gtdyn.compiled.small_batches import SMALL_BATCH
+from gtdyn.compiled.small_batches import few_states
 from gtdyn.model.robot import Robot
 
 _ARRAY, _FLOAT = np.ndarray, np.dtype(float)
@@ -214,13 +214,12 @@ class CompiledKinematics:
         return self._answer(name, part, results[:, 1:])
 
     def _by_calls(self, quantity: str, Q, V, threads):
-        """A batch of up to ``small_batches.SMALL_BATCH`` plain float64 states through the quantity's native entry,
+        """A batch of a few plain float64 states (``small_batches.few_states``) through the quantity's native entry,
         a state at a time, each part written into its row (a few calls cost less than the batch's own Python);
         None where the batch must run: anything else, another thread, or a state the entry does not take (the
         batch then names it)."""
         motion = self.QUANTITIES[quantity][0] == "motion"
-        if type(Q) is not np.ndarray or Q.ndim != 2 or len(Q) > SMALL_BATCH or motion and (
-                type(V) is not np.ndarray or V.shape != Q.shape):
+        if not (few_states(Q, V) if motion else few_states(Q)):
             return None
         if quantity not in self._quick and self._bind(quantity) is None:  # bound once, by the object's thread
             return None

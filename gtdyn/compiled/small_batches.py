@@ -31,14 +31,24 @@ def evaluation_operations(solver) -> int:
     return sum(solver.operations.get(name, 0) for name in ("factor", "solve", "fast"))
 
 
+def few_states(*arrays) -> bool:
+    """Whether ``arrays`` are numpy arrays (N, n) of one shape with N ≤ ``SMALL_BATCH``: a batch the calls may take
+    (the native entry checks each row's type and layout)."""
+    first = arrays[0]
+    if type(first) is not np.ndarray or first.ndim != 2 or len(first) > SMALL_BATCH:
+        return False
+    for other in arrays[1:]:  # a loop, not generators: this runs on every batch call
+        if type(other) is not np.ndarray or other.shape != first.shape:
+            return False
+    return True
+
+
 def by_calls(solver, Q, V, X, threads, others: tuple) -> np.ndarray | None:
     """The answers' array (N, outputs) of a small batch through ``solver``'s native entry, or None where the full
     batch must run (``others``: the batch's base and wrench arguments, which must all be None). As calls, the
     batch leaves its last state's verdicts (``solver.condition``, ``backward_error``)."""
     call = solver._quick_call
-    plain = type(Q) is np.ndarray and type(V) is np.ndarray and type(X) is np.ndarray
-    if call is None or not plain or not all(map(operator.is_, others, NO_OTHERS)) or Q.ndim != 2 or \
-            len(Q) > SMALL_BATCH or not Q.shape == V.shape == X.shape:
+    if call is None or not few_states(Q, V, X) or not all(map(operator.is_, others, NO_OTHERS)):
         return None
     if solver.lanes and len(Q) >= solver.lanes and len(Q) * evaluation_operations(solver) >= LANES_PAY_FROM:
         return None

@@ -26,7 +26,7 @@ from gtdyn.compiled.dual import tangents
 from gtdyn.compiled.kinematics import traced_kinematics
 from gtdyn.compiled.plan import off_pivot, traced_rows
 from gtdyn.compiled.render import render
-from gtdyn.compiled.small_batches import SMALL_BATCH
+from gtdyn.compiled.small_batches import few_states
 from gtdyn.compiled.validity import finite
 from gtdyn.compiled.wrench_inputs import traced_wrenches
 from gtdyn.dynamics.quantities import NO_GRAVITY
@@ -200,7 +200,7 @@ class ConfigurationMatrix:
     def batch(self, Q, threads: int = 1) -> np.ndarray:
         """The matrix at each row of ``Q`` (N × n), on ``threads`` native threads; a few plain states as calls, each
         matrix written into its row (``gtdyn.compiled.small_batches``: cheaper than the batch's own Python)."""
-        if type(Q) is np.ndarray and Q.ndim == 2 and len(Q) <= SMALL_BATCH:
+        if few_states(Q):
             whole_number("threads", threads, minimum=1)
             out = np.empty((len(Q), *self._shape))
             if all(self._quick(q, row) for q, row in zip(Q, out)):

@@ -21,7 +21,7 @@ from gtdyn.model.robot import Robot
 from gtdyn.progress import Progress
 from gtdyn.simulation import native_loop
 from gtdyn.simulation.planned_rows import PlannedRows, plannable
-from gtdyn.simulation.simulate import METHODS, PROGRESS_AFTER_S, Run, prepare, within_limits
+from gtdyn.simulation.simulate import METHODS, PROGRESS_AFTER_S, Run, prepare, warn_past_limits, within_limits
 from gtdyn.simulation.steppers import Samples
 from gtdyn.simulation.trajectory import Trajectory
 
@@ -153,31 +153,26 @@ class _Starts:
 
     def __init__(self, robot: Robot, options: dict, lanes: bool | None, stacked: _Stacked):
         self.robot, self.options, self.lanes, self.stacked = robot, options, lanes, stacked
-        self._first: Run | None = None
+        self.first: Run | None = None  # the thread's first run, set up in full
         self._planned: dict = {}  # PlannedRows by lane solver (None: row by row)
-
-    @property
-    def first(self) -> Run | None:
-        """The thread's first run, set up in full (None before it)."""
-        return self._first
 
     def run(self, i: int, q0, v0) -> Run:
         """Row i's run."""
-        if self._first is None:
-            self._first = prepare(self.robot, q0, v0, lanes=self.lanes, **self.options)
-            self.stacked.allocate(self._first)
-            return self._first
-        return self._first.again(q0, v0, self.stacked.row(i))
+        if self.first is None:
+            self.first = prepare(self.robot, q0, v0, lanes=self.lanes, **self.options)
+            self.stacked.allocate(self.first)
+            return self.first
+        return self.first.again(q0, v0, self.stacked.row(i))
 
     def ran(self, rows, Q0, V0, lane_solver=None) -> bool:
         """``rows`` (one, or a lane group's through ``lane_solver``'s lane code) through one plan of the thread's
         (``PlannedRows``) once its first run is set up and loops natively: whether they ran to their end, their
         samples in place."""
-        if self._first is None or not plannable(self._first):
+        if self.first is None or not plannable(self.first):
             return False
         planned = self._planned.get(lane_solver)
         if planned is None:
-            fresh = self._first.again(Q0[rows[0]], V0[rows[0]])  # set up, not stepped: the plan's run
+            fresh = self.first.again(Q0[rows[0]], V0[rows[0]])  # set up, not stepped: the plan's run
             planned = self._planned[lane_solver] = PlannedRows(fresh, self.stacked.arrays, lane_solver)
         return planned.ran(rows, Q0, V0)
 
@@ -330,7 +325,7 @@ class _Stacked:
             [i for i in rows if not within_limits(self.first.robot, q[i])]
         for i in left:
             try:
-                self.first.warn_past_limits(self.row(i))
+                warn_past_limits(self.first.robot, self.first.samples.t, q[i])
             except Exception as error:  # noqa: BLE001 — a warning filtered into an error: the row's
                 errors[int(i)] = error
 

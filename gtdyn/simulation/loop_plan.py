@@ -15,3 +15,6 @@ FIELDS = ("ws", "run", "status", "out", "first", "end", "dt", "Q", "V", "QDD", "
 PER_RUN = ("Q", "V", "QDD", "TAU", "state")  # a lane loop's plan points to one address per run for these
 PER_FLOATING_RUN = ("pose", "BP", "BT", "BA")  # and on a floating base for these
 PYTHON = "python"  # the torque source of a run whose controller is a Python callable
+# each run's sample rows the plan points to, by the word and the ``Samples`` field (those a run has)
+SAMPLE_ROWS = {"Q": "q", "V": "v", "QDD": "qdd", "TAU": "tau", "BP": "base_pose", "BT": "base_twist",
+               "BA": "base_accel", "CF": "contact_forces"}

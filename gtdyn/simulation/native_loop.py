@@ -24,7 +24,7 @@ from gtdyn.compiled.solver import CompiledSolver
 from gtdyn.simulation.controllers import PDController
 from gtdyn.simulation.environment import EnvironmentForward
 from gtdyn.simulation.loop_ir import loop_ir
-from gtdyn.simulation.loop_plan import FIELDS, METHODS, PER_RUN, PYTHON
+from gtdyn.simulation.loop_plan import FIELDS, METHODS, PYTHON, SAMPLE_ROWS
 
 _lock = threading.Lock()
 _loops: dict = {}
@@ -110,8 +110,6 @@ def plan_of(solver, dt: float, torque, samples, state: np.ndarray, stepper=None)
                      *controller, *(python.words() if python else [0] * 4), *base, *forces, 0, 0, len(samples.t) - 1],
                     dtype=np.int64), \
         python or rows
-
-
 
 
 def run(plan: np.ndarray, n: int, method: str, source, first: int, end: int, width: int = 1,
@@ -209,29 +207,37 @@ def run_group(runs: list, lane_solver, report=None) -> None:
     resumes after it; a run that raises there stops the group (``GroupStopped``). A run whose lane does not pass
     asks the solver's twin first, as a call does (``follow``)."""
     first = runs[0]
-    solver, width = compiled_solver(first.forward), len(runs)
+    solver = compiled_solver(first.forward)
     states = [np.concatenate([r.stepper.x, r.stepper.y]).astype(float) for r in runs]
     plan, rows = plan_of(solver, first.dt, first.torque, first.samples, states[0], first.stepper)
-    ws = np.zeros(solver._size * width)  # the lanes' workspace, interleaved
-    for w, r in enumerate(runs):
-        write_wrenches(r.forward, ws, width, w)
-    plan[FIELDS.index("ws")] = address(ws)
-    plan[FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
-    arrays = {"state": states} | {name: [getattr(r.samples, name.lower()) for r in runs]
-                                  for name in PER_RUN if name != "state"}
-    if first.samples.base_pose is not None:  # each run's pose, and its base's sample rows (PER_FLOATING_RUN)
-        arrays |= {"pose": [r.stepper.start for r in runs], "BP": [r.samples.base_pose for r in runs],
-                   "BT": [r.samples.base_twist for r in runs], "BA": [r.samples.base_accel for r in runs]}
-    if first.samples.contact_forces is not None:  # each run's contact force rows
-        arrays["CF"] = [r.samples.contact_forces for r in runs]
-    addresses = {name: np.array([address(a) for a in array], dtype=np.int64) for name, array in arrays.items()}
-    for name, words in addresses.items():
-        plan[FIELDS.index(name)] = address(words)
+    per_run = {"state": states} | {word: [getattr(r.samples, field) for r in runs] for word, field in
+                                   SAMPLE_ROWS.items() if getattr(first.samples, field) is not None}
+    if first.samples.base_pose is not None:  # each run's pose (PER_FLOATING_RUN)
+        per_run["pose"] = [r.stepper.start for r in runs]
+    ws, addresses = in_lanes(plan, solver, lane_solver, [r.forward for r in runs], per_run)
     write_wrenches(first.forward, solver._ws)  # the runs share them: the twin's copy comes from here (``follow``)
     follow(plan, solver)
     _loop(plan, [(r.stepper, r.samples, state) for r, state in zip(runs, states)], first.method,
           source_of(first.torque), report, solver=solver)
     del rows, ws, addresses  # alive until here: the plan points to them
+
+
+def in_lanes(plan: np.ndarray, solver, lane_solver, forwards: list, per_run: dict) -> tuple[np.ndarray, dict]:
+    """A run's plan made a lane loop's over ``len(forwards)`` runs (``loop_ir``'s width): the lanes' workspace,
+    interleaved, each run's external wrenches written in (``forwards``: the runs'), ``lane_solver``'s lane code,
+    and each per-run word (``per_run``: word → each run's array) pointing to an array of the runs' addresses.
+    Returns the workspace and those arrays by word: alive while the plan runs, a run moved by writing its new
+    address there."""
+    width = len(forwards)
+    ws = np.zeros(solver._size * width)
+    for w, forward in enumerate(forwards):
+        write_wrenches(forward, ws, width, w)
+    plan[FIELDS.index("ws")] = address(ws)
+    plan[FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
+    addresses = {word: np.array([address(a) for a in arrays], dtype=np.int64) for word, arrays in per_run.items()}
+    for word, words in addresses.items():
+        plan[FIELDS.index(word)] = address(words)
+    return ws, addresses
 
 
 def follow(plan: np.ndarray, solver) -> None:

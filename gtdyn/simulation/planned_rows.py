@@ -16,11 +16,7 @@ from gtdyn.arguments.query import run_restart
 from gtdyn.compiled.lanes import WIDTH
 from gtdyn.compiled.parallel import address
 from gtdyn.simulation import native_loop
-from gtdyn.simulation.loop_plan import FIELDS, PYTHON
-
-# the plan's per-run words, each pointed at a row of the stacked array of the same name (``Samples``' fields)
-ROW_WORDS = {"Q": "q", "V": "v", "QDD": "qdd", "TAU": "tau", "BP": "base_pose", "BT": "base_twist",
-             "BA": "base_accel", "CF": "contact_forces"}
+from gtdyn.simulation.loop_plan import FIELDS, PYTHON, SAMPLE_ROWS
 
 
 def plannable(run) -> bool:
@@ -49,23 +45,16 @@ class PlannedRows:
         self.poses = [self.pose0.copy() for _ in range(self.width)] if self.floating else []  # moved by the loop
         plan, self._held = native_loop.plan_of(self.solver, fresh.dt, fresh.torque, samples, self.states[0], stepper)
         self._fresh = fresh  # alive while the plan points to its arrays (the sample times, a pose step's scratch)
-        self._rows = [(FIELDS.index(word), address(arrays[name]), arrays[name].strides[0])
-                      for word, name in ROW_WORDS.items() if arrays.get(name) is not None]
+        self._rows = [(word, address(arrays[field]), arrays[field].strides[0])  # each row word's array: first, stride
+                      for word, field in SAMPLE_ROWS.items() if arrays.get(field) is not None]
         if self.width == 1:
             if self.floating:
                 plan[FIELDS.index("pose")] = address(self.poses[0])
-        else:  # the plan's per-run words point to a word per lane (``loop_ir``)
-            self.ws = np.zeros(self.solver._size * self.width)  # the lanes' workspace, interleaved: reused, as a
-            for w in range(self.width):  # solver's own is, since the code never writes its inputs
-                native_loop.write_wrenches(fresh.forward, self.ws, self.width, w)
-            plan[FIELDS.index("ws")] = address(self.ws)
-            plan[FIELDS.index("run")] = lane_solver._batches.lanes.address[lane_solver._entry]
-            self._lanes = {word: np.zeros(self.width, dtype=np.int64) for word, _, _ in self._rows}
-            fixed = {FIELDS.index("state"): self.states, FIELDS.index("pose"): self.poses}
-            self._lanes |= {word: np.array([address(a) for a in arrays_], dtype=np.int64)
-                            for word, arrays_ in fixed.items() if arrays_}
-            for word, words in self._lanes.items():
-                plan[word] = address(words)
+        else:  # the lanes' workspace is kept from group to group, as a solver's own is: its code never writes inputs
+            per_run = {"state": self.states} | ({"pose": self.poses} if self.floating else {}) | {
+                word: [getattr(samples, SAMPLE_ROWS[word])] * self.width for word, _, _ in self._rows}
+            self.ws, self._lanes = native_loop.in_lanes(plan, self.solver, lane_solver, [fresh.forward] * self.width,
+                                                        per_run)
         native_loop.write_wrenches(fresh.forward, self.solver._ws)  # the twin's copy comes from here (``follow``)
         self.plan = plan
         self.release = native_loop.releases(self.solver, self.method, self.steps + 1, self.width)
@@ -81,7 +70,7 @@ class PlannedRows:
         plan = self.plan
         for word, first, stride in self._rows:
             if self.width == 1:
-                plan[word] = first + rows[0] * stride
+                plan[FIELDS.index(word)] = first + rows[0] * stride
             else:
                 self._lanes[word][:] = [first + i * stride for i in rows]
         native_loop.follow(plan, self.solver)

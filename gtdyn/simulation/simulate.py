@@ -101,14 +101,8 @@ class Run:
 
     def finish(self) -> Trajectory:
         """The run's trajectory, once every step is taken (a warning if it left the joint limits)."""
-        _warn_past_limits(self.robot, self.samples.t, self.samples.q)
+        warn_past_limits(self.robot, self.samples.t, self.samples.q)
         return self.samples.trajectory(self.robot, self.method, self.gravity)
-
-    def warn_past_limits(self, samples: Samples | None = None) -> None:
-        """A JointLimitWarning if the run, every step taken, left a joint's limits (in ``samples``: where the run's
-        were copied)."""
-        samples = self.samples if samples is None else samples
-        _warn_past_limits(self.robot, samples.t, samples.q)
 
 
 def prepare(robot: Robot, q0, v0, *, tau=None, dt: float, steps: int, method: str = "semi_implicit_euler",
@@ -191,7 +185,7 @@ def within_limits(robot: Robot, Q: np.ndarray, axis=None):
     return (Q >= lower).all(axis=axis) & (Q <= upper).all(axis=axis)
 
 
-def _warn_past_limits(robot: Robot, t: np.ndarray, Q: np.ndarray) -> None:
+def warn_past_limits(robot: Robot, t: np.ndarray, Q: np.ndarray) -> None:
     """One JointLimitWarning naming the first joint, the time and the position where the trajectory first leaves
     a joint's limits; limits are not enforced (the joints have no stops in the model)."""
     if within_limits(robot, Q):
