@@ -163,10 +163,10 @@ def test_executed_operations_follow_the_calls_of_the_generated_code():
 
     solver, unchecked, cold, cached = B.compile_timed(gtdyn.load_robot("rrr"), "inverse", "rnea")
     main, fast = call_counts(solver, "main"), call_counts(solver, "fast")
-    # the checked call's usual path: solve and the bound's one pass; RNEA substitutes alone, so its backward error
-    # is bounded a priori, and ``measured`` (the residual) and ``exact`` run only where that and the bound cannot
-    # certify, so they are not counted
-    assert main == {"factor": 1, "solve": 1, "solve_abs": 1}
+    # the checked call's usual path: the solve alone. RNEA substitutes alone, so its backward error is bounded a
+    # priori, and the RRR's u by a ū proven at every state (uniform_bound): ``measured`` (u's pass, the residual)
+    # and ``exact`` run only where those cannot certify, so they are not counted
+    assert main == {"factor": 1, "solve": 1}
     assert fast == {"factor": 1, "solve": 1}
     ops = solver.operations
     assert B.executed_operations(solver, "fast") == ops["fast"] + ops["factor"] + ops["solve"]

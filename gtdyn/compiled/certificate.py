@@ -13,6 +13,7 @@ from gtdyn.compiled.certificate_cost import cheapest_way, pays
 from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan
+from gtdyn.compiled.uniform_bound import uniform_bound
 from gtdyn.compiled.validity import finite_sum, squared_norm, valid_inputs
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
@@ -175,7 +176,10 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
 
     A plan of substitutions alone (``substitution_backward_error``) has a backward error known a priori: ``main``
     certifies with it and no residual, and calls ``measured`` (the residual, and the verdict with it as above)
-    only where that cannot certify."""
+    only where that cannot certify. Where, moreover, a bound ū ≥ u proven at every state (``uniform_bound``)
+    certifies with γ_m, or with no error at all where b = 0 by structure (a matrix's plan at rest, whose answer is
+    0), ``main`` leaves u's pass to ``measured`` as well: it certifies the same calls as with u (u ≤ ū), on the
+    same answer, and stores ū as the call's bound."""
     main = trace.Function("main")
     main.call(functions["factor"])
     fn = unless_guarded(main, plan, layout, slots)
@@ -194,36 +198,46 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
     gamma = substitution_backward_error(plan)
     by_substitution = gamma is not None and pays(functions, layout, sample_norms, gamma, ERROR_BOUND)
-    fn.comment("the bound u = ‖D Ŝ1‖₂ ≥ 1/σ_min(A D⁻¹)")
-    fn.call(functions["solve_abs"])
-    u_squared, a_squared = 0.0, 0.0
-    for k, column_entries in enumerate(entries):
-        norm = _column_norm(fn, column_entries, slots)
-        magnitude = fn.load(layout.start["sol"] + k)
-        u_squared = u_squared + norm * (magnitude * magnitude)
-        if not by_substitution:  # else measured sums them, where the a-priori bound cannot certify
-            a_squared = a_squared + norm
-        fn.store(layout.start["norms"] + k, norm)  # for exact and measured
-        if way == "schur":
-            fn.store(layout.start["zt"] + k, norm * magnitude)  # D² Ŝ1: for schur, if u cannot certify
-    bound = trace.sqrt(u_squared)
-    b_sum = _right_hand_side(fn, plan, layout, slots, squares=not by_substitution)  # ‖b‖₁ or ‖b‖²
-    fn.call(functions["solve"])  # after the bound's pass, so that ws keeps x and its residual for exact
-    x, x_sum = _solution(fn, layout, len(column), for_residual=not by_substitution)  # Σ x or ‖x‖²
-    store_outputs(fn, layout, outputs, x)
+    everywhere, zero_rhs = _everywhere(plan, entries, column, functions["factor"], gamma) if by_substitution \
+        else (None, False)
+    count = len(column)
+    a_priori, measured = None, fn
+    if everywhere is None:
+        bound, a_squared = _bound_pass(fn, functions, entries, layout, slots, way, sums=not by_substitution)
+    if not zero_rhs:
+        b_sum = _right_hand_side(fn, plan, layout, slots, squares=not by_substitution)  # ‖b‖₁ or ‖b‖²
+        fn.call(functions["solve"])  # after the bound's pass, so that ws keeps x and its residual for exact
+        x, x_sum = _solution(fn, layout, count, for_residual=not by_substitution)  # Σ x or ‖x‖²
+        store_outputs(fn, layout, outputs, x)
     others = _other_checks(fn, layout, slots, closure, coupled)
-    measured, a_priori, sums = fn, None, {"A": a_squared, "b": b_sum, "x": x_sum}
     if by_substitution:
-        fn.comment(f"substitution alone: backward error ≤ γ_m = {gamma:.3g} a priori, for a finite x and "
-                   "‖b‖₁ ≥ SMALLEST_RHS (substitution_backward_error)")
-        sure = others * finite_sum(x_sum) * trace.le(SMALLEST_RHS, b_sum)
-        a_priori = _conclude(fn, layout, slots, closure, coupled, bound, gamma, A_PRIORI, sure)
         measured = trace.Function("measured")
-        measured.comment("where the a-priori bound cannot certify: the backward error measured")
-        sums = {"A": _sum(measured, layout.start["norms"], len(column)),
-                "x": _solution(measured, layout, len(column), True)[1],
+        if zero_rhs:
+            fn.comment(f"b = 0 by structure and u ≤ ū = {everywhere:.3g} at every state (uniform_bound): the "
+                       "answer is 0, exactly, for valid inputs")
+            store_outputs(fn, layout, outputs, [0.0] * count)
+            a_priori = _conclude(fn, layout, slots, closure, coupled, everywhere, 0.0, A_PRIORI, others)
+            measured.comment("where ū cannot certify (inputs not valid): the bound, the solve and the residual")
+            bound, _ = _bound_pass(measured, functions, entries, layout, slots, way, sums=False)
+            _right_hand_side(measured, plan, layout, slots, squares=False)
+            measured.call(functions["solve"])
+            store_outputs(measured, layout, outputs, _solution(measured, layout, count, for_residual=False)[0])
+        else:
+            fn.comment(f"substitution alone: backward error ≤ γ_m = {gamma:.3g} a priori, for a finite x and "
+                       "‖b‖₁ ≥ SMALLEST_RHS (substitution_backward_error)" +
+                       ("" if everywhere is None else f", and u ≤ ū = {everywhere:.3g} at every state (uniform_bound)"))
+            sure = others * finite_sum(x_sum) * trace.le(SMALLEST_RHS, b_sum)
+            a_priori = _conclude(fn, layout, slots, closure, coupled, bound if everywhere is None else everywhere,
+                                 gamma, A_PRIORI, sure)
+            measured.comment("where the a-priori bound cannot certify: the backward error measured")
+        x_squared = _solution(measured, layout, count, True)[1]  # x into xr, before u's pass writes over it
+        if everywhere is not None and not zero_rhs:
+            bound, _ = _bound_pass(measured, functions, entries, layout, slots, way, sums=False)
+        sums = {"A": _sum(measured, layout.start["norms"], count), "x": x_squared,
                 "b": _right_hand_side(measured, plan, layout, slots, squares=True, store=False)}
         bound, others = slots.use(measured, bound), slots.use(measured, others)
+    else:
+        sums = {"A": a_squared, "b": b_sum, "x": x_sum}
     measured.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
     measured.call(functions["residual"])
     backward = _backward_error(_sum(measured, layout.start["res"], len(plan.rows), squares=True), sums)
@@ -245,6 +259,36 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     return {ITERATION: iteration, "exact": exact, **({"schur": fallback} if way == "schur" else {}),  # callees first
             **({"measured": measured} if a_priori is not None else {}),
             **({"certify": fn} if fn is not main else {}), "main": main}
+
+
+def _bound_pass(fn: trace.Function, functions: dict, entries: list, layout: Layout, slots: Slots, way: str,
+                sums: bool):
+    """u = ‖D Ŝ1‖₂ by ``solve_abs`` and the column norms (stored for exact and measured; D² Ŝ1 for schur too), and
+    ‖A‖_F² where ``sums`` (else 0: measured sums the stored norms where it needs them)."""
+    fn.comment("the bound u = ‖D Ŝ1‖₂ ≥ 1/σ_min(A D⁻¹)")
+    fn.call(functions["solve_abs"])
+    u_squared, a_squared = 0.0, 0.0
+    for k, column_entries in enumerate(entries):
+        norm = _column_norm(fn, column_entries, slots)
+        magnitude = fn.load(layout.start["sol"] + k)
+        u_squared = u_squared + norm * (magnitude * magnitude)
+        if sums:
+            a_squared = a_squared + norm
+        fn.store(layout.start["norms"] + k, norm)  # for exact and measured
+        if way == "schur":
+            fn.store(layout.start["zt"] + k, norm * magnitude)  # D² Ŝ1: for schur, if u cannot certify
+    return trace.sqrt(u_squared), a_squared
+
+
+def _everywhere(plan: Plan, entries: list, column: dict, factor: trace.Function, gamma: float):
+    """(ū, b = 0): ū (``uniform_bound``) where it certifies every call the a-priori backward error γ_m does — under
+    ``BOUND_LIMIT``, and with γ_m under ``ERROR_BOUND``, or any γ where b = 0 by structure (a matrix's plan at rest,
+    whose x = 0 is exact) — else None; and whether b = 0 by structure there."""
+    zero_rhs = all(not trace.is_sym(row.rhs) and row.rhs == 0.0 for row in plan.rows)
+    bound = uniform_bound(plan, entries, column, factor)
+    if bound <= BOUND_LIMIT and (zero_rhs or bound * gamma <= ERROR_BOUND):
+        return bound, zero_rhs
+    return None, False
 
 
 def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: dict, coupled, main_values: list,
