@@ -21,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "mutate_certificate.md")
 CERTIFICATE = os.path.join("gtdyn", "compiled", "certificate.py")
 VALIDITY = os.path.join("gtdyn", "compiled", "validity.py")  # the input checks the certificate keeps
-TESTS = ["tests/test_certificate.py", "tests/test_certificate_a_priori.py",
+UNIFORM = os.path.join("gtdyn", "compiled", "uniform_bound.py")  # the bound on u proven at every state
+TESTS = ["tests/test_certificate.py", "tests/test_certificate_a_priori.py", "tests/test_uniform_bound.py",
          "tests/test_compiled.py", "tests/test_compiled_floating.py",
          "tests/test_edges.py", "tests/test_loops.py", "tests/test_transmissions.py"]
 # (what is switched off, the line as it is, the line mutated[, the file: the certificate's by default])
@@ -44,8 +45,8 @@ MUTATIONS = [
     ("the solve's rows are the residual's",
      "            return None  # the solve's row is not the residual's: the lemma says nothing of b − A x",
      "            pass"),
-    ("a finite answer for the a-priori bound", "        sure = others * finite_sum(x_sum) * trace.le(",
-     "        sure = others * 1.0 * trace.le("),
+    ("a finite answer for the a-priori bound", "            sure = others * within * finite_sum(x_sum) * trace.le(",
+     "            sure = others * within * 1.0 * trace.le("),
     ("the smallest right-hand side", "SMALLEST_RHS = 1e-280", "SMALLEST_RHS = 0.0"),
 ]
 

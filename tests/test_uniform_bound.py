@@ -1,8 +1,8 @@
 """A bound on the certificate's u proven at every state (``gtdyn.compiled.uniform_bound``): its intervals hold the
 traced values at any input, ū is above the u each call's own pass computes (at random states and at angles far
 outside the joint limits), and the plans it certifies leave u's pass out of ``main`` — inverse dynamics of the
-PUMA and of a floating quadruped, and the mass matrix — while those it cannot (a prismatic joint's translation
-is unbounded) keep it."""
+PUMA and of a floating quadruped, and the mass matrix; a prismatic joint's offset within its limits, which the
+call checks."""
 
 import math
 
@@ -12,7 +12,7 @@ from references import random_states
 
 import gtdyn
 from gtdyn.compiled import trace
-from gtdyn.compiled.certificate import A_PRIORI
+from gtdyn.compiled.certificate import A_PRIORI, BY_BOUND
 from gtdyn.compiled.uniform_bound import enclosures
 from gtdyn.compiled.verdicts import _again
 from gtdyn.model.random import random_robot
@@ -93,12 +93,29 @@ def test_the_mass_matrix_certifies_without_a_solve(puma):
         mass(np.full(6, np.nan))
 
 
-def test_a_prismatic_joint_keeps_the_bounds_pass_in_main():
-    """A prismatic joint's offset enters A's coefficients unbounded: no ū, and main computes u as before."""
+def test_prismatic_joints_are_bounded_by_their_limits_where_the_call_checks_them():
+    """A prismatic joint's offset enters A's coefficients: ū holds within the joints' limits (±π here), which the
+    call checks; a call beyond them measures u itself (``measured``), and either way answers as the reference path."""
     robot = random_robot(7, 4, tree=False, prismatic=1.0)
-    assert any(j.type == "prismatic" for j in robot.joints)
+    assert {j.type for j in robot.joints} == {"prismatic"} and all(j.upper == np.pi for j in robot.joints)
     solver = gtdyn.compile(robot, "inverse", lanes=False)
-    assert "uniform_bound" not in solver.code("main")
-    q, v, x = random_states(robot.num_dofs, 1, seed=34)
-    np.testing.assert_allclose(solver(q[0], v[0], x[0]), gtdyn.inverse_dynamics(robot, q[0], v[0], x[0]).tau,
-                               rtol=1e-9, atol=1e-9)
+    assert "uniform_bound" in solver.code("main")
+    Q, V, X = random_states(4, 4, seed=34)
+    for q, v, x, beyond in zip(Q, V, X, (False, True, False, True)):
+        if beyond:
+            q = q.copy()
+            q[2] = 3.5
+        tau = solver(q, v, x)
+        if beyond:
+            assert solver._ws[solver._bounded] == BY_BOUND  # measured's u certified it
+        else:
+            bound, u = _bound_and_u(solver, solver._ws)
+            assert 0.0 < u <= bound
+        np.testing.assert_allclose(tau, gtdyn.inverse_dynamics(robot, q, v, x).tau, rtol=1e-9, atol=1e-9)
+    assert solver.fallbacks == 0
+    fn = trace.Function("f", 1)
+    offset = fn.load(0, np.zeros(1))
+    lever = 2.0 * offset + 1.0
+    assert enclosures(fn)[lever.id] == (-math.inf, math.inf)
+    low, high = enclosures(fn, {0: (-0.5, 0.25)})[lever.id]
+    assert low <= 0.0 < 1.5 <= high < 1.5 + 1e-14

@@ -13,7 +13,7 @@ from gtdyn.compiled.certificate_cost import cheapest_way, pays
 from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
 from gtdyn.compiled.plan import Plan
-from gtdyn.compiled.uniform_bound import uniform_bound
+from gtdyn.compiled.uniform_bound import uniform_bound, within_ranges
 from gtdyn.compiled.validity import finite_sum, squared_norm, valid_inputs
 from gtdyn.kinematics.loops import CLOSURE_TOLERANCE
 from gtdyn.linear.elimination import INVERSE_ITERATIONS, WARN_CONDITION
@@ -198,8 +198,8 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
     gamma = substitution_backward_error(plan)
     by_substitution = gamma is not None and pays(functions, layout, sample_norms, gamma, ERROR_BOUND)
-    everywhere, zero_rhs = _everywhere(plan, entries, column, functions["factor"], gamma) if by_substitution \
-        else (None, False)
+    everywhere, zero_rhs = _everywhere(plan, entries, column, functions["factor"], gamma, layout.ranges) \
+        if by_substitution else (None, False)
     count = len(column)
     a_priori, measured = None, fn
     if everywhere is None:
@@ -210,14 +210,16 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         x, x_sum = _solution(fn, layout, count, for_residual=not by_substitution)  # Σ x or ‖x‖²
         store_outputs(fn, layout, outputs, x)
     others = _other_checks(fn, layout, slots, closure, coupled)
+    within = 1.0 if everywhere is None else within_ranges(fn, layout.ranges)
     if by_substitution:
         measured = trace.Function("measured")
         if zero_rhs:
             fn.comment(f"b = 0 by structure and u ≤ ū = {everywhere:.3g} at every state (uniform_bound): the "
                        "answer is 0, exactly, for valid inputs")
             store_outputs(fn, layout, outputs, [0.0] * count)
-            a_priori = _conclude(fn, layout, slots, closure, coupled, everywhere, 0.0, A_PRIORI, others)
-            measured.comment("where ū cannot certify (inputs not valid): the bound, the solve and the residual")
+            a_priori = _conclude(fn, layout, slots, closure, coupled, everywhere, 0.0, A_PRIORI, others * within)
+            measured.comment("where ū cannot certify (inputs not valid, or a prismatic joint beyond its limits): the "
+                             "bound, the solve and the residual")
             bound, _ = _bound_pass(measured, functions, entries, layout, slots, way, sums=False)
             _right_hand_side(measured, plan, layout, slots, squares=False)
             measured.call(functions["solve"])
@@ -226,7 +228,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
             fn.comment(f"substitution alone: backward error ≤ γ_m = {gamma:.3g} a priori, for a finite x and "
                        "‖b‖₁ ≥ SMALLEST_RHS (substitution_backward_error)" +
                        ("" if everywhere is None else f", and u ≤ ū = {everywhere:.3g} at every state (uniform_bound)"))
-            sure = others * finite_sum(x_sum) * trace.le(SMALLEST_RHS, b_sum)
+            sure = others * within * finite_sum(x_sum) * trace.le(SMALLEST_RHS, b_sum)
             a_priori = _conclude(fn, layout, slots, closure, coupled, bound if everywhere is None else everywhere,
                                  gamma, A_PRIORI, sure)
             measured.comment("where the a-priori bound cannot certify: the backward error measured")
@@ -280,12 +282,12 @@ def _bound_pass(fn: trace.Function, functions: dict, entries: list, layout: Layo
     return trace.sqrt(u_squared), a_squared
 
 
-def _everywhere(plan: Plan, entries: list, column: dict, factor: trace.Function, gamma: float):
-    """(ū, b = 0): ū (``uniform_bound``) where it certifies every call the a-priori backward error γ_m does — under
-    ``BOUND_LIMIT``, and with γ_m under ``ERROR_BOUND``, or any γ where b = 0 by structure (a matrix's plan at rest,
-    whose x = 0 is exact) — else None; and whether b = 0 by structure there."""
+def _everywhere(plan: Plan, entries: list, column: dict, factor: trace.Function, gamma: float, ranges: dict):
+    """(ū, b = 0): ū (``uniform_bound``, within ``ranges``) where it certifies every call the a-priori backward
+    error γ_m does — under ``BOUND_LIMIT``, and with γ_m under ``ERROR_BOUND``, or any γ where b = 0 by structure (a
+    matrix's plan at rest, whose x = 0 is exact) — else None; and whether b = 0 by structure there."""
     zero_rhs = all(not trace.is_sym(row.rhs) and row.rhs == 0.0 for row in plan.rows)
-    bound = uniform_bound(plan, entries, column, factor)
+    bound = uniform_bound(plan, entries, column, factor, ranges)
     if bound <= BOUND_LIMIT and (zero_rhs or bound * gamma <= ERROR_BOUND):
         return bound, zero_rhs
     return None, False

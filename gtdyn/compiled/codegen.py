@@ -138,7 +138,9 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     outputs = output_sources(robot, problem, column)
     layout = Layout(n, len(outputs), len(rows), len(column), base_inputs.input_count(robot), 6 * len(wrench_frames),
                     direction_count(robot) if derivatives else 0, LANES if derivatives else 0,
-                    tuple(j.index - 1 for j in robot.joints if j.type == "revolute"))
+                    tuple(j.index - 1 for j in robot.joints if j.type == "revolute"),
+                    ranges={j.index - 1: (float(j.lower), float(j.upper)) for j in robot.joints
+                            if j.type == "prismatic" and np.isfinite(j.lower) and np.isfinite(j.upper)})
     slots = Slots(layout)
     functions = {"factor": factor}
     functions["solve"] = _solve(plan, column, layout, slots)

@@ -73,9 +73,11 @@ RULES = {
 EXACT = {"copy", "neg", "abs", "sin", "cos", "le", "select"}  # results exact, or within the interval as they are
 
 
-def enclosures(fn: trace.Function) -> list:
+def enclosures(fn: trace.Function, ranges: dict | None = None) -> list:
     """For each operation of ``fn`` (indexed as ``fn.ops``), an interval (low, high) that holds its run-time value
-    for every input ``fn`` loads, whatever it is (loads are unbounded), or None for operations without a value."""
+    for every input ``fn`` loads, whatever it is — loads are unbounded but those from an index of ``ranges``, which
+    lie in its (low, high) — or None for operations without a value."""
+    ranges = ranges or {}
     found: list = [None] * len(fn.ops)
 
     def interval(a) -> tuple[float, float]:
@@ -84,7 +86,7 @@ def enclosures(fn: trace.Function) -> list:
     for i, op in enumerate(fn.ops):
         kind = op[0]
         if kind in trace.NOT_ARITHMETIC:
-            found[i] = UNBOUNDED if kind == "load" else None
+            found[i] = ranges.get(op[1], UNBOUNDED) if kind == "load" else None
             continue
         rule = RULES.get(kind)
         if kind == "mul" and op[1] is op[2]:  # a square: never below zero (a product of two intervals would be)
@@ -99,13 +101,14 @@ def enclosures(fn: trace.Function) -> list:
     return found
 
 
-def uniform_bound(plan: Plan, entries: list[list], column: dict, fn: trace.Function) -> float:
-    """ū ≥ u(q) at every state, for a plan of substitutions alone whose coefficients ``fn`` (``factor``) traced;
-    ``entries``: A's entries by column (``certificate._column_entries``). ∞ where some coefficient is unbounded,
-    a pivot may vanish, or the plan has row operations."""
+def uniform_bound(plan: Plan, entries: list[list], column: dict, fn: trace.Function, ranges: dict) -> float:
+    """ū ≥ u(q) at every state whose inputs at the indices of ``ranges`` lie in theirs (``Layout.ranges``: a
+    prismatic joint's translation enters A, within its limits), for a plan of substitutions alone whose
+    coefficients ``fn`` (``factor``) traced; ``entries``: A's entries by column (``certificate._column_entries``).
+    ∞ where some coefficient is unbounded, a pivot may vanish, or the plan has row operations."""
     if plan.tape:
         return math.inf
-    found = enclosures(fn)
+    found = enclosures(fn, ranges)
 
     def largest(value) -> float:
         if type(value) is not trace.Sym:
@@ -128,3 +131,13 @@ def uniform_bound(plan: Plan, entries: list[list], column: dict, fn: trace.Funct
                      for kc, k in column.items()), 0.0)
     bound = math.sqrt(u_squared) * (1.0 + MARGIN)
     return bound if math.isfinite(bound) else math.inf
+
+
+def within_ranges(fn: trace.Function, ranges: dict):
+    """Traced in ``fn``: 1.0 if every input at an index of ``ranges`` lies in its (low, high), the ranges
+    ``uniform_bound`` assumed, else 0.0 (NaN included)."""
+    ok = 1.0
+    for index, (low, high) in ranges.items():
+        value = fn.load(index)
+        ok = ok * trace.le(low, value) * trace.le(value, high)
+    return ok
