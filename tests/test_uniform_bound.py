@@ -13,7 +13,7 @@ from references import random_states
 import gtdyn
 from gtdyn.compiled import trace
 from gtdyn.compiled.certificate import A_PRIORI, BY_BOUND
-from gtdyn.compiled.uniform_bound import enclosures
+from gtdyn.compiled.uniform_bound import _AngleMaxima, enclosures
 from gtdyn.compiled.verdicts import _again
 from gtdyn.model.random import random_robot
 
@@ -46,6 +46,23 @@ def test_the_intervals_hold_the_traced_values_at_any_input(rng):
         for value_q, value_t in rng.uniform(-scale, scale, (50, 2)):
             for (low, high), value in zip(bounds, _expressions(value_q, value_t)):
                 assert low <= value <= high
+
+
+def test_the_terms_of_one_angle_peak_together():
+    """|cos θ| + |sin θ| peaks at √2, which the sum of each term's own largest (2) overstates; taken jointly on the
+    angle's pieces the bound is near √2, and cos² θ + sin² θ near 1. A term of another angle adds its own largest."""
+    fn = trace.Function("f", 1)
+    theta, phi = fn.load(0, np.zeros(1)), fn.load(1, np.zeros(1))
+    c, s, other = trace.cos(theta), trace.sin(theta), trace.cos(phi)
+    found = enclosures(fn)
+    maxima = _AngleMaxima(fn, found)
+
+    def largest(value):
+        return max(abs(found[value.id][0]), abs(found[value.id][1]))
+
+    assert math.sqrt(2.0) <= maxima.largest_sum([c, s], [1.0, 1.0], largest) < 1.55
+    assert 1.0 <= maxima.largest_sum([c, s], [1.0, 1.0], largest, squares=True) < 1.15
+    assert 3.0 * math.sqrt(2.0) <= maxima.largest_sum([c, other, s], [3.0, 2.0, 3.0], largest) - 2.0 < 3.0 * 1.55
 
 
 def _bound_and_u(solver, ws):

@@ -33,6 +33,7 @@ UNIT_ROUNDOFF = 2.0 ** -53
 # Below it, the right-hand side's products may round to subnormals, whose absolute errors the a-priori bound leaves
 # out: such calls measure their backward error instead.
 SMALLEST_RHS = 1e-280
+REACHES = (100.0, 10.0, 1.0, 0.0)  # metres: how far past its limits a prismatic joint's ū may reach (_everywhere)
 
 
 def _column_entries(plan: Plan, column: dict) -> list[list]:
@@ -198,8 +199,8 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
     gamma = substitution_backward_error(plan)
     by_substitution = gamma is not None and pays(functions, layout, sample_norms, gamma, ERROR_BOUND)
-    everywhere, zero_rhs = _everywhere(plan, entries, column, functions["factor"], gamma, layout.ranges) \
-        if by_substitution else (None, False)
+    everywhere, zero_rhs, ranges = _everywhere(plan, entries, column, functions["factor"], gamma, layout.ranges) \
+        if by_substitution else (None, False, {})
     count = len(column)
     a_priori, measured = None, fn
     if everywhere is None:
@@ -210,7 +211,7 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         x, x_sum = _solution(fn, layout, count, for_residual=not by_substitution)  # Σ x or ‖x‖²
         store_outputs(fn, layout, outputs, x)
     others = _other_checks(fn, layout, slots, closure, coupled)
-    within = 1.0 if everywhere is None else within_ranges(fn, layout.ranges)
+    within = 1.0 if everywhere is None else within_ranges(fn, ranges)
     if by_substitution:
         measured = trace.Function("measured")
         if zero_rhs:
@@ -282,15 +283,19 @@ def _bound_pass(fn: trace.Function, functions: dict, entries: list, layout: Layo
     return trace.sqrt(u_squared), a_squared
 
 
-def _everywhere(plan: Plan, entries: list, column: dict, factor: trace.Function, gamma: float, ranges: dict):
-    """(ū, b = 0): ū (``uniform_bound``, within ``ranges``) where it certifies every call the a-priori backward
-    error γ_m does — under ``BOUND_LIMIT``, and with γ_m under ``ERROR_BOUND``, or any γ where b = 0 by structure (a
-    matrix's plan at rest, whose x = 0 is exact) — else None; and whether b = 0 by structure there."""
+def _everywhere(plan: Plan, entries: list, column: dict, factor: trace.Function, gamma: float, limits: dict):
+    """(ū, b = 0, ranges): ū (``uniform_bound``) where it certifies every call the a-priori backward error γ_m does
+    — under ``BOUND_LIMIT``, and with γ_m under ``ERROR_BOUND``, or any γ where b = 0 by structure (a matrix's plan
+    at rest, whose x = 0 is exact) — else None; whether b = 0 by structure; and the prismatic joints' ranges ū
+    assumes, which the call checks: their ``limits`` widened to ±``REACHES`` metres, the widest that certifies (a
+    gripper's fingers drawn at random states beyond their few centimetres still take ū)."""
     zero_rhs = all(not trace.is_sym(row.rhs) and row.rhs == 0.0 for row in plan.rows)
-    bound = uniform_bound(plan, entries, column, factor, ranges)
-    if bound <= BOUND_LIMIT and (zero_rhs or bound * gamma <= ERROR_BOUND):
-        return bound, zero_rhs
-    return None, False
+    for reach in REACHES if limits else REACHES[-1:]:
+        ranges = {i: (min(low, -reach), max(high, reach)) for i, (low, high) in limits.items()}
+        bound = uniform_bound(plan, entries, column, factor, ranges)
+        if bound <= BOUND_LIMIT and (zero_rhs or bound * gamma <= ERROR_BOUND):
+            return bound, zero_rhs, ranges
+    return None, False, {}
 
 
 def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: dict, coupled, main_values: list,

@@ -20,8 +20,8 @@ class Layout:
     derivative_columns: int = 0  # directions of ``gtdyn.compiled.derivatives`` (0: values only)
     lanes: int = 0  # outputs the derivatives solve for at once (``trace.Lanes``; 0: values only)
     angles: tuple = ()  # the revolute joints' positions in q: within ±MAX_ANGLE, or the call falls back
-    # the prismatic joints' positions in q → their limits, which a bound proven at every state may assume where the
-    # call checks them (``gtdyn.compiled.uniform_bound``)
+    # the prismatic joints' positions in q → their limits, from which a bound proven at every state takes the ranges
+    # it assumes, which the call then checks (``gtdyn.compiled.certificate._everywhere``)
     ranges: dict = field(default_factory=dict)
     start: dict[str, int] = field(default_factory=dict)
     size: int = 0

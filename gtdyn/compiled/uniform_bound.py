@@ -6,14 +6,16 @@ bounds it over every input whatever its value: a revolute angle reaches A only t
 [−1, 1], so the rows of eq. 5–7 have bounded coefficients while the velocities, given accelerations and gravity
 enter b alone. Back-substitution on magnitudes — ``solve_abs``'s steps on a plan without row operations,
 y_c = (1 + Σ_j |a_pj| y_j) / |a_pc| — only grows with larger off-pivot magnitudes and smaller pivots. So those
-steps on each off-pivot entry's largest magnitude and each pivot's smallest give ȳ ≥ Ŝ1(q) at every state; with
-D̄_k² the sum of column k's largest squares, ū = ‖D̄ ȳ‖₂ ≥ u(q). A floating base's block, which ``solve_abs``
-takes whole (|B⁻¹| 1, ``root_block``), is triangular in such a plan: |B⁻¹| ≤ M(B)⁻¹ entry by entry (M the
-comparison matrix), which these pivot-by-pivot steps bound.
+steps on each row's largest Σ_j |a_pj| y_j and each pivot's smallest magnitude give ȳ ≥ Ŝ1(q) at every state;
+with D̄_k² the largest of column k's sum of squares, ū = ‖D̄ ȳ‖₂ ≥ u(q). A row's terms that turn with one joint
+angle (its Ad block) peak together, not each at its own angle: their sum is bounded on pieces of the angle's
+period (``_AngleMaxima``), which took Talos's ū from some 90 times the largest u of random states to about twice.
+A floating base's block, which ``solve_abs`` takes whole (|B⁻¹| 1, ``root_block``), is triangular in such a
+plan: |B⁻¹| ≤ M(B)⁻¹ entry by entry (M the comparison matrix), which these pivot-by-pivot steps bound.
 
 Where ū is under the certificate's limits, ``main`` certifies every call with it and leaves the bound's pass to
-the calls it does not certify (``certificate.checked_call``): the PUMA's and the UR5's inverse dynamics, and the
-mass matrix of every bundled robot in RNEA's ordering (benchmarks/results/design_measurements.md).
+the calls it does not certify (``certificate.checked_call``): inverse dynamics and the mass matrix of the PUMA,
+the UR5, the Panda, Solo-12 and Talos in RNEA's ordering (benchmarks/results/design_measurements.md).
 
 Rounding: each interval is widened by four units in the last place of its largest magnitude (and the smallest
 subnormal's worth), which covers both the run-time rounding of its operation (IEEE: relative to the result) and
@@ -25,10 +27,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gtdyn.compiled import trace
 from gtdyn.compiled.plan import Plan, off_pivot
 
 UNBOUNDED = (-math.inf, math.inf)
+PIECES = 64  # an angle's period in pieces, on each of which its values are enclosed (``_AngleMaxima``)
 MARGIN = 1e-8  # ū's relative margin over the sums' rounding (≤ 1e5 operations · 2⁻⁵³ ≈ 1e-11)
 _WIDEN = 4 * 2.0 ** -53
 _TINY = 5e-324  # the smallest subnormal: an absolute rounding error where results underflow
@@ -120,15 +125,17 @@ def uniform_bound(plan: Plan, entries: list[list], column: dict, fn: trace.Funct
             return abs(float(value))
         return _magnitude_interval(found[value.id])[0] if value.fn is fn else 0.0
 
+    angles = _AngleMaxima(fn, found)
     y: dict = {}
     for key, c, p in reversed(plan.pivots):  # solve_abs's back-substitution from a right-hand side of ones
         row = plan.work[p]
-        total = 1.0 + sum((largest(coefficient) * y.get(other, math.inf)
-                           for other, coefficient in off_pivot(row, key, c)), 0.0)
+        terms = list(off_pivot(row, key, c))
+        total = 1.0 + angles.largest_sum([coefficient for _, coefficient in terms],
+                                         [y.get(other, math.inf) for other, _ in terms], largest)
         pivot = smallest(row[key][c])
         y[key, c] = total / pivot if pivot > 0.0 else math.inf
-    u_squared = sum((sum(largest(e) ** 2 for e in entries[k]) * y.get(kc, math.inf) ** 2
-                     for kc, k in column.items()), 0.0)
+    u_squared = sum((angles.largest_sum(entries[k], [1.0] * len(entries[k]), largest, squares=True)
+                     * y.get(kc, math.inf) ** 2 for kc, k in column.items()), 0.0)
     bound = math.sqrt(u_squared) * (1.0 + MARGIN)
     return bound if math.isfinite(bound) else math.inf
 
@@ -141,3 +148,119 @@ def within_ranges(fn: trace.Function, ranges: dict):
         value = fn.load(index)
         ok = ok * trace.le(low, value) * trace.le(value, high)
     return ok
+
+
+class _AngleMaxima:
+    """Sums Σ_j |c_j| w_j of coefficients at their largest over every input, taken jointly where the coefficients
+    turn with one angle: those of one joint's transform (a row's Ad block, say) peak at different angles, and the
+    largest of their sum is what the magnitude pass can meet. An angle whose load only sin and cos read is
+    periodic: its period is cut into ``PIECES`` and every value that depends on it alone enclosed on each piece
+    (``enclosures``' rules, on arrays); the sum's largest over the pieces bounds it. Terms of different angles peak
+    independently, so their largest sums add; a coefficient of several inputs, or of another, is taken at its own
+    largest (``largest``)."""
+
+    def __init__(self, fn: trace.Function, found: list):
+        self.fn, self.found = fn, found
+        self.depends: list = [frozenset()] * len(fn.ops)
+        readers: dict = {}
+        for i, op in enumerate(fn.ops):
+            if op[0] == "load":
+                self.depends[i] = frozenset((i,))
+            elif op[0] not in trace.NOT_ARITHMETIC:
+                operands = [a for a in op[1:] if type(a) is trace.Sym]
+                self.depends[i] = frozenset().union(*(self.depends[a.id] for a in operands))
+                for a in operands:
+                    readers.setdefault(a.id, set()).add(op[0])
+        self.periodic = {i for i, op in enumerate(fn.ops)
+                         if op[0] == "load" and readers.get(i, set()) <= {"sin", "cos"}}
+        self.pieces: dict = {}
+
+    def _on_pieces(self, load: int) -> dict:
+        """Each value of ``load``'s angle alone, enclosed on each piece of its period: id → (lows, highs)."""
+        if load in self.pieces:
+            return self.pieces[load]
+        edges = np.linspace(-math.pi, math.pi, PIECES + 1)
+        found = {load: (edges[:-1], edges[1:])}
+        for i in range(load + 1, len(self.fn.ops)):
+            if self.depends[i] != frozenset((load,)):
+                continue
+            op = self.fn.ops[i]
+            args = [found.get(a.id, self.found[a.id]) if type(a) is trace.Sym else (float(a), float(a)) for a in op[1:]]
+            found[i] = _piece_rule(op[0], args, op[1] is op[2] if op[0] == "mul" else False)
+        self.pieces[load] = found
+        return found
+
+    def largest_sum(self, coefficients: list, weights: list, largest, squares: bool = False) -> float:
+        """The largest of Σ_j |c_j| w_j (Σ_j c_j² w_j with ``squares``) over every input."""
+        groups: dict = {}
+        total = 0.0
+        for c, w in zip(coefficients, weights):
+            key = self.depends[c.id] if type(c) is trace.Sym and c.fn is self.fn else None
+            if key is not None and len(key) == 1 and next(iter(key)) in self.periodic:
+                groups.setdefault(next(iter(key)), []).append((c, w))
+            else:
+                total += (largest(c) ** 2 if squares else largest(c)) * w
+        for load, terms in groups.items():
+            found = self._on_pieces(load)
+            sums = np.zeros(PIECES)
+            for c, w in terms:
+                low, high = found[c.id]
+                magnitude = np.maximum(np.abs(low), np.abs(high))
+                sums = sums + (magnitude * magnitude if squares else magnitude) * w
+            total += float(np.max(sums))
+        return total
+
+
+def _piece_rule(kind: str, args: list, square: bool) -> tuple:
+    """``enclosures``' rule for one operation on arrays of intervals (one per piece), widened as there."""
+    a = [(np.broadcast_to(np.asarray(low, dtype=float), PIECES), np.broadcast_to(np.asarray(high, dtype=float), PIECES))
+         for low, high in args]
+    with np.errstate(all="ignore"):
+        if kind in ("sin", "cos"):
+            low, high = _trig_on_pieces(kind, *a[0])
+        elif kind == "copy":
+            low, high = a[0]
+        elif kind == "neg":
+            low, high = -a[0][1], -a[0][0]
+        elif kind == "abs" or (kind == "mul" and square):
+            low = np.where((a[0][0] <= 0) & (a[0][1] >= 0), 0.0, np.minimum(abs(a[0][0]), abs(a[0][1])))
+            high = np.maximum(abs(a[0][0]), abs(a[0][1]))
+            if kind == "mul":
+                low, high = low * low, high * high
+        elif kind == "add":
+            low, high = a[0][0] + a[1][0], a[0][1] + a[1][1]
+        elif kind == "sub":
+            low, high = a[0][0] - a[1][1], a[0][1] - a[1][0]
+        elif kind in ("mul", "div"):
+            products = [(x / y if kind == "div" else x * y) for x in a[0] for y in a[1]]
+            low, high = np.minimum.reduce(products), np.maximum.reduce(products)
+            if kind == "div":
+                across = (a[1][0] <= 0) & (a[1][1] >= 0)
+                low, high = np.where(across, -np.inf, low), np.where(across, np.inf, high)
+        elif kind == "sqrt":
+            low = np.where(a[0][0] < 0, -np.inf, np.sqrt(np.maximum(a[0][0], 0.0)))
+            high = np.where(a[0][0] < 0, np.inf, np.sqrt(a[0][1]))
+        elif kind == "select":
+            low, high = np.minimum(a[1][0], a[2][0]), np.maximum(a[1][1], a[2][1])
+        elif kind == "le":
+            low, high = np.zeros(PIECES), np.ones(PIECES)
+        else:
+            low, high = np.full(PIECES, -np.inf), np.full(PIECES, np.inf)
+        if kind not in EXACT:
+            slack = _WIDEN * np.maximum(np.abs(low), np.abs(high)) + _TINY
+            low, high = low - slack, high + slack
+        bad = np.isnan(low) | np.isnan(high)
+        return np.where(bad, -np.inf, low), np.where(bad, np.inf, high)
+
+
+def _trig_on_pieces(kind: str, low: np.ndarray, high: np.ndarray) -> tuple:
+    """sin or cos on intervals narrower than π: the values at the ends, and ±1 where an extremum lies inside."""
+    f = np.sin if kind == "sin" else np.cos
+    offset = math.pi / 2 if kind == "sin" else 0.0  # sin peaks at π/2 + kπ, cos at kπ
+    ends = np.stack([f(low), f(high)])
+    k = np.ceil((low - offset) / math.pi)
+    inside = offset + k * math.pi <= high
+    peak = np.where(np.mod(k, 2) == 0, 1.0, -1.0)
+    top = np.where(inside & (peak > 0), 1.0, ends.max(axis=0) + 2 * _WIDEN)
+    bottom = np.where(inside & (peak < 0), -1.0, ends.min(axis=0) - 2 * _WIDEN)
+    return np.maximum(bottom, -1.0), np.minimum(top, 1.0)
