@@ -48,6 +48,14 @@ MUTATIONS = [
     ("a finite answer for the a-priori bound", "            sure = others * within * finite_sum(x_sum) * trace.le(",
      "            sure = others * within * 1.0 * trace.le("),
     ("the smallest right-hand side", "SMALLEST_RHS = 1e-280", "SMALLEST_RHS = 0.0"),
+    ("sin and cos within [−1, 1] in ū", '    "sin": lambda a: (-1.0, 1.0),', '    "sin": lambda a: (-0.5, 0.5),',
+     UNIFORM),
+    ("ū above the sums", "    bound = math.sqrt(u_squared) * (1.0 + MARGIN)", "    bound = math.sqrt(u_squared) * 0.01",
+     UNIFORM),
+    ("an angle's terms at their joint largest", "            total += float(np.max(sums))",
+     "            total += float(np.min(sums))", UNIFORM),
+    ("the prismatic joints' limits ū assumed", "        ok = ok * trace.le(low, value) * trace.le(value, high)",
+     "        pass", UNIFORM),
 ]
 
 
