@@ -13,7 +13,7 @@ from references import random_states
 import gtdyn
 from gtdyn.compiled import trace
 from gtdyn.compiled.certificate import A_PRIORI, BY_BOUND
-from gtdyn.compiled.uniform_bound import _AngleMaxima, enclosures
+from gtdyn.compiled.uniform_bound import _AngleMaxima, _trig_on_pieces, enclosures
 from gtdyn.compiled.verdicts import _again
 from gtdyn.model.random import random_robot
 
@@ -63,6 +63,8 @@ def test_the_terms_of_one_angle_peak_together():
     assert math.sqrt(2.0) <= maxima.largest_sum([c, s], [1.0, 1.0], largest) < 1.55
     assert 1.0 <= maxima.largest_sum([c, s], [1.0, 1.0], largest, squares=True) < 1.15
     assert 3.0 * math.sqrt(2.0) <= maxima.largest_sum([c, other, s], [3.0, 2.0, 3.0], largest) - 2.0 < 3.0 * 1.55
+    # a piece wider than π holds a peak and a trough: sin on [0, 5] reaches both −1 and 1, not sin 5 = −0.96
+    assert [float(v[0]) for v in _trig_on_pieces("sin", np.array([0.0]), np.array([5.0]))] == [-1.0, 1.0]
 
 
 def _bound_and_u(solver, ws):

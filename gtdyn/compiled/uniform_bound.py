@@ -254,13 +254,15 @@ def _piece_rule(kind: str, args: list, square: bool) -> tuple:
 
 
 def _trig_on_pieces(kind: str, low: np.ndarray, high: np.ndarray) -> tuple:
-    """sin or cos on intervals narrower than π: the values at the ends, and ±1 where an extremum lies inside."""
+    """sin or cos on intervals: the values at the ends, and ±1 where an extremum lies inside (at most one in an
+    interval narrower than π; [−1, 1] on a wider one, sin(100 q) say)."""
     f = np.sin if kind == "sin" else np.cos
     offset = math.pi / 2 if kind == "sin" else 0.0  # sin peaks at π/2 + kπ, cos at kπ
     ends = np.stack([f(low), f(high)])
     k = np.ceil((low - offset) / math.pi)
     inside = offset + k * math.pi <= high
     peak = np.where(np.mod(k, 2) == 0, 1.0, -1.0)
-    top = np.where(inside & (peak > 0), 1.0, ends.max(axis=0) + 2 * _WIDEN)
-    bottom = np.where(inside & (peak < 0), -1.0, ends.min(axis=0) - 2 * _WIDEN)
+    wide = ~(high - low < math.pi)  # NaN and ∞ too
+    top = np.where(wide | (inside & (peak > 0)), 1.0, ends.max(axis=0) + 2 * _WIDEN)
+    bottom = np.where(wide | (inside & (peak < 0)), -1.0, ends.min(axis=0) - 2 * _WIDEN)
     return np.maximum(bottom, -1.0), np.minimum(top, 1.0)
