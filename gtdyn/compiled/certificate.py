@@ -1,5 +1,6 @@
 """The checked call's certificate, as generated code. ``main`` solves and bounds the condition from above with
-one pass (``solve_abs``); where that bound cannot certify, ``exact`` refines once and computes the condition
+one pass (``solve_abs``), or with none where a bound proven at every state certifies (``uniform_bound``: plans of
+substitutions, as RNEA's); where that bound cannot certify, ``exact`` refines once and computes the condition
 estimate of the reference path (same start vector, same steps). Either way the status is 1 only when the answer
 is certified — well conditioned, accurate, every input finite and a floating base's pose rigid, every loop
 closed and every transmission kept — and 0 when the caller must ask the reference path."""
