@@ -37,7 +37,7 @@ def random_states(robot: gtdyn.Robot, count: int, seed: int) -> list:
     (±1 where they have none), the rest in ±1; driven joints follow their drives."""
     rng = np.random.default_rng(seed)
     lower, upper = robot.lower_limits, robot.upper_limits
-    prismatic = np.array([j.type == "prismatic" for j in robot.joints])
+    prismatic = np.array([j.type == "prismatic" for j in robot.joints], dtype=bool)
     states = []
     for k in range(count):
         reach = np.pi if k < count // 2 else 100.0
