@@ -97,6 +97,24 @@ def test_the_bound_is_above_every_calls_own_u(name):
     assert solver.fallbacks == 0
 
 
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_the_bound_holds_on_random_trees(seed):
+    """Seeded random trees (revolute and prismatic joints, off-diagonal inertias): wherever main certified with ū,
+    ū is at or above the call's own u, at angles in ±π and ±100 rad and prismatic offsets across their ranges."""
+    robot = random_robot(seed, 5, tree=True, prismatic=0.4)
+    solver = gtdyn.compile(robot, "inverse", lanes=False)
+    assert "uniform_bound" in solver.code("main")
+    rng = np.random.default_rng(seed)
+    prismatic = np.array([j.type == "prismatic" for j in robot.joints], dtype=bool)
+    for reach in (np.pi, 100.0):
+        for _ in range(10):
+            q, v, x = rng.uniform(-reach, reach, 5), rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 5)
+            q[prismatic] = rng.uniform(robot.lower_limits[prismatic], robot.upper_limits[prismatic])
+            solver(q, v, x)
+            bound, u = _bound_and_u(solver, solver._ws)
+            assert 0.0 < u <= bound
+
+
 def test_the_mass_matrix_certifies_without_a_solve(puma):
     """At rest b = 0 by structure: the checked M runs no pass beyond the factors (its ``main`` is ``fast``'s size),
     equals the unchecked M bit for bit, and u stays under ū; a NaN angle still goes to the reference path."""
