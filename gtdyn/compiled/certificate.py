@@ -199,9 +199,10 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     # Values that live across a call are spilled to the stack, and many values at once too: so each vector below
     # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
     gamma = substitution_backward_error(plan)
-    by_substitution = gamma is not None and pays(functions, layout, sample_norms, gamma, ERROR_BOUND)
     everywhere, zero_rhs, ranges = _everywhere(plan, entries, column, functions["factor"], gamma, layout.ranges) \
-        if by_substitution else (None, False, {})
+        if gamma is not None else (None, False, {})
+    by_substitution = everywhere is not None or (gamma is not None and
+                                                 pays(functions, layout, sample_norms, gamma, ERROR_BOUND))
     count = len(column)
     a_priori, measured = None, fn
     if everywhere is None:

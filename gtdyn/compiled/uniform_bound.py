@@ -37,6 +37,7 @@ PIECES = 64  # an angle's period in pieces, on each of which its values are encl
 MARGIN = 1e-8  # ū's relative margin over the sums' rounding (≤ 1e5 operations · 2⁻⁵³ ≈ 1e-11)
 _WIDEN = 4 * 2.0 ** -53
 _TINY = 5e-324  # the smallest subnormal: an absolute rounding error where results underflow
+_SEVERAL = -1  # ``_AngleMaxima.alone`` of a value that depends on several loads
 
 
 def _hull(*values: float) -> tuple[float, float]:
@@ -161,16 +162,23 @@ class _AngleMaxima:
 
     def __init__(self, fn: trace.Function, found: list):
         self.fn, self.found = fn, found
-        self.depends: list = [frozenset()] * len(fn.ops)
+        self.alone: list = [None] * len(fn.ops)  # the one load each value depends on; _SEVERAL; None: no load
+        self.by_load: dict = {}  # load → the values that depend on it alone, in order
         readers: dict = {}
         for i, op in enumerate(fn.ops):
             if op[0] == "load":
-                self.depends[i] = frozenset((i,))
+                self.alone[i] = i
             elif op[0] not in trace.NOT_ARITHMETIC:
-                operands = [a for a in op[1:] if type(a) is trace.Sym]
-                self.depends[i] = frozenset().union(*(self.depends[a.id] for a in operands))
-                for a in operands:
-                    readers.setdefault(a.id, set()).add(op[0])
+                load = None
+                for a in op[1:]:
+                    if type(a) is trace.Sym:
+                        readers.setdefault(a.id, set()).add(op[0])
+                        theirs = self.alone[a.id]
+                        if theirs is not None and theirs != load:
+                            load = theirs if load is None else _SEVERAL
+                self.alone[i] = load
+                if load is not None and load != _SEVERAL:
+                    self.by_load.setdefault(load, []).append(i)
         self.periodic = {i for i, op in enumerate(fn.ops)
                          if op[0] == "load" and readers.get(i, set()) <= {"sin", "cos"}}
         self.pieces: dict = {}
@@ -181,9 +189,7 @@ class _AngleMaxima:
             return self.pieces[load]
         edges = np.linspace(-math.pi, math.pi, PIECES + 1)
         found = {load: (edges[:-1], edges[1:])}
-        for i in range(load + 1, len(self.fn.ops)):
-            if self.depends[i] != frozenset((load,)):
-                continue
+        for i in self.by_load.get(load, ()):
             op = self.fn.ops[i]
             args = [found.get(a.id, self.found[a.id]) if type(a) is trace.Sym else (float(a), float(a)) for a in op[1:]]
             found[i] = _piece_rule(op[0], args, op[1] is op[2] if op[0] == "mul" else False)
@@ -195,9 +201,9 @@ class _AngleMaxima:
         groups: dict = {}
         total = 0.0
         for c, w in zip(coefficients, weights):
-            key = self.depends[c.id] if type(c) is trace.Sym and c.fn is self.fn else None
-            if key is not None and len(key) == 1 and next(iter(key)) in self.periodic:
-                groups.setdefault(next(iter(key)), []).append((c, w))
+            load = self.alone[c.id] if type(c) is trace.Sym and c.fn is self.fn else None
+            if load in self.periodic:
+                groups.setdefault(load, []).append((c, w))
             else:
                 total += (largest(c) ** 2 if squares else largest(c)) * w
         for load, terms in groups.items():
