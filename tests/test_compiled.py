@@ -695,7 +695,7 @@ def test_code_cut_into_blocks_computes_the_same_bits(monkeypatch):
     from gtdyn.compiled import objects
 
     puma = robot("puma560")
-    whole = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
+    whole = gtdyn.compile(puma, "forward", ordering="aba")  # the module's cache: compiled as always
     cut_texts = []
     split_blocks = objects.split_blocks
     monkeypatch.setattr(objects, "SPLIT_ABOVE", 0)
@@ -755,7 +755,7 @@ def test_a_giant_program_skips_the_optimization_pipeline_with_the_same_bits(monk
     from gtdyn.compiled import native, objects
 
     puma = robot("puma560")
-    whole = gtdyn.compile(puma, "forward", ordering="aba", use_cache=False)
+    whole = gtdyn.compile(puma, "forward", ordering="aba")  # the module's cache: compiled as always
     monkeypatch.setattr(objects, "PIPELINE_BELOW", 0)
     modes = []
     compile_object = objects.compile_object
