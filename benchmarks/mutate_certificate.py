@@ -22,6 +22,7 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results", "mutate_certificate.md")
 CERTIFICATE = os.path.join("gtdyn", "compiled", "certificate.py")
 VALIDITY = os.path.join("gtdyn", "compiled", "validity.py")  # the input checks the certificate keeps
 UNIFORM = os.path.join("gtdyn", "compiled", "uniform_bound.py")  # the bound on u proven at every state
+A_PRIORI = os.path.join("gtdyn", "compiled", "a_priori.py")  # the a-priori backward error of substitution plans
 TESTS = ["tests/test_certificate.py", "tests/test_certificate_a_priori.py", "tests/test_uniform_bound.py",
          "tests/test_compiled.py", "tests/test_compiled_floating.py",
          "tests/test_edges.py", "tests/test_loops.py", "tests/test_transmissions.py"]
@@ -38,13 +39,13 @@ MUTATIONS = [
     ("the finite-input check", "    ok = finite(inputs(fn, layout))", "    ok = 1.0", VALIDITY),
     ("the coupling check", "            ok = ok * trace.le(gap * gap, bound * bound)", "            pass", VALIDITY),
     ("the a-priori backward error γ_m", "    return longest * UNIT_ROUNDOFF / (1 - longest * UNIT_ROUNDOFF)",
-     "    return 0.0"),
-    ("the longest row in γ_m", "        longest = max(longest, len(solved))", "        longest = 1"),
+     "    return 0.0", A_PRIORI),
+    ("the longest row in γ_m", "        longest = max(longest, len(solved))", "        longest = 1", A_PRIORI),
     ("substitution alone (no row operations)", "    if plan.tape or len(plan.pivots) != len(plan.rows):",
-     "    if len(plan.pivots) != len(plan.rows):"),
+     "    if len(plan.pivots) != len(plan.rows):", A_PRIORI),
     ("the solve's rows are the residual's",
      "            return None  # the solve's row is not the residual's: the lemma says nothing of b − A x",
-     "            pass"),
+     "            pass", A_PRIORI),
     ("a finite answer for the a-priori bound", "            sure = others * within * finite_sum(x_sum) * trace.le(",
      "            sure = others * within * 1.0 * trace.le("),
     ("the smallest right-hand side", "SMALLEST_RHS = 1e-280", "SMALLEST_RHS = 0.0"),

@@ -1,5 +1,5 @@
 """The a-priori backward error of plans that eliminate by substitution alone (RNEA;
-``certificate.substitution_backward_error``): the bound is checked in exact rational arithmetic on the rows the
+``a_priori.substitution_backward_error``): the bound is checked in exact rational arithmetic on the rows the
 compiled code solved, its γ_m against the longest row found independently, and the calls it must not certify —
 a non-finite answer, a right-hand side small enough to underflow — are shown to measure their backward error or
 go to the reference path."""
@@ -14,7 +14,8 @@ from references import random_states
 
 import gtdyn
 from gtdyn.bench.compiled import batch_states, chain_with_urdf
-from gtdyn.compiled.certificate import A_PRIORI, BY_BOUND, UNIT_ROUNDOFF, substitution_backward_error
+from gtdyn.compiled.a_priori import UNIT_ROUNDOFF, substitution_backward_error
+from gtdyn.compiled.certificate import A_PRIORI, BY_BOUND
 from gtdyn.compiled.plan import Plan, Row
 from gtdyn.errors import ArgumentError
 

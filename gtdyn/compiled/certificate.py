@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gtdyn.compiled import trace
+from gtdyn.compiled.a_priori import substitution_backward_error
 from gtdyn.compiled.certificate_cost import cheapest_way, pays
 from gtdyn.compiled.guards import unless_guarded
 from gtdyn.compiled.layout import Layout, Slots, store_outputs
@@ -30,7 +31,6 @@ CLOSURE_LIMIT = 0.1 * CLOSURE_TOLERANCE  # loop gaps above it: the reference pat
 ITERATION = "inverse_iteration"  # exact's estimate, where the bound with the refined answer cannot certify
 BY_BOUND, BY_SCHUR = 1.0, 2.0  # ws["bounded"] of a call u or u_S certified (0: the estimate, or not certified)
 A_PRIORI = 3.0  # ws["bounded"] of a call u certified with the substitution's a-priori backward error
-UNIT_ROUNDOFF = 2.0 ** -53
 # Below it, the right-hand side's products may round to subnormals, whose absolute errors the a-priori bound leaves
 # out: such calls measure their backward error instead.
 SMALLEST_RHS = 1e-280
@@ -62,37 +62,6 @@ def _sample_column_norms(entries: list[list]) -> list:
     ``main`` computes them."""
     with np.errstate(all="ignore"):
         return [sum((trace.value(c) * trace.value(c) for c in column), 0.0) for column in entries]
-
-
-def substitution_backward_error(plan: Plan) -> float | None:
-    """For a plan that eliminates by substitution alone — no row operations, every row a pivot row, as RNEA's
-    does — an a-priori bound on the backward error of every answer its solve computes; None for other plans.
-
-    Back-substitution computes each unknown from its pivot row, x_c = (b_p − Σ_j a_pj x_j) / a_pc, on the rows of
-    A themselves. In IEEE arithmetic without fused operations (the generated code has none), in any order of the
-    sum, the computed x satisfies Σ_j a_pj (1 + θ_pj) x_j = b_p with |θ_pj| ≤ γ_k = k u / (1 − k u), k the row's
-    entries and u the unit roundoff (Higham, Accuracy and Stability of Numerical Algorithms, Lemma 8.4): so
-    |b − A x| ≤ γ_m |A| |x|, m the longest row, and
-
-        ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖) ≤ γ_m ‖ |A| |x| ‖ / (‖A‖_F ‖x‖) ≤ γ_m.
-
-    Underflow adds absolute errors the lemma leaves out: ``checked_call`` uses the bound only where ‖b‖₁ ≥
-    ``SMALLEST_RHS``, and only where x is finite."""
-    if plan.tape or len(plan.pivots) != len(plan.rows):  # a row operation changes b too, and A's rows
-        return None
-    longest = 0
-    for _, _, p in plan.pivots:
-        solved = _entries(plan.work[p])
-        if [(key, k) for key, k, _ in solved] != [(key, k) for key, k, _ in _entries(plan.rows[p].coef)] or \
-                any(e is not plan.rows[p].coef[key][k] for key, k, e in solved):
-            return None  # the solve's row is not the residual's: the lemma says nothing of b − A x
-        longest = max(longest, len(solved))
-    return longest * UNIT_ROUNDOFF / (1 - longest * UNIT_ROUNDOFF)
-
-
-def _entries(row: dict) -> list:
-    """(variable, component, coefficient) of a row's entries that are not zero by structure."""
-    return [(key, k, e) for key, block in row.items() for k, e in enumerate(block) if trace.is_sym(e) or e != 0]
 
 
 def _right_hand_side(fn: trace.Function, plan: Plan, layout: Layout, slots: Slots, squares: bool,

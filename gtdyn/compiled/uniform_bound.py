@@ -1,5 +1,5 @@
 """A bound on the certificate's u = ‖D Ŝ1‖₂ that holds at every state, proven once while the code is written, for
-plans of substitutions alone (RNEA's: ``certificate.substitution_backward_error``).
+plans of substitutions alone (RNEA's: ``a_priori.substitution_backward_error``).
 
 Each coefficient of A is a traced function of the inputs. Interval arithmetic on the trace (``enclosures``)
 bounds it over every input whatever its value: a revolute angle reaches A only through sin and cos, which stay in
