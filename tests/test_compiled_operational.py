@@ -30,6 +30,20 @@ def test_the_puma_matches_pinocchio(puma, ordering, checks):
     assert solver.fallbacks == 0  # the compiled code answered, not the reference path
 
 
+def test_the_checked_call_runs_no_solve_at_rest(puma):
+    """At rest the plan's right-hand side is zero by structure (no velocity, gravity, torque or wrench inputs: the
+    unit solves push the frames): its answer and residual are 0 exactly, so the checked call runs the bound's pass
+    alone before Λ⁻¹ — the same Λ⁻¹, bit for bit, as the unchecked call."""
+    from gtdyn.bench.compiled import call_counts
+
+    checked = gtdyn.compile_inverse_osim(puma, PUMA_FRAMES)
+    unchecked = gtdyn.compile_inverse_osim(puma, PUMA_FRAMES, checks=False)
+    assert call_counts(checked, "main") == {"factor": 1, "solve_abs": 1}
+    for q in np.random.default_rng(6).uniform(-3.0, 3.0, (4, 6)):
+        assert np.array_equal(checked(q), unchecked(q))
+    assert checked.fallbacks == 0
+
+
 def test_a_floating_quadruped_matches_pinocchio_at_any_base_pose():
     """Λ⁻¹ in the feet's own axes does not depend on the base's pose: Pinocchio's at a random pose is ours."""
     from references import random_base

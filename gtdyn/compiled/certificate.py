@@ -168,9 +168,10 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     # Values that live across a call are spilled to the stack, and many values at once too: so each vector below
     # (D², b, x, r) is read one entry at a time into its sums (u², ‖A‖_F², ‖b‖², ‖x‖², ‖r‖²), which alone go on.
     gamma = substitution_backward_error(plan)
-    everywhere, zero_rhs, ranges = _everywhere(plan, entries, column, functions["factor"], gamma, layout.ranges) \
-        if gamma is not None else (None, False, {})
-    by_substitution = everywhere is not None or (gamma is not None and
+    zero_rhs = all(not trace.is_sym(row.rhs) and row.rhs == 0.0 for row in plan.rows)  # a matrix's plan at rest
+    everywhere, ranges = _everywhere(plan, entries, column, functions["factor"], gamma, layout.ranges, zero_rhs) \
+        if gamma is not None else (None, {})
+    by_substitution = everywhere is not None or (gamma is not None and not zero_rhs and
                                                  pays(functions, layout, sample_norms, gamma, ERROR_BOUND))
     count = len(column)
     a_priori, measured = None, fn
@@ -210,11 +211,20 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         sums = {"A": _sum(measured, layout.start["norms"], count), "x": x_squared,
                 "b": _right_hand_side(measured, plan, layout, slots, squares=True, store=False)}
         bound, others = slots.use(measured, bound), slots.use(measured, others)
+    elif zero_rhs:
+        fn.comment("b = 0 by structure: x = 0 and r = 0 exactly where the factors are finite (else u is not)")
+        store_outputs(fn, layout, outputs, [0.0] * count)
+        for first, size in (("xr", count), ("res", len(plan.rows))):  # as the solve and the residual leave them
+            for k in range(size):
+                fn.store(layout.start[first] + k, 0.0)
     else:
         sums = {"A": a_squared, "b": b_sum, "x": x_sum}
-    measured.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
-    measured.call(functions["residual"])
-    backward = _backward_error(_sum(measured, layout.start["res"], len(plan.rows), squares=True), sums)
+    if zero_rhs and not by_substitution:
+        backward = 0.0
+    else:
+        measured.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
+        measured.call(functions["residual"])
+        backward = _backward_error(_sum(measured, layout.start["res"], len(plan.rows), squares=True), sums)
     ok = _conclude(measured, layout, slots, closure, coupled, bound, backward, BY_BOUND, others)
     fallback = exact = trace.Function("exact")
     if way == "schur":
@@ -254,19 +264,19 @@ def _bound_pass(fn: trace.Function, functions: dict, entries: list, layout: Layo
     return trace.sqrt(u_squared), a_squared
 
 
-def _everywhere(plan: Plan, entries: list, column: dict, factor: trace.Function, gamma: float, limits: dict):
-    """(ū, b = 0, ranges): ū (``uniform_bound``) where it certifies every call the a-priori backward error γ_m does
-    — under ``BOUND_LIMIT``, and with γ_m under ``ERROR_BOUND``, or any γ where b = 0 by structure (a matrix's plan
-    at rest, whose x = 0 is exact) — else None; whether b = 0 by structure; and the prismatic joints' ranges ū
-    assumes, which the call checks: their ``limits`` widened to ±``REACHES`` metres, the widest that certifies (a
-    gripper's fingers drawn at random states beyond their few centimetres still take ū)."""
-    zero_rhs = all(not trace.is_sym(row.rhs) and row.rhs == 0.0 for row in plan.rows)
+def _everywhere(plan: Plan, entries: list, column: dict, factor: trace.Function, gamma: float, limits: dict,
+                zero_rhs: bool):
+    """(ū, ranges): ū (``uniform_bound``) where it certifies every call the a-priori backward error γ_m does — under
+    ``BOUND_LIMIT``, and with γ_m under ``ERROR_BOUND``, or any γ where b = 0 by structure (``zero_rhs``: a
+    matrix's plan at rest, whose x = 0 is exact) — else None; and the prismatic joints' ranges ū assumes, which the
+    call checks: their ``limits`` widened to ±``REACHES`` metres, the widest that certifies (a gripper's fingers
+    drawn at random states beyond their few centimetres still take ū)."""
     for reach in REACHES if limits else REACHES[-1:]:
         ranges = {i: (min(low, -reach), max(high, reach)) for i, (low, high) in limits.items()}
         bound = uniform_bound(plan, entries, column, factor, ranges)
         if bound <= BOUND_LIMIT and (zero_rhs or bound * gamma <= ERROR_BOUND):
-            return bound, zero_rhs, ranges
-    return None, False, {}
+            return bound, ranges
+    return None, {}
 
 
 def _schur(functions: dict, layout: Layout, rows: int, slots: Slots, closure: dict, coupled, main_values: list,

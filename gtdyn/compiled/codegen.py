@@ -84,8 +84,9 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
     base's, and "wrench" when external wrenches on ``wrench_frames`` are inputs). ``derivatives``: also
     ``tangents`` and the entries ``dmain``/``dfast`` (``gtdyn.compiled.derivatives``). ``more(plan, column,
     layout, slots, functions)``: more functions on the same factors (``gtdyn.compiled.operational``). ``at_rest``:
-    q̇, the given x and a floating base's twist and given quantity are zero constants, not inputs (the code of a
-    matrix of q alone, ``gtdyn.compiled.unit_solves``): the right-hand side folds away from ``factor``.
+    q̇, the given x, a floating base's twist and given quantity and the external wrenches are zero constants, not
+    inputs (the code of a matrix of q alone, ``gtdyn.compiled.unit_solves``, whose unit solves push the wrenches):
+    the right-hand side folds away from ``factor``.
     ``reference_pivots``: pivots scored at the reference configuration too (``gtdyn.compiled.plan``)."""
     n = robot.num_dofs
     factor = trace.Function("factor", samples["q"].shape[1])
@@ -119,8 +120,8 @@ def generate(robot: Robot, problem: Problem, order: list[int], gravity, samples:
         traced_problem = dataclasses.replace(traced_problem, **{"base_accel" if problem.kind == "inverse" else
                                                                 "base_wrench": given})
     first = 3 * n + base_inputs.input_count(robot)  # external wrenches after the base's inputs, six per frame
-    wrenches = [[factor.load(first + 6 * m + c, samples["wrench"][6 * m + c], f"F_ext{m + 1}_{c}") for c in range(6)]
-                for m in range(len(wrench_frames))]
+    wrenches = [[0.0 if at_rest else factor.load(first + 6 * m + c, samples["wrench"][6 * m + c], f"F_ext{m + 1}_{c}")
+                 for c in range(6)] for m in range(len(wrench_frames))]  # at rest: pushed by unit solves alone
     coupled = coupling_ok(robot, q, v, traced_problem)
     factor.comment("forward kinematics: poses and twists, root → leaves")
     kin, closure = traced_kinematics(robot, q, v, base_rotation, base_twist)
