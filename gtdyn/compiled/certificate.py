@@ -171,8 +171,8 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
     zero_rhs = all(not trace.is_sym(row.rhs) and row.rhs == 0.0 for row in plan.rows)  # a matrix's plan at rest
     everywhere, ranges = _everywhere(plan, entries, column, functions["factor"], gamma, layout.ranges, zero_rhs) \
         if gamma is not None else (None, {})
-    by_substitution = everywhere is not None or (gamma is not None and not zero_rhs and
-                                                 pays(functions, layout, sample_norms, gamma, ERROR_BOUND))
+    pays_here = gamma is not None and pays(functions, layout, sample_norms, gamma, ERROR_BOUND)
+    by_substitution = not zero_rhs and (everywhere is not None or pays_here)  # b = 0: no backward error to bound
     count = len(column)
     a_priori, measured = None, fn
     if everywhere is None:
@@ -184,44 +184,38 @@ def checked_call(functions, plan: Plan, column: dict, layout: Layout, slots: Slo
         store_outputs(fn, layout, outputs, x)
     others = _other_checks(fn, layout, slots, closure, coupled)
     within = 1.0 if everywhere is None else within_ranges(fn, ranges)
-    if by_substitution:
-        measured = trace.Function("measured")
-        if zero_rhs:
-            fn.comment(f"b = 0 by structure and u ≤ ū = {everywhere:.3g} at every state (uniform_bound): the "
-                       "answer is 0, exactly, for valid inputs")
-            store_outputs(fn, layout, outputs, [0.0] * count)
+    if zero_rhs:
+        fn.comment("b = 0 by structure: x = 0 and r = 0 exactly where the factors are finite (else u is not)")
+        store_outputs(fn, layout, outputs, [0.0] * count)
+        if everywhere is not None:
+            fn.comment(f"u ≤ ū = {everywhere:.3g} at every state (uniform_bound)")
             a_priori = _conclude(fn, layout, slots, closure, coupled, everywhere, 0.0, A_PRIORI, others * within)
-            measured.comment("where ū cannot certify (inputs not valid, or a prismatic joint beyond its limits): the "
-                             "bound, the solve and the residual")
+            measured = trace.Function("measured")
+            measured.comment("where ū cannot certify (inputs not valid, or a prismatic joint beyond its limits)")
             bound, _ = _bound_pass(measured, functions, entries, layout, slots, way, sums=False)
-            _right_hand_side(measured, plan, layout, slots, squares=False)
-            measured.call(functions["solve"])
-            store_outputs(measured, layout, outputs, _solution(measured, layout, count, for_residual=False)[0])
-        else:
+            others = slots.use(measured, others)
+        for first, size in (("xr", count), ("res", len(plan.rows))):  # as the solve and the residual leave them
+            for k in range(size):
+                measured.store(layout.start[first] + k, 0.0)
+        backward = 0.0
+    else:
+        if by_substitution:
             fn.comment(f"substitution alone: backward error ≤ γ_m = {gamma:.3g} a priori, for a finite x and "
                        "‖b‖₁ ≥ SMALLEST_RHS (substitution_backward_error)" +
                        ("" if everywhere is None else f", and u ≤ ū = {everywhere:.3g} at every state (uniform_bound)"))
             sure = others * within * finite_sum(x_sum) * trace.le(SMALLEST_RHS, b_sum)
             a_priori = _conclude(fn, layout, slots, closure, coupled, bound if everywhere is None else everywhere,
                                  gamma, A_PRIORI, sure)
+            measured = trace.Function("measured")
             measured.comment("where the a-priori bound cannot certify: the backward error measured")
-        x_squared = _solution(measured, layout, count, True)[1]  # x into xr, before u's pass writes over it
-        if everywhere is not None and not zero_rhs:
-            bound, _ = _bound_pass(measured, functions, entries, layout, slots, way, sums=False)
-        sums = {"A": _sum(measured, layout.start["norms"], count), "x": x_squared,
-                "b": _right_hand_side(measured, plan, layout, slots, squares=True, store=False)}
-        bound, others = slots.use(measured, bound), slots.use(measured, others)
-    elif zero_rhs:
-        fn.comment("b = 0 by structure: x = 0 and r = 0 exactly where the factors are finite (else u is not)")
-        store_outputs(fn, layout, outputs, [0.0] * count)
-        for first, size in (("xr", count), ("res", len(plan.rows))):  # as the solve and the residual leave them
-            for k in range(size):
-                fn.store(layout.start[first] + k, 0.0)
-    else:
-        sums = {"A": a_squared, "b": b_sum, "x": x_sum}
-    if zero_rhs and not by_substitution:
-        backward = 0.0
-    else:
+            x_squared = _solution(measured, layout, count, True)[1]  # x into xr, before u's pass writes over it
+            if everywhere is not None:
+                bound, _ = _bound_pass(measured, functions, entries, layout, slots, way, sums=False)
+            sums = {"A": _sum(measured, layout.start["norms"], count), "x": x_squared,
+                    "b": _right_hand_side(measured, plan, layout, slots, squares=True, store=False)}
+            bound, others = slots.use(measured, bound), slots.use(measured, others)
+        else:
+            sums = {"A": a_squared, "b": b_sum, "x": x_sum}
         measured.comment("backward error ‖b − A x‖ / (‖A‖_F ‖x‖ + ‖b‖)")
         measured.call(functions["residual"])
         backward = _backward_error(_sum(measured, layout.start["res"], len(plan.rows), squares=True), sums)

@@ -40,42 +40,6 @@ _TINY = 5e-324  # the smallest subnormal: an absolute rounding error where resul
 _SEVERAL = -1  # ``_AngleMaxima.alone`` of a value that depends on several loads
 
 
-def _hull(*values: float) -> tuple[float, float]:
-    if any(v != v for v in values):  # ∞ − ∞, 0 · ∞: the value may be anything
-        return UNBOUNDED
-    return min(values), max(values)
-
-
-def _divided(a: tuple, b: tuple) -> tuple[float, float]:
-    if b[0] <= 0.0 <= b[1]:
-        return UNBOUNDED
-    return _hull(*(x / y for x in a for y in b))
-
-
-def _square_root(a: tuple) -> tuple[float, float]:
-    return UNBOUNDED if a[0] < 0.0 else (math.sqrt(a[0]), math.sqrt(a[1]))  # NaN below zero
-
-
-def _magnitude_interval(a: tuple) -> tuple[float, float]:
-    low, high = abs(a[0]), abs(a[1])
-    return (0.0 if a[0] <= 0.0 <= a[1] else min(low, high)), max(low, high)
-
-
-RULES = {
-    "copy": lambda a: a,
-    "neg": lambda a: (-a[1], -a[0]),
-    "abs": _magnitude_interval,
-    "sin": lambda a: (-1.0, 1.0),  # libm's sin and cos never leave [−1, 1]
-    "cos": lambda a: (-1.0, 1.0),
-    "sqrt": _square_root,
-    "add": lambda a, b: _hull(a[0] + b[0], a[1] + b[1]),
-    "sub": lambda a, b: _hull(a[0] - b[1], a[1] - b[0]),
-    "mul": lambda a, b: _hull(*(x * y for x in a for y in b)),
-    "div": _divided,
-    "le": lambda a, b: (0.0, 1.0),
-    "atan2": lambda a, b: (-math.pi, math.pi),
-    "select": lambda c, a, b: _hull(a[0], a[1], b[0], b[1]),
-}
 EXACT = {"copy", "neg", "abs", "sin", "cos", "le", "select"}  # results exact, or within the interval as they are
 
 
@@ -85,25 +49,15 @@ def enclosures(fn: trace.Function, ranges: dict | None = None) -> list:
     lie in its (low, high) — or None for operations without a value."""
     ranges = ranges or {}
     found: list = [None] * len(fn.ops)
-
-    def interval(a) -> tuple[float, float]:
-        return found[a.id] if type(a) is trace.Sym else (float(a), float(a))
-
-    for i, op in enumerate(fn.ops):
-        kind = op[0]
-        if kind in trace.NOT_ARITHMETIC:
-            found[i] = ranges.get(op[1], UNBOUNDED) if kind == "load" else None
-            continue
-        rule = RULES.get(kind)
-        if kind == "mul" and op[1] is op[2]:  # a square: never below zero (a product of two intervals would be)
-            low, high = _magnitude_interval(interval(op[1]))
-            low, high = low * low, high * high
-        else:
-            low, high = UNBOUNDED if rule is None else rule(*(interval(a) for a in op[1:]))
-        if kind not in EXACT:
-            slack = _WIDEN * max(abs(low), abs(high)) + _TINY
-            low, high = low - slack, high + slack
-        found[i] = (low, high) if low == low and high == high else UNBOUNDED
+    with np.errstate(all="ignore"):  # ∞ − ∞ and 0 · ∞ make unbounded intervals (``_rule``)
+        for i, op in enumerate(fn.ops):
+            kind = op[0]
+            if kind in trace.NOT_ARITHMETIC:
+                found[i] = ranges.get(op[1], UNBOUNDED) if kind == "load" else None
+                continue
+            low, high = _rule(kind, [found[a.id] if type(a) is trace.Sym else (float(a), float(a)) for a in op[1:]],
+                              kind == "mul" and op[1] is op[2])
+            found[i] = (float(low), float(high))
     return found
 
 
@@ -119,12 +73,12 @@ def uniform_bound(plan: Plan, entries: list[list], column: dict, fn: trace.Funct
     def largest(value) -> float:
         if type(value) is not trace.Sym:
             return abs(float(value))
-        return max(abs(found[value.id][0]), abs(found[value.id][1])) if value.fn is fn else math.inf
+        return float(_magnitudes(*found[value.id])[1]) if value.fn is fn else math.inf
 
     def smallest(value) -> float:
         if type(value) is not trace.Sym:
             return abs(float(value))
-        return _magnitude_interval(found[value.id])[0] if value.fn is fn else 0.0
+        return float(_magnitudes(*found[value.id])[0]) if value.fn is fn else 0.0
 
     angles = _AngleMaxima(fn, found)
     y: dict = {}
@@ -156,7 +110,7 @@ class _AngleMaxima:
     turn with one angle: those of one joint's transform (a row's Ad block, say) peak at different angles, and the
     largest of their sum is what the magnitude pass can meet. An angle whose load only sin and cos read is
     periodic: its period is cut into ``PIECES`` and every value that depends on it alone enclosed on each piece
-    (``enclosures``' rules, on arrays); the sum's largest over the pieces bounds it. Terms of different angles peak
+    (``_rule``, on arrays); the sum's largest over the pieces bounds it. Terms of different angles peak
     independently, so their largest sums add; a coefficient of several inputs, or of another, is taken at its own
     largest (``largest``)."""
 
@@ -189,10 +143,12 @@ class _AngleMaxima:
             return self.pieces[load]
         edges = np.linspace(-math.pi, math.pi, PIECES + 1)
         found = {load: (edges[:-1], edges[1:])}
-        for i in self.by_load.get(load, ()):
-            op = self.fn.ops[i]
-            args = [found.get(a.id, self.found[a.id]) if type(a) is trace.Sym else (float(a), float(a)) for a in op[1:]]
-            found[i] = _piece_rule(op[0], args, op[1] is op[2] if op[0] == "mul" else False)
+        with np.errstate(all="ignore"):
+            for i in self.by_load.get(load, ()):
+                op = self.fn.ops[i]
+                args = [found.get(a.id, self.found[a.id]) if type(a) is trace.Sym else (float(a), float(a))
+                        for a in op[1:]]
+                found[i] = _rule(op[0], args, op[0] == "mul" and op[1] is op[2])
         self.pieces[load] = found
         return found
 
@@ -210,53 +166,64 @@ class _AngleMaxima:
             found = self._on_pieces(load)
             sums = np.zeros(PIECES)
             for c, w in terms:
-                low, high = found[c.id]
-                magnitude = np.maximum(np.abs(low), np.abs(high))
+                magnitude = _magnitudes(*found[c.id])[1]
                 sums = sums + (magnitude * magnitude if squares else magnitude) * w
             total += float(np.max(sums))
         return total
 
 
-def _piece_rule(kind: str, args: list, square: bool) -> tuple:
-    """``enclosures``' rule for one operation on arrays of intervals (one per piece), widened as there."""
-    a = [(np.broadcast_to(np.asarray(low, dtype=float), PIECES), np.broadcast_to(np.asarray(high, dtype=float), PIECES))
-         for low, high in args]
-    with np.errstate(all="ignore"):
-        if kind in ("sin", "cos"):
-            low, high = _trig_on_pieces(kind, *a[0])
-        elif kind == "copy":
-            low, high = a[0]
-        elif kind == "neg":
-            low, high = -a[0][1], -a[0][0]
-        elif kind == "abs" or (kind == "mul" and square):
-            low = np.where((a[0][0] <= 0) & (a[0][1] >= 0), 0.0, np.minimum(abs(a[0][0]), abs(a[0][1])))
-            high = np.maximum(abs(a[0][0]), abs(a[0][1]))
-            if kind == "mul":
-                low, high = low * low, high * high
-        elif kind == "add":
-            low, high = a[0][0] + a[1][0], a[0][1] + a[1][1]
-        elif kind == "sub":
-            low, high = a[0][0] - a[1][1], a[0][1] - a[1][0]
-        elif kind in ("mul", "div"):
-            products = [(x / y if kind == "div" else x * y) for x in a[0] for y in a[1]]
-            low, high = np.minimum.reduce(products), np.maximum.reduce(products)
-            if kind == "div":
-                across = (a[1][0] <= 0) & (a[1][1] >= 0)
-                low, high = np.where(across, -np.inf, low), np.where(across, np.inf, high)
-        elif kind == "sqrt":
-            low = np.where(a[0][0] < 0, -np.inf, np.sqrt(np.maximum(a[0][0], 0.0)))
-            high = np.where(a[0][0] < 0, np.inf, np.sqrt(a[0][1]))
-        elif kind == "select":
-            low, high = np.minimum(a[1][0], a[2][0]), np.maximum(a[1][1], a[2][1])
-        elif kind == "le":
-            low, high = np.zeros(PIECES), np.ones(PIECES)
-        else:
-            low, high = np.full(PIECES, -np.inf), np.full(PIECES, np.inf)
-        if kind not in EXACT:
-            slack = _WIDEN * np.maximum(np.abs(low), np.abs(high)) + _TINY
-            low, high = low - slack, high + slack
-        bad = np.isnan(low) | np.isnan(high)
-        return np.where(bad, -np.inf, low), np.where(bad, np.inf, high)
+def _rule(kind: str, args: list, square: bool) -> tuple:
+    """One operation's interval from its operands' (lows and highs: numbers, or arrays of one per piece of an
+    angle), widened for rounding unless its result is exact; ``square``: x · x, never below zero. Called under
+    ``np.errstate(all="ignore")``: a NaN end (∞ − ∞, 0 · ∞) makes the interval unbounded."""
+    a = [(np.asarray(low, dtype=float), np.asarray(high, dtype=float)) for low, high in args]
+    if kind in ("sin", "cos"):  # libm's sin and cos never leave [−1, 1]
+        low, high = _trig_on_pieces(kind, *a[0])
+    elif kind == "copy":
+        low, high = a[0]
+    elif kind == "neg":
+        low, high = -a[0][1], -a[0][0]
+    elif kind == "abs" or (kind == "mul" and square):
+        low, high = _magnitudes(*a[0])
+        if kind == "mul":
+            low, high = low * low, high * high
+    elif kind == "add":
+        low, high = a[0][0] + a[1][0], a[0][1] + a[1][1]
+    elif kind == "sub":
+        low, high = a[0][0] - a[1][1], a[0][1] - a[1][0]
+    elif kind in ("mul", "div"):
+        products = [(x / y if kind == "div" else x * y) for x in a[0] for y in a[1]]
+        low, high = np.minimum.reduce(products), np.maximum.reduce(products)
+        if kind == "div":
+            across = (a[1][0] <= 0) & (a[1][1] >= 0)
+            low, high = np.where(across, -np.inf, low), np.where(across, np.inf, high)
+    elif kind == "sqrt":  # NaN below zero
+        low = np.where(a[0][0] < 0, -np.inf, np.sqrt(np.maximum(a[0][0], 0.0)))
+        high = np.where(a[0][0] < 0, np.inf, np.sqrt(a[0][1]))
+    elif kind == "select":
+        low, high = np.minimum(a[1][0], a[2][0]), np.maximum(a[1][1], a[2][1])
+    elif kind == "le":
+        low, high = np.zeros(_shape(a)), np.ones(_shape(a))
+    elif kind == "atan2":
+        low, high = np.full(_shape(a), -math.pi), np.full(_shape(a), math.pi)
+    else:
+        low, high = np.full(_shape(a), -np.inf), np.full(_shape(a), np.inf)
+    if kind not in EXACT:
+        slack = _WIDEN * np.maximum(np.abs(low), np.abs(high)) + _TINY
+        low, high = low - slack, high + slack
+    bad = np.isnan(low) | np.isnan(high)  # ∞ − ∞, 0 · ∞: the value may be anything
+    return np.where(bad, -np.inf, low), np.where(bad, np.inf, high)
+
+
+def _shape(a: list) -> tuple:
+    """The shape the operands' intervals broadcast to: a number's, or the pieces'."""
+    return np.broadcast_shapes(*(np.shape(low) for low, _ in a))
+
+
+def _magnitudes(low: np.ndarray, high: np.ndarray) -> tuple:
+    """|x| for x in [low, high]: its smallest (0 where the interval holds 0) and its largest."""
+    return (np.where((low <= 0) & (high >= 0), 0.0, np.minimum(np.abs(low), np.abs(high))),
+            np.maximum(np.abs(low), np.abs(high)))
 
 
 def _trig_on_pieces(kind: str, low: np.ndarray, high: np.ndarray) -> tuple:
